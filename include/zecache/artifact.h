@@ -1,0 +1,36 @@
+/* An immutable, reference-counted compile result: the native binary, the
+ * build log of the compile that produced it, and metadata for inspection.
+ * The memory tier hands out references; the disk tier stores and loads it. */
+#ifndef ZECACHE_ARTIFACT_H
+#define ZECACHE_ARTIFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct zc_artifact_meta {
+    char device_name[64];    /* e.g. "Intel(R) Graphics [0xff20]" */
+    char driver_version[32]; /* the driver's version, as text */
+    uint64_t compile_ns;     /* how long the original compile took */
+    uint64_t created_unix;   /* seconds since the epoch when compiled */
+} zc_artifact_meta;
+
+typedef struct zc_artifact zc_artifact;
+
+/* Copies binary and log (log may be NULL with log_size 0). The result has one
+ * reference. meta may be NULL (all zero). Returns NULL on allocation failure. */
+zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const char *log,
+                                size_t log_size, const zc_artifact_meta *meta);
+
+zc_artifact *zc_artifact_ref(zc_artifact *artifact);
+void zc_artifact_unref(zc_artifact *artifact); /* NULL is accepted */
+
+const uint8_t *zc_artifact_binary(const zc_artifact *artifact, size_t *size);
+/* The log's bytes; not necessarily NUL-terminated within log_size, but a NUL
+ * always follows the last byte. */
+const char *zc_artifact_build_log(const zc_artifact *artifact, size_t *size);
+const zc_artifact_meta *zc_artifact_meta_of(const zc_artifact *artifact);
+
+/* Bytes charged against the memory tier's budget for this artifact. */
+size_t zc_artifact_footprint(const zc_artifact *artifact);
+
+#endif

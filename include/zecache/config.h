@@ -1,0 +1,47 @@
+/* Configuration from the environment, with the semantics of Intel's driver
+ * cache (NEO_CACHE_*) plus zecache's own NEO_CACHE_* extensions. */
+#ifndef ZECACHE_CONFIG_H
+#define ZECACHE_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zecache/status.h"
+
+#define ZC_DEFAULT_MAX_SIZE (UINT64_C(1) << 30)
+#define ZC_DEFAULT_MEMORY_SIZE (UINT64_C(256) << 20)
+#define ZC_DEFAULT_COMPRESSION_LEVEL 3
+
+typedef enum zc_config_source {
+    ZC_SOURCE_DEFAULT = 0,
+    ZC_SOURCE_ENV,     /* taken from the environment variable */
+    ZC_SOURCE_INVALID, /* the variable was set but invalid: default used */
+} zc_config_source;
+
+typedef struct zc_config {
+    bool persistent;           /* NEO_CACHE_PERSISTENT, default 1 */
+    char dir[PATH_MAX];        /* resolved cache directory; "" when none */
+    bool dir_from_env;         /* NEO_CACHE_DIR was given */
+    uint64_t max_size;         /* NEO_CACHE_MAX_SIZE bytes, 0 = unlimited */
+    uint64_t memory_size;      /* NEO_CACHE_MEMORY_SIZE: memory tier budget, 0 = off */
+    int compression_level;     /* NEO_CACHE_COMPRESSION_LEVEL, 1..19 */
+    bool print_debug_messages; /* PrintDebugMessages */
+    bool binary_cache_trace;   /* BinaryCacheTrace */
+    bool allow_shared;         /* NEO_CACHE_SHARED=1: accept a directory that other
+                                  users own or that group/others may write */
+    zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
+        compression_level_source;
+} zc_config;
+
+/* Reads the environment. Never fails: invalid values are reported under
+ * PrintDebugMessages and replaced by their documented default. Also switches
+ * zc_log on or off to match PrintDebugMessages. */
+void zc_config_from_env(zc_config *config);
+
+/* Parses a non-negative decimal integer that fits in uint64_t, with optional
+ * surrounding white space. Returns false for empty strings, signs, garbage,
+ * trailing text and overflow. */
+bool zc_config_parse_u64(const char *text, uint64_t *value);
+
+#endif

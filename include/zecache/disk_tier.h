@@ -1,0 +1,85 @@
+/* The disk tier: zstd-compressed entries at <dir>/<k0>/<k1>/<64 hex>.l0_cache,
+ * with config.file at the root holding the total size of all .l0_cache files
+ * as one native size_t, exactly as Intel's driver keeps it, so both can share
+ * a directory. Stores are atomic (temp file + rename) under flock on
+ * config.file; loads take no lock and never return unverified bytes. */
+#ifndef ZECACHE_DISK_TIER_H
+#define ZECACHE_DISK_TIER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/config.h"
+#include "zecache/entry.h"
+#include "zecache/fs_ops.h"
+#include "zecache/key.h"
+#include "zecache/status.h"
+
+#define ZC_CONFIG_FILE_NAME "config.file"
+#define ZC_ENTRY_SUFFIX ".l0_cache"
+#define ZC_TRACE_SUFFIX ".trace"
+#define ZC_TEMP_PREFIX ".zc_tmp."
+#define ZC_TEMP_MAX_AGE_SEC 300
+
+typedef struct zc_disk_tier zc_disk_tier;
+
+/* Opens (creating with mode 0700 when missing) config->dir. ops NULL means
+ * the real system calls. ZC_ERR_DISABLED when persistence is off or the
+ * directory is unusable (with a message under PrintDebugMessages). */
+zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out);
+void zc_disk_tier_close(zc_disk_tier *tier);
+const char *zc_disk_tier_dir(const zc_disk_tier *tier);
+
+/* Loads and fully verifies key's entry. ZC_MISS when absent or bad; a bad
+ * entry is removed and the reason logged. A hit refreshes the entry's
+ * recency (its mtime), which works on noatime mounts. */
+zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out);
+
+/* Stores key's artifact (skipped, ZC_OK, when it already exists), evicting
+ * least recently used entries first when the size limit needs it. trace, when
+ * not NULL, is written beside the entry as <hex>.trace. */
+zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
+                             const char *trace);
+
+/* One .l0_cache file found by a scan. */
+typedef struct zc_disk_entry_info {
+    char path[PATH_MAX]; /* relative to the cache directory */
+    uint64_t file_size;
+    int64_t last_use_sec; /* mtime: refreshed by hits */
+    int64_t last_use_nsec;
+    bool is_zecache; /* named <64 hex>.l0_cache (else the driver's own) */
+    zc_key key;      /* valid when is_zecache */
+} zc_disk_entry_info;
+
+/* Calls visit for every .l0_cache file (root and two levels of hex
+ * subdirectories; symlinks are skipped). visit returns nonzero to stop. */
+typedef int (*zc_disk_entry_visit_fn)(void *context, const zc_disk_entry_info *info);
+zc_status zc_disk_tier_foreach(zc_disk_tier *tier, zc_disk_entry_visit_fn visit, void *context);
+
+/* Reads and fully verifies the entry at path (relative), as a load would,
+ * without changing anything. ZC_OK, or ZC_MISS with the reason. */
+zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_entry_header *header,
+                                    char *reason, size_t reason_size);
+
+/* Removes one entry (and its trace) under the lock, keeping config.file exact. */
+zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);
+
+/* Under the lock: removes entries unused since older_than_unix (0: none by age),
+ * then least recently used ones until the total is at most max_size
+ * (UINT64_MAX: no size bound), removes stale temp files, and rewrites
+ * config.file with the real total. Reports what was removed. */
+zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,
+                            uint64_t *removed_entries, uint64_t *removed_bytes);
+
+/* Under the lock: removes every entry and trace, sets config.file to 0. */
+zc_status zc_disk_tier_clear(zc_disk_tier *tier);
+
+/* config.file's value (ZC_MISS when missing or malformed), and the real total
+ * found by scanning; repair rewrites config.file with the real total. */
+zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size);
+zc_status zc_disk_tier_scanned_size(zc_disk_tier *tier, uint64_t *size, uint64_t *entries);
+zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size);
+
+#endif

@@ -1,0 +1,63 @@
+/* The on-disk entry format: a fixed, checksummed header followed by one zstd
+ * frame (with content size and content checksum) holding the native binary
+ * and then the build log.
+ *
+ * Header, little-endian, ZC_ENTRY_HEADER_SIZE bytes:
+ *   0  magic "ZECACHE\0"          8
+ *   8  format version (u32)        = ZC_ENTRY_FORMAT_VERSION
+ *  12  header size (u32)           = ZC_ENTRY_HEADER_SIZE
+ *  16  key                         32
+ *  48  binary size (u64)
+ *  56  build log size (u64)
+ *  64  compressed size (u64)       = file size - header size
+ *  72  compile time, ns (u64)
+ *  80  created, unix seconds (u64)
+ *  88  flags (u32)                 must be 0 in this version
+ *  92  reserved (u32)              must be 0
+ *  96  device name                 64, NUL-padded
+ * 160  driver version              32, NUL-padded
+ * 192  header checksum             16: first 16 bytes of SHA-256 of bytes 0..191
+ */
+#ifndef ZECACHE_ENTRY_H
+#define ZECACHE_ENTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/key.h"
+#include "zecache/status.h"
+
+#define ZC_ENTRY_MAGIC "ZECACHE"
+#define ZC_ENTRY_FORMAT_VERSION 1u
+#define ZC_ENTRY_HEADER_SIZE 208u
+
+typedef struct zc_entry_header {
+    uint32_t format_version;
+    zc_key key;
+    uint64_t binary_size;
+    uint64_t log_size;
+    uint64_t compressed_size;
+    uint32_t flags;
+    zc_artifact_meta meta;
+} zc_entry_header;
+
+/* Serialises key and artifact into a new malloc'd buffer. */
+zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int compression_level,
+                          uint8_t **out, size_t *out_size);
+
+/* Parses and checks the header alone (magic, version, header size, checksum,
+ * flags, reserved, and compressed size against size). ZC_MISS with a reason
+ * when it does not verify. */
+zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
+                               size_t reason_size);
+
+/* Verifies everything (header as above, expected key unless NULL, payload no
+ * larger than max_payload unless 0, frame content size equal to the header's,
+ * zstd content checksum present and correct) and returns the artifact.
+ * ZC_MISS with a reason for any mismatch; nothing unverified is returned. */
+zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
+                          uint64_t max_payload, zc_artifact **out, char *reason,
+                          size_t reason_size);
+
+#endif

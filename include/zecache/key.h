@@ -1,0 +1,77 @@
+/* The cache key: SHA-256 over a canonical, versioned, length-prefixed record
+ * of everything that decides a compile's result. */
+#ifndef ZECACHE_KEY_H
+#define ZECACHE_KEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/identity.h"
+#include "zecache/status.h"
+
+#define ZC_KEY_SIZE 32
+#define ZC_KEY_HEX_SIZE 65 /* 64 hex digits and a NUL */
+#define ZC_KEY_FORMAT_VERSION 1
+
+typedef struct zc_key {
+    uint8_t bytes[ZC_KEY_SIZE];
+} zc_key;
+
+void zc_key_to_hex(const zc_key *key, char hex[ZC_KEY_HEX_SIZE]);
+/* Accepts exactly 64 hex digits (either case). */
+bool zc_key_from_hex(const char *hex, zc_key *key);
+bool zc_key_equal(const zc_key *a, const zc_key *b);
+
+/* Specialization constants as Level Zero passes them: ids and pointers to
+ * values whose width only the SPIR-V declaration tells. */
+typedef struct zc_spec_constants {
+    uint32_t count;
+    const uint32_t *ids;
+    const void *const *values;
+} zc_spec_constants;
+
+typedef struct zc_key_builder zc_key_builder;
+
+/* want_trace: also keep a readable trace of every part (BinaryCacheTrace). */
+zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out);
+void zc_key_builder_destroy(zc_key_builder *builder);
+
+/* Parts are recorded in the order added; callers add them in a fixed order.
+ * Every function returns ZC_NOT_CACHEABLE (with zc_key_builder_reason) when the
+ * input cannot be keyed safely; after that the builder stays refused. */
+
+/* One SPIR-V input with its build flags (NULL and "" are distinct; runs of
+ * white space collapse to one space, leading/trailing white space dropped,
+ * order kept) and its specialization constants (sorted by id, each value read
+ * at the width its SPIR-V declaration gives; unknown or duplicate ids and
+ * invalid SPIR-V are not cacheable). constants may be NULL. */
+zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
+                           const char *build_flags, const zc_spec_constants *constants);
+
+/* The compiler's identity (IGC and its front end), found once per process. */
+zc_status zc_key_add_compiler_identity(zc_key_builder *builder);
+
+/* The driver: its library's identity plus version and UUID from the API. */
+zc_status zc_key_add_driver(zc_key_builder *builder, const zc_library_identity *library,
+                            uint32_t driver_version, const uint8_t uuid[16]);
+
+/* Hardware description bytes (device properties, IP version, ...). name says
+ * what they are, for the trace; several may be added. */
+zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const void *bytes,
+                              size_t size);
+
+/* Every IGC_* environment variable, sorted, as name=value. */
+zc_status zc_key_add_compiler_environment(zc_key_builder *builder);
+
+/* Finishes the record and writes the key. Fails with ZC_NOT_CACHEABLE if any
+ * part was refused. */
+zc_status zc_key_finish(zc_key_builder *builder, zc_key *key);
+
+/* Why the builder refused, or NULL if it did not. */
+const char *zc_key_builder_reason(const zc_key_builder *builder);
+/* The readable trace (one "---- part ----" section per part), or NULL when
+ * tracing was not requested. Valid until the builder is destroyed. */
+const char *zc_key_builder_trace(const zc_key_builder *builder);
+
+#endif

@@ -1,0 +1,43 @@
+#include "zecache/key.h"
+
+#include <string.h>
+
+void zc_key_to_hex(const zc_key *key, char hex[ZC_KEY_HEX_SIZE])
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < ZC_KEY_SIZE; i++) {
+        hex[2 * i] = digits[key->bytes[i] >> 4];
+        hex[2 * i + 1] = digits[key->bytes[i] & 0xf];
+    }
+    hex[2 * ZC_KEY_SIZE] = '\0';
+}
+
+static int hex_digit_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+bool zc_key_from_hex(const char *hex, zc_key *key)
+{
+    if (hex == NULL || strlen(hex) != 2 * ZC_KEY_SIZE)
+        return false;
+    for (size_t i = 0; i < ZC_KEY_SIZE; i++) {
+        int high = hex_digit_value(hex[2 * i]);
+        int low = hex_digit_value(hex[2 * i + 1]);
+        if (high < 0 || low < 0)
+            return false;
+        key->bytes[i] = (uint8_t)(high << 4 | low);
+    }
+    return true;
+}
+
+bool zc_key_equal(const zc_key *a, const zc_key *b)
+{
+    return memcmp(a->bytes, b->bytes, ZC_KEY_SIZE) == 0;
+}
