@@ -26,6 +26,12 @@ typedef struct zc_library_identity {
  * directories) and describes it. ZC_MISS when not found. */
 zc_status zc_library_identity_find(const char *name, zc_library_identity *identity);
 
+/* The same search with its inputs explicit (for tests): ld_library_path is
+ * LD_LIBRARY_PATH's value and ld_so_conf the file read as /etc/ld.so.conf;
+ * either may be NULL (not searched). The default directories come last. */
+zc_status zc_library_identity_find_in(const char *name, const char *ld_library_path,
+                                      const char *ld_so_conf, zc_library_identity *identity);
+
 /* Describes the library at path (symlinks resolved). */
 zc_status zc_library_identity_of_path(const char *path, zc_library_identity *identity);
 

@@ -1,0 +1,606 @@
+/* The cache key: SHA-256 over a record of everything that decides a compile.
+ *
+ * The record is a sequence of fields, each tag (u32 LE), length (u64 LE),
+ * then that many bytes, so no two different inputs give the same stream. It
+ * is hashed as it is written, through a small staging buffer that saves one
+ * EVP call per tiny field; it is never held whole.
+ *
+ *   FORMAT          u32 ZC_KEY_FORMAT_VERSION (always first)
+ *   SPIRV           u64 size, SHA-256 of the SPIR-V bytes    } per input,
+ *   BUILD_FLAGS     u8 0 (NULL) | u8 1, normalized flags     } in the
+ *   SPEC_CONSTANTS  u32 count                                } order added
+ *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
+ *   LIBRARY         library encoding (below), per compiler library
+ *   DRIVER          library encoding, u32 version, uuid[16]
+ *   HARDWARE        u32 name length, name, bytes
+ *   ENVIRONMENT     u32 count, then ENV_VAR "name=value" x count, by name
+ *
+ * Library encoding: u32 name length, name, u8 found, u64 size, i64 mtime
+ * seconds, i64 mtime nanoseconds, u32 build-id length, build-id. The path is
+ * traced but not keyed, so the same file seen through another directory
+ * keeps its entries.
+ *
+ * The SPIR-V enters as its own digest: as strong as hashing the bytes in
+ * place, and it is the value the trace shows. */
+#include "zecache/key.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "zecache/spirv.h"
+
+enum record_tag {
+    TAG_FORMAT = 1,
+    TAG_SPIRV = 2,
+    TAG_BUILD_FLAGS = 3,
+    TAG_SPEC_CONSTANTS = 4,
+    TAG_SPEC_CONSTANT = 5,
+    TAG_LIBRARY = 6,
+    TAG_DRIVER = 7,
+    TAG_HARDWARE = 8,
+    TAG_ENVIRONMENT = 9,
+    TAG_ENV_VAR = 10,
+};
+
+#define SHA256_SIZE 32
+#define REASON_SIZE 256
+/* Sizes up to which per-part scratch lives on the stack, not the heap. */
+#define STACK_FLAGS_SIZE 512
+#define STACK_CONSTANTS 32
+#define STACK_ENV_VARS 64
+#define LIBRARY_ENCODING_MAX (4 + NAME_MAX + 1 + 8 + 8 + 8 + 4 + ZC_BUILD_ID_MAX)
+#define COMPILER_LIBRARY_COUNT 2
+
+struct zc_key_builder {
+    EVP_MD_CTX *record;
+    EVP_MD_CTX *spirv; /* created with the first SPIR-V input */
+    bool hash_failed;
+    bool finished;
+    bool refused;
+    char reason[REASON_SIZE];
+    FILE *trace; /* NULL unless tracing; writes into trace_text */
+    char *trace_text;
+    size_t trace_size;
+    unsigned spirv_inputs;
+    size_t pending_size;
+    uint8_t pending[512];
+};
+
+/* ---- SHA-256 ---- */
+
+/* Fetching the implementation once spares every EVP_DigestInit_ex a lookup
+ * in OpenSSL's provider tables. */
+static const EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (sha256_md == NULL)
+        sha256_md = EVP_sha256();
+}
+
+static const EVP_MD *sha256(void)
+{
+    pthread_once(&sha256_once, fetch_sha256);
+    return sha256_md;
+}
+
+static bool digest_bytes(EVP_MD_CTX *ctx, const void *bytes, size_t size,
+                         uint8_t digest[SHA256_SIZE])
+{
+    return EVP_DigestInit_ex(ctx, sha256(), NULL) == 1 && EVP_DigestUpdate(ctx, bytes, size) == 1 &&
+           EVP_DigestFinal_ex(ctx, digest, NULL) == 1;
+}
+
+/* ---- record writing ---- */
+
+static void record_flush(zc_key_builder *builder)
+{
+    if (builder->pending_size > 0 &&
+        EVP_DigestUpdate(builder->record, builder->pending, builder->pending_size) != 1)
+        builder->hash_failed = true;
+    builder->pending_size = 0;
+}
+
+static void record_bytes(zc_key_builder *builder, const void *bytes, size_t size)
+{
+    if (size > sizeof builder->pending - builder->pending_size) {
+        record_flush(builder);
+        if (size > sizeof builder->pending / 2) {
+            if (EVP_DigestUpdate(builder->record, bytes, size) != 1)
+                builder->hash_failed = true;
+            return;
+        }
+    }
+    if (size > 0)
+        memcpy(builder->pending + builder->pending_size, bytes, size);
+    builder->pending_size += size;
+}
+
+static uint8_t *put_u32(uint8_t *out, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        out[i] = (uint8_t)(value >> (8 * i));
+    return out + 4;
+}
+
+static uint8_t *put_u64(uint8_t *out, uint64_t value)
+{
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t)(value >> (8 * i));
+    return out + 8;
+}
+
+static uint8_t *put_bytes(uint8_t *out, const void *bytes, size_t size)
+{
+    if (size > 0)
+        memcpy(out, bytes, size);
+    return out + size;
+}
+
+static void record_field_start(zc_key_builder *builder, uint32_t tag, uint64_t length)
+{
+    uint8_t header[12];
+    put_u64(put_u32(header, tag), length);
+    record_bytes(builder, header, sizeof header);
+}
+
+static void record_field(zc_key_builder *builder, uint32_t tag, const void *bytes, size_t size)
+{
+    record_field_start(builder, tag, size);
+    record_bytes(builder, bytes, size);
+}
+
+static void record_u32_field(zc_key_builder *builder, uint32_t tag, uint32_t value)
+{
+    uint8_t bytes[4];
+    put_u32(bytes, value);
+    record_field(builder, tag, bytes, sizeof bytes);
+}
+
+/* ---- trace ---- */
+
+static void trace(zc_key_builder *builder, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void trace(zc_key_builder *builder, const char *fmt, ...)
+{
+    if (builder->trace == NULL)
+        return;
+    va_list args;
+    va_start(args, fmt);
+    vfprintf(builder->trace, fmt, args);
+    va_end(args);
+}
+
+/* Hex, 32 bytes a line, each line after the first indented. */
+static void trace_hex(zc_key_builder *builder, const void *bytes, size_t size)
+{
+    if (builder->trace == NULL)
+        return;
+    const uint8_t *byte = bytes;
+    for (size_t i = 0; i < size; i++) {
+        if (i > 0 && i % 32 == 0)
+            fputs("\n  ", builder->trace);
+        fprintf(builder->trace, "%02x", byte[i]);
+    }
+}
+
+/* ---- builder state ---- */
+
+static zc_status refuse(zc_key_builder *builder, zc_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Refusal is sticky: a key built from part of the inputs must never be
+ * produced. */
+static zc_status refuse(zc_key_builder *builder, zc_status status, const char *fmt, ...)
+{
+    if (!builder->refused) {
+        builder->refused = true;
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(builder->reason, sizeof builder->reason, fmt, args);
+        va_end(args);
+        trace(builder, "---- refused ----\n%s\n", builder->reason);
+    }
+    return status;
+}
+
+static zc_status check_usable(const zc_key_builder *builder)
+{
+    if (builder == NULL || builder->finished)
+        return ZC_ERR_INVALID_ARG;
+    return builder->refused ? ZC_NOT_CACHEABLE : ZC_OK;
+}
+
+zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out)
+{
+    if (out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *out = NULL;
+    zc_key_builder *builder = calloc(1, sizeof *builder);
+    if (builder == NULL)
+        return ZC_ERR_NOMEM;
+    builder->record = EVP_MD_CTX_new();
+    if (want_trace)
+        builder->trace = open_memstream(&builder->trace_text, &builder->trace_size);
+    if (builder->record == NULL || (want_trace && builder->trace == NULL) ||
+        EVP_DigestInit_ex(builder->record, sha256(), NULL) != 1) {
+        zc_key_builder_destroy(builder);
+        return ZC_ERR_NOMEM;
+    }
+    record_u32_field(builder, TAG_FORMAT, ZC_KEY_FORMAT_VERSION);
+    trace(builder, "---- format ----\nversion: %d\n", ZC_KEY_FORMAT_VERSION);
+    *out = builder;
+    return ZC_OK;
+}
+
+void zc_key_builder_destroy(zc_key_builder *builder)
+{
+    if (builder == NULL)
+        return;
+    EVP_MD_CTX_free(builder->record);
+    EVP_MD_CTX_free(builder->spirv);
+    if (builder->trace != NULL)
+        fclose(builder->trace);
+    free(builder->trace_text);
+    free(builder);
+}
+
+/* ---- SPIR-V inputs ---- */
+
+static bool is_flag_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Writes flags with white space runs collapsed to one space and none at
+ * either end; out has room for strlen(flags) + 1. Returns the length. */
+static size_t normalize_flags(const char *flags, char *out)
+{
+    size_t length = 0;
+    for (const char *c = flags; *c != '\0'; c++) {
+        if (!is_flag_space(*c))
+            out[length++] = *c;
+        else if (length > 0 && out[length - 1] != ' ')
+            out[length++] = ' ';
+    }
+    if (length > 0 && out[length - 1] == ' ')
+        length--;
+    out[length] = '\0';
+    return length;
+}
+
+static zc_status add_build_flags(zc_key_builder *builder, const char *flags)
+{
+    uint8_t present = flags != NULL;
+    if (!present) {
+        record_field(builder, TAG_BUILD_FLAGS, &present, 1);
+        trace(builder, "flags: NULL\n");
+        return ZC_OK;
+    }
+    char stack_buffer[STACK_FLAGS_SIZE];
+    size_t raw_length = strlen(flags);
+    char *normalized = raw_length < sizeof stack_buffer ? stack_buffer : malloc(raw_length + 1);
+    if (normalized == NULL)
+        return refuse(builder, ZC_ERR_NOMEM, "out of memory for build flags");
+    size_t length = normalize_flags(flags, normalized);
+    record_field_start(builder, TAG_BUILD_FLAGS, 1 + (uint64_t)length);
+    record_bytes(builder, &present, 1);
+    record_bytes(builder, normalized, length);
+    trace(builder, "flags: \"%s\"\n", normalized);
+    if (normalized != stack_buffer)
+        free(normalized);
+    return ZC_OK;
+}
+
+typedef struct given_constant {
+    uint32_t id;
+    const void *value;
+} given_constant;
+
+static int compare_given_constants(const void *a, const void *b)
+{
+    uint32_t left = ((const given_constant *)a)->id;
+    uint32_t right = ((const given_constant *)b)->id;
+    return (left > right) - (left < right);
+}
+
+/* The caller's constants sorted by id, so their order does not matter. */
+static zc_status sort_given_constants(zc_key_builder *builder, const zc_spec_constants *given,
+                                      given_constant *sorted)
+{
+    for (uint32_t i = 0; i < given->count; i++) {
+        if (given->values[i] == NULL)
+            return refuse(builder, ZC_ERR_INVALID_ARG, "spec constant id %u has no value",
+                          given->ids[i]);
+        sorted[i] = (given_constant){given->ids[i], given->values[i]};
+    }
+    qsort(sorted, given->count, sizeof *sorted, compare_given_constants);
+    for (uint32_t i = 1; i < given->count; i++)
+        if (sorted[i].id == sorted[i - 1].id)
+            return refuse(builder, ZC_NOT_CACHEABLE, "spec constant id %u is given twice",
+                          sorted[i].id);
+    return ZC_OK;
+}
+
+static zc_status record_spec_constants(zc_key_builder *builder, const given_constant *sorted,
+                                       uint32_t count, const zc_spirv_spec_constants *declared)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t width = zc_spirv_spec_constant_width(declared, sorted[i].id);
+        if (width == 0)
+            return refuse(builder, ZC_NOT_CACHEABLE,
+                          "spec constant id %u is not declared in SPIR-V input %u", sorted[i].id,
+                          builder->spirv_inputs - 1);
+        uint8_t id[4];
+        put_u32(id, sorted[i].id);
+        record_field_start(builder, TAG_SPEC_CONSTANT, 4 + (uint64_t)width);
+        record_bytes(builder, id, sizeof id);
+        record_bytes(builder, sorted[i].value, width);
+        trace(builder, "  id %u width %u value ", sorted[i].id, width);
+        trace_hex(builder, sorted[i].value, width);
+        trace(builder, "\n");
+    }
+    return ZC_OK;
+}
+
+/* Parsing costs time on every lookup, so it happens only when there are
+ * constants to size. Without constants an input that is not SPIR-V is simply
+ * hashed: the driver fails it, and failures are never stored. */
+static zc_status add_spec_constants(zc_key_builder *builder, const void *spirv, size_t size,
+                                    const zc_spec_constants *given)
+{
+    uint32_t count = given != NULL ? given->count : 0;
+    record_u32_field(builder, TAG_SPEC_CONSTANTS, count);
+    trace(builder, "spec constants: %u\n", count);
+    if (count == 0)
+        return ZC_OK;
+    if (given->ids == NULL || given->values == NULL)
+        return refuse(builder, ZC_ERR_INVALID_ARG, "spec constant ids or values are NULL");
+    given_constant stack_sorted[STACK_CONSTANTS];
+    given_constant *sorted =
+        count <= STACK_CONSTANTS ? stack_sorted : malloc(count * sizeof *sorted);
+    if (sorted == NULL)
+        return refuse(builder, ZC_ERR_NOMEM, "out of memory for %u spec constants", count);
+    zc_status status = sort_given_constants(builder, given, sorted);
+    if (status == ZC_OK) {
+        zc_spirv_spec_constants declared;
+        char reason[REASON_SIZE];
+        status = zc_spirv_scan_spec_constants(spirv, size, &declared, reason, sizeof reason);
+        if (status == ZC_OK)
+            status = record_spec_constants(builder, sorted, count, &declared);
+        else
+            refuse(builder, status, "SPIR-V input %u: %s", builder->spirv_inputs - 1, reason);
+        zc_spirv_spec_constants_free(&declared);
+    }
+    if (sorted != stack_sorted)
+        free(sorted);
+    return status;
+}
+
+zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
+                           const char *build_flags, const zc_spec_constants *constants)
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    if (spirv == NULL && spirv_size > 0)
+        return refuse(builder, ZC_ERR_INVALID_ARG, "SPIR-V input is NULL");
+    if (builder->spirv == NULL && (builder->spirv = EVP_MD_CTX_new()) == NULL)
+        return refuse(builder, ZC_ERR_NOMEM, "out of memory for SHA-256");
+    uint8_t digest[SHA256_SIZE];
+    if (!digest_bytes(builder->spirv, spirv, spirv_size, digest))
+        return refuse(builder, ZC_ERR_NOMEM, "SHA-256 of the SPIR-V failed");
+    uint8_t field[8 + SHA256_SIZE];
+    put_bytes(put_u64(field, spirv_size), digest, sizeof digest);
+    record_field(builder, TAG_SPIRV, field, sizeof field);
+    trace(builder, "---- spirv %u ----\nsize: %zu\nsha256: ", builder->spirv_inputs, spirv_size);
+    trace_hex(builder, digest, sizeof digest);
+    trace(builder, "\n");
+    builder->spirv_inputs++;
+    status = add_build_flags(builder, build_flags);
+    if (status != ZC_OK)
+        return status;
+    return add_spec_constants(builder, spirv, spirv_size, constants);
+}
+
+/* ---- libraries ---- */
+
+static size_t encode_library(const zc_library_identity *library, uint8_t *out)
+{
+    size_t name_length = strnlen(library->name, sizeof library->name);
+    uint8_t *end = put_u32(out, (uint32_t)name_length);
+    end = put_bytes(end, library->name, name_length);
+    *end++ = library->path[0] != '\0';
+    end = put_u64(end, library->size);
+    end = put_u64(end, (uint64_t)library->mtime_sec);
+    end = put_u64(end, (uint64_t)library->mtime_nsec);
+    end = put_u32(end, (uint32_t)library->build_id_size);
+    end = put_bytes(end, library->build_id, library->build_id_size);
+    return (size_t)(end - out);
+}
+
+static void trace_library(zc_key_builder *builder, const zc_library_identity *library)
+{
+    size_t name_length = strnlen(library->name, sizeof library->name);
+    trace(builder, "name: %.*s\n", (int)name_length, library->name);
+    if (library->path[0] == '\0') {
+        trace(builder, "path: missing\n");
+        return;
+    }
+    trace(builder, "path: %.*s\nbuild-id: ", (int)strnlen(library->path, sizeof library->path),
+          library->path);
+    trace_hex(builder, library->build_id, library->build_id_size);
+    trace(builder, "\nsize: %llu\nmtime: %lld.%09lld\n", (unsigned long long)library->size,
+          (long long)library->mtime_sec, (long long)library->mtime_nsec);
+}
+
+static zc_library_identity compiler_libraries[COMPILER_LIBRARY_COUNT];
+static pthread_once_t compiler_libraries_once = PTHREAD_ONCE_INIT;
+
+/* IGC and its front end; their identity is what decides code generation even
+ * when the driver's version stays the same. A missing library stays in the
+ * record as missing (found = 0). */
+static void find_compiler_libraries(void)
+{
+    static const char *const names[COMPILER_LIBRARY_COUNT] = {"libigc.so.1", "libigdfcl.so.1"};
+    for (size_t i = 0; i < COMPILER_LIBRARY_COUNT; i++)
+        zc_library_identity_find(names[i], &compiler_libraries[i]);
+}
+
+zc_status zc_key_add_compiler_identity(zc_key_builder *builder)
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    pthread_once(&compiler_libraries_once, find_compiler_libraries);
+    for (size_t i = 0; i < COMPILER_LIBRARY_COUNT; i++) {
+        uint8_t encoded[LIBRARY_ENCODING_MAX];
+        record_field(builder, TAG_LIBRARY, encoded,
+                     encode_library(&compiler_libraries[i], encoded));
+        trace(builder, "---- compiler library ----\n");
+        trace_library(builder, &compiler_libraries[i]);
+    }
+    return ZC_OK;
+}
+
+zc_status zc_key_add_driver(zc_key_builder *builder, const zc_library_identity *library,
+                            uint32_t driver_version, const uint8_t uuid[16])
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    if (library == NULL || uuid == NULL || library->build_id_size > ZC_BUILD_ID_MAX)
+        return refuse(builder, ZC_ERR_INVALID_ARG, "driver identity is incomplete");
+    uint8_t encoded[LIBRARY_ENCODING_MAX + 4 + 16];
+    uint8_t *end = encoded + encode_library(library, encoded);
+    end = put_bytes(put_u32(end, driver_version), uuid, 16);
+    record_field(builder, TAG_DRIVER, encoded, (size_t)(end - encoded));
+    trace(builder, "---- driver ----\n");
+    trace_library(builder, library);
+    trace(builder, "version: 0x%08x\nuuid: ", driver_version);
+    trace_hex(builder, uuid, 16);
+    trace(builder, "\n");
+    return ZC_OK;
+}
+
+/* ---- hardware ---- */
+
+zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const void *bytes,
+                              size_t size)
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    if (name == NULL || (bytes == NULL && size > 0))
+        return refuse(builder, ZC_ERR_INVALID_ARG, "hardware part without name or bytes");
+    size_t name_length = strlen(name);
+    uint8_t name_header[4];
+    put_u32(name_header, (uint32_t)name_length);
+    record_field_start(builder, TAG_HARDWARE, 4 + (uint64_t)name_length + size);
+    record_bytes(builder, name_header, sizeof name_header);
+    record_bytes(builder, name, name_length);
+    record_bytes(builder, bytes, size);
+    trace(builder, "---- hardware: %s ----\nsize: %zu\nbytes: ", name, size);
+    trace_hex(builder, bytes, size);
+    trace(builder, "\n");
+    return ZC_OK;
+}
+
+/* ---- compiler environment ---- */
+
+extern char **environ;
+
+/* Orders "NAME=value" strings by NAME (a plain strcmp would put "IGC_A0"
+ * before "IGC_A", since '=' sorts after digits), then by value. */
+static int compare_env_entries(const void *a, const void *b)
+{
+    const char *left = *(const char *const *)a;
+    const char *right = *(const char *const *)b;
+    size_t left_name = strcspn(left, "=");
+    size_t right_name = strcspn(right, "=");
+    size_t shorter = left_name < right_name ? left_name : right_name;
+    int order = memcmp(left, right, shorter);
+    if (order != 0)
+        return order;
+    if (left_name != right_name)
+        return left_name < right_name ? -1 : 1;
+    return strcmp(left, right);
+}
+
+static bool is_compiler_variable(const char *entry)
+{
+    return strncmp(entry, "IGC_", 4) == 0;
+}
+
+zc_status zc_key_add_compiler_environment(zc_key_builder *builder)
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    size_t count = 0;
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++)
+        count += is_compiler_variable(*entry);
+    const char *stack_entries[STACK_ENV_VARS];
+    const char **entries =
+        count <= STACK_ENV_VARS ? stack_entries : malloc(count * sizeof *entries);
+    if (entries == NULL)
+        return refuse(builder, ZC_ERR_NOMEM, "out of memory for %zu IGC_ variables", count);
+    size_t found = 0;
+    for (char **entry = environ; entry != NULL && *entry != NULL && found < count; entry++)
+        if (is_compiler_variable(*entry))
+            entries[found++] = *entry;
+    qsort(entries, found, sizeof *entries, compare_env_entries);
+    record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)found);
+    trace(builder, "---- compiler environment ----\nIGC_ variables: %zu\n", found);
+    for (size_t i = 0; i < found; i++) {
+        record_field(builder, TAG_ENV_VAR, entries[i], strlen(entries[i]));
+        trace(builder, "%s\n", entries[i]);
+    }
+    if (entries != stack_entries)
+        free(entries);
+    return ZC_OK;
+}
+
+/* ---- result ---- */
+
+zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
+{
+    zc_status status = check_usable(builder);
+    if (status == ZC_ERR_INVALID_ARG || key == NULL)
+        return ZC_ERR_INVALID_ARG;
+    builder->finished = true;
+    if (status != ZC_OK)
+        return ZC_NOT_CACHEABLE;
+    record_flush(builder);
+    if (builder->hash_failed || EVP_DigestFinal_ex(builder->record, key->bytes, NULL) != 1) {
+        refuse(builder, ZC_NOT_CACHEABLE, "SHA-256 of the key record failed");
+        return ZC_NOT_CACHEABLE;
+    }
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    trace(builder, "---- key ----\n%s\n", hex);
+    return ZC_OK;
+}
+
+const char *zc_key_builder_reason(const zc_key_builder *builder)
+{
+    return builder != NULL && builder->refused ? builder->reason : NULL;
+}
+
+const char *zc_key_builder_trace(const zc_key_builder *builder)
+{
+    if (builder == NULL || builder->trace == NULL)
+        return NULL;
+    /* open_memstream publishes its buffer only on fflush. */
+    if (fflush(builder->trace) != 0)
+        return NULL;
+    return builder->trace_text;
+}

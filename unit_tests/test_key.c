@@ -1,0 +1,823 @@
+/* The key builder: every part counts, canonical forms do not, refusals stick. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "zecache/key.h"
+
+#define WIDTHS_KERNEL "key_spec_widths"
+#define CONSTANT_COUNT 9
+
+static void *read_kernel(const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.spv", ZC_KERNEL_DIR, name);
+    FILE *file = fopen(path, "rb");
+    cr_assert_not_null(file, "cannot open %s", path);
+    fseek(file, 0, SEEK_END);
+    long length = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    void *bytes = malloc((size_t)length);
+    cr_assert_eq(fread(bytes, 1, (size_t)length, file), (size_t)length);
+    fclose(file);
+    *size = (size_t)length;
+    return bytes;
+}
+
+/* Everything a key is made of, in a form tests can change one field at a
+ * time. Spec constant values sit in 8-byte slots whatever their width. */
+typedef struct key_inputs {
+    uint8_t *spirv;
+    size_t spirv_size;
+    const char *flags;
+    uint32_t ids[CONSTANT_COUNT];
+    uint8_t values[CONSTANT_COUNT][8];
+    const void *value_pointers[CONSTANT_COUNT];
+    uint32_t constant_count;
+    bool second_input;
+    zc_library_identity driver_library;
+    uint32_t driver_version;
+    uint8_t uuid[16];
+    uint8_t hardware[24];
+    const char *hardware_name;
+} key_inputs;
+
+/* The ids of kernels/key_spec_widths.spvasm with their widths. */
+static const uint32_t declared_ids[CONSTANT_COUNT] = {1, 2, 8, 16, 32, 64, 116, 132, 164};
+static const uint32_t declared_widths[CONSTANT_COUNT] = {1, 1, 1, 2, 4, 8, 2, 4, 8};
+
+static void base_inputs(key_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->spirv = read_kernel(WIDTHS_KERNEL, &in->spirv_size);
+    in->flags = "-cl-opt-disable";
+    in->constant_count = CONSTANT_COUNT;
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++) {
+        in->ids[i] = declared_ids[i];
+        memset(in->values[i], (int)(0x10 + i), sizeof in->values[i]);
+    }
+    snprintf(in->driver_library.name, sizeof in->driver_library.name, "libze_intel_gpu.so.1");
+    snprintf(in->driver_library.path, sizeof in->driver_library.path, "/lib/libze_intel_gpu.so.1");
+    in->driver_library.build_id_size = 20;
+    memset(in->driver_library.build_id, 0xab, 20);
+    in->driver_library.size = 4096;
+    in->driver_library.mtime_sec = 1700000000;
+    in->driver_library.mtime_nsec = 123456789;
+    in->driver_version = 0x01030000;
+    memset(in->uuid, 0x5a, sizeof in->uuid);
+    memset(in->hardware, 0x33, sizeof in->hardware);
+    in->hardware_name = "device properties";
+}
+
+static zc_spec_constants constants_of(key_inputs *in)
+{
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++)
+        if (in->value_pointers[i] == NULL)
+            in->value_pointers[i] = in->values[i];
+    return (zc_spec_constants){in->constant_count, in->ids, in->value_pointers};
+}
+
+static zc_key compute_key(key_inputs *in)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    zc_spec_constants constants = constants_of(in);
+    cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, in->flags, &constants), ZC_OK,
+                 "%s", zc_key_builder_reason(builder));
+    if (in->second_input)
+        cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, NULL, NULL), ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_identity(builder), ZC_OK);
+    cr_assert_eq(zc_key_add_driver(builder, &in->driver_library, in->driver_version, in->uuid),
+                 ZC_OK);
+    cr_assert_eq(zc_key_add_hardware(builder, in->hardware_name, in->hardware, sizeof in->hardware),
+                 ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_environment(builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    cr_assert_null(zc_key_builder_reason(builder));
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+/* Keys of SPIR-V inputs given as (bytes, flags) pairs, nothing else. */
+static zc_key key_of_inputs(size_t count, const char *const *spirv, const char *const *flags)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    for (size_t i = 0; i < count; i++)
+        cr_assert_eq(zc_key_add_spirv(builder, spirv[i], strlen(spirv[i]), flags[i], NULL), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+static zc_key key_of_flags(const char *flags)
+{
+    const char *spirv[] = {"spirv"};
+    const char *flag_list[] = {flags};
+    return key_of_inputs(1, spirv, flag_list);
+}
+
+Test(key, same_inputs_give_the_same_key_across_builders)
+{
+    key_inputs in;
+    base_inputs(&in);
+    zc_key first = compute_key(&in);
+    zc_key second = compute_key(&in);
+    cr_assert(zc_key_equal(&first, &second));
+    free(in.spirv);
+}
+
+/* Each change below alters exactly one part; all keys must differ from the
+ * base and from each other. */
+typedef void (*mutation)(key_inputs *in);
+
+static void change_spirv_byte(key_inputs *in)
+{
+    in->spirv[8] ^= 1; /* the generator word: still valid SPIR-V */
+}
+static void change_flags(key_inputs *in)
+{
+    in->flags = "-cl-fast-relaxed-math";
+}
+static void change_flags_to_null(key_inputs *in)
+{
+    in->flags = NULL;
+}
+#define CHANGE_CONSTANT(i)                                                                         \
+    static void change_constant_##i(key_inputs *in)                                                \
+    {                                                                                              \
+        in->values[i][declared_widths[i] - 1] ^= 0x80;                                             \
+    }
+CHANGE_CONSTANT(0)
+CHANGE_CONSTANT(1)
+CHANGE_CONSTANT(2)
+CHANGE_CONSTANT(3)
+CHANGE_CONSTANT(4)
+CHANGE_CONSTANT(5)
+CHANGE_CONSTANT(6)
+CHANGE_CONSTANT(7)
+CHANGE_CONSTANT(8)
+static void drop_last_constant(key_inputs *in)
+{
+    in->constant_count--;
+}
+static void add_second_input(key_inputs *in)
+{
+    in->second_input = true;
+}
+static void change_driver_version(key_inputs *in)
+{
+    in->driver_version++;
+}
+static void change_uuid(key_inputs *in)
+{
+    in->uuid[15] ^= 1;
+}
+static void change_library_size(key_inputs *in)
+{
+    in->driver_library.size++;
+}
+static void change_library_mtime_sec(key_inputs *in)
+{
+    in->driver_library.mtime_sec++;
+}
+static void change_library_mtime_nsec(key_inputs *in)
+{
+    in->driver_library.mtime_nsec++;
+}
+static void change_library_build_id(key_inputs *in)
+{
+    in->driver_library.build_id[19] ^= 1;
+}
+static void shorten_library_build_id(key_inputs *in)
+{
+    in->driver_library.build_id_size = 16;
+}
+static void change_library_name(key_inputs *in)
+{
+    in->driver_library.name[0] = 'L';
+}
+static void mark_library_missing(key_inputs *in)
+{
+    in->driver_library.path[0] = '\0';
+}
+static void change_hardware_byte(key_inputs *in)
+{
+    in->hardware[23] ^= 1;
+}
+static void change_hardware_name(key_inputs *in)
+{
+    in->hardware_name = "device propertieS";
+}
+
+static const struct {
+    const char *name;
+    mutation apply;
+} mutations[] = {
+    {"spirv byte", change_spirv_byte},
+    {"flags", change_flags},
+    {"flags NULL", change_flags_to_null},
+    {"bool true", change_constant_0},
+    {"bool false", change_constant_1},
+    {"int8", change_constant_2},
+    {"int16", change_constant_3},
+    {"int32", change_constant_4},
+    {"int64", change_constant_5},
+    {"half", change_constant_6},
+    {"float", change_constant_7},
+    {"double", change_constant_8},
+    {"one constant fewer", drop_last_constant},
+    {"second input", add_second_input},
+    {"driver version", change_driver_version},
+    {"uuid", change_uuid},
+    {"library size", change_library_size},
+    {"library mtime seconds", change_library_mtime_sec},
+    {"library mtime nanoseconds", change_library_mtime_nsec},
+    {"library build-id", change_library_build_id},
+    {"library build-id size", shorten_library_build_id},
+    {"library name", change_library_name},
+    {"library missing", mark_library_missing},
+    {"hardware byte", change_hardware_byte},
+    {"hardware name", change_hardware_name},
+};
+#define MUTATION_COUNT (sizeof mutations / sizeof mutations[0])
+
+Test(key, each_part_changed_alone_changes_the_key)
+{
+    key_inputs in;
+    base_inputs(&in);
+    zc_key keys[MUTATION_COUNT + 1];
+    keys[0] = compute_key(&in);
+    free(in.spirv);
+    for (size_t m = 0; m < MUTATION_COUNT; m++) {
+        base_inputs(&in);
+        mutations[m].apply(&in);
+        keys[m + 1] = compute_key(&in);
+        free(in.spirv);
+    }
+    for (size_t a = 0; a <= MUTATION_COUNT; a++)
+        for (size_t b = a + 1; b <= MUTATION_COUNT; b++)
+            cr_assert(!zc_key_equal(&keys[a], &keys[b]), "%s == %s",
+                      a ? mutations[a - 1].name : "base", mutations[b - 1].name);
+}
+
+Test(key, constant_order_does_not_change_the_key)
+{
+    key_inputs in;
+    base_inputs(&in);
+    zc_key forward = compute_key(&in);
+    key_inputs reversed;
+    base_inputs(&reversed);
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++) {
+        reversed.ids[i] = in.ids[CONSTANT_COUNT - 1 - i];
+        reversed.value_pointers[i] = in.values[CONSTANT_COUNT - 1 - i];
+    }
+    zc_key backward = compute_key(&reversed);
+    cr_assert(zc_key_equal(&forward, &backward));
+    free(in.spirv);
+    free(reversed.spirv);
+}
+
+Test(key, bytes_beyond_the_declared_width_are_not_read)
+{
+    key_inputs in;
+    base_inputs(&in);
+    zc_key base = compute_key(&in);
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++)
+        for (uint32_t byte = declared_widths[i]; byte < 8; byte++)
+            in.values[i][byte] ^= 0xff;
+    zc_key changed_beyond = compute_key(&in);
+    cr_assert(zc_key_equal(&base, &changed_beyond));
+    free(in.spirv);
+}
+
+/* Each value in a heap block of exactly its width: under AddressSanitizer a
+ * wider read would fail the test. */
+Test(key, values_in_buffers_of_exactly_their_width)
+{
+    key_inputs in;
+    base_inputs(&in);
+    zc_key base = compute_key(&in);
+    void *exact[CONSTANT_COUNT];
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++) {
+        exact[i] = malloc(declared_widths[i]);
+        memcpy(exact[i], in.values[i], declared_widths[i]);
+        in.value_pointers[i] = exact[i];
+    }
+    zc_key from_exact = compute_key(&in);
+    cr_assert(zc_key_equal(&base, &from_exact));
+    for (uint32_t i = 0; i < CONSTANT_COUNT; i++)
+        free(exact[i]);
+    free(in.spirv);
+}
+
+Test(key, no_constants_and_zero_constants_are_the_same)
+{
+    zc_key_builder *with_null, *with_zero;
+    cr_assert_eq(zc_key_builder_create(false, &with_null), ZC_OK);
+    cr_assert_eq(zc_key_builder_create(false, &with_zero), ZC_OK);
+    zc_spec_constants zero = {0, NULL, NULL};
+    cr_assert_eq(zc_key_add_spirv(with_null, "abcd", 4, "", NULL), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(with_zero, "abcd", 4, "", &zero), ZC_OK);
+    zc_key a, b;
+    cr_assert_eq(zc_key_finish(with_null, &a), ZC_OK);
+    cr_assert_eq(zc_key_finish(with_zero, &b), ZC_OK);
+    cr_assert(zc_key_equal(&a, &b));
+    zc_key_builder_destroy(with_null);
+    zc_key_builder_destroy(with_zero);
+}
+
+Test(key, null_and_empty_flags_differ)
+{
+    zc_key null_flags = key_of_flags(NULL);
+    zc_key empty_flags = key_of_flags("");
+    zc_key blank_flags = key_of_flags(" \t\n");
+    cr_assert(!zc_key_equal(&null_flags, &empty_flags));
+    cr_assert(zc_key_equal(&empty_flags, &blank_flags));
+}
+
+Test(key, white_space_is_collapsed_but_order_kept)
+{
+    zc_key plain = key_of_flags("-a -b");
+    zc_key doubled = key_of_flags("-a  -b");
+    zc_key padded = key_of_flags(" -a -b ");
+    zc_key mixed = key_of_flags("\t-a\r\n\v\f-b\n");
+    zc_key swapped = key_of_flags("-b -a");
+    zc_key joined = key_of_flags("-a-b");
+    cr_assert(zc_key_equal(&plain, &doubled));
+    cr_assert(zc_key_equal(&plain, &padded));
+    cr_assert(zc_key_equal(&plain, &mixed));
+    cr_assert(!zc_key_equal(&plain, &swapped));
+    cr_assert(!zc_key_equal(&plain, &joined));
+}
+
+Test(key, long_flags_are_normalized_too)
+{
+    char long_flags[2048], spaced[4096];
+    size_t used = 0, spaced_used = 0;
+    for (int i = 0; i < 300; i++) {
+        used += (size_t)snprintf(long_flags + used, sizeof long_flags - used, "-D%d ", i);
+        spaced_used +=
+            (size_t)snprintf(spaced + spaced_used, sizeof spaced - spaced_used, "  -D%d\t", i);
+    }
+    zc_key a = key_of_flags(long_flags);
+    zc_key b = key_of_flags(spaced);
+    cr_assert(zc_key_equal(&a, &b));
+}
+
+Test(key, boundaries_between_inputs_are_kept)
+{
+    const char *spirv_ab[] = {"S", "S"};
+    const char *flags_ab_empty[] = {"ab", ""};
+    const char *flags_a_b[] = {"a", "b"};
+    zc_key first = key_of_inputs(2, spirv_ab, flags_ab_empty);
+    zc_key second = key_of_inputs(2, spirv_ab, flags_a_b);
+    cr_assert(!zc_key_equal(&first, &second));
+
+    const char *bytes_split_late[] = {"ABC", "D"};
+    const char *bytes_split_early[] = {"AB", "CD"};
+    const char *no_flags[] = {NULL, NULL};
+    zc_key late = key_of_inputs(2, bytes_split_late, no_flags);
+    zc_key early = key_of_inputs(2, bytes_split_early, no_flags);
+    cr_assert(!zc_key_equal(&late, &early));
+
+    /* Flags "x" on the first input vs. on the second. */
+    const char *flags_first[] = {"x", NULL};
+    const char *flags_second[] = {NULL, "x"};
+    zc_key on_first = key_of_inputs(2, spirv_ab, flags_first);
+    zc_key on_second = key_of_inputs(2, spirv_ab, flags_second);
+    cr_assert(!zc_key_equal(&on_first, &on_second));
+}
+
+Test(key, input_that_is_not_spirv_is_hashed_when_there_are_no_constants)
+{
+    const char *spirv[] = {"not SPIR-V at all"};
+    const char *flags[] = {NULL};
+    const char *other[] = {"not SPIR-V at alL"};
+    zc_key a = key_of_inputs(1, spirv, flags);
+    zc_key b = key_of_inputs(1, other, flags);
+    cr_assert(!zc_key_equal(&a, &b));
+}
+
+/* ---- refusals ---- */
+
+static zc_key_builder *builder_with_constants(const char *kernel, uint32_t count,
+                                              const uint32_t *ids, zc_status expected)
+{
+    size_t size;
+    void *spirv = read_kernel(kernel, &size);
+    static const uint8_t value[8];
+    const void *values[4] = {value, value, value, value};
+    zc_spec_constants constants = {count, ids, values};
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, spirv, size, NULL, &constants), expected);
+    free(spirv);
+    return builder;
+}
+
+static void assert_stays_refused(zc_key_builder *builder, const char *reason)
+{
+    cr_assert_str_eq(zc_key_builder_reason(builder), reason);
+    cr_assert_eq(zc_key_add_hardware(builder, "x", "y", 1), ZC_NOT_CACHEABLE);
+    cr_assert_eq(zc_key_add_compiler_environment(builder), ZC_NOT_CACHEABLE);
+    cr_assert_eq(zc_key_add_spirv(builder, "abcd", 4, NULL, NULL), ZC_NOT_CACHEABLE);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_NOT_CACHEABLE);
+    cr_assert_str_eq(zc_key_builder_reason(builder), reason);
+    cr_assert_not_null(strstr(zc_key_builder_trace(builder), "---- refused ----\n"));
+    zc_key_builder_destroy(builder);
+}
+
+Test(key, unknown_constant_id_is_not_cacheable)
+{
+    const uint32_t ids[] = {32, 999};
+    zc_key_builder *builder = builder_with_constants(WIDTHS_KERNEL, 2, ids, ZC_NOT_CACHEABLE);
+    assert_stays_refused(builder, "spec constant id 999 is not declared in SPIR-V input 0");
+}
+
+Test(key, constant_given_twice_is_not_cacheable)
+{
+    const uint32_t ids[] = {32, 8, 32};
+    zc_key_builder *builder = builder_with_constants(WIDTHS_KERNEL, 3, ids, ZC_NOT_CACHEABLE);
+    assert_stays_refused(builder, "spec constant id 32 is given twice");
+}
+
+Test(key, duplicate_spec_id_in_spirv_is_not_cacheable)
+{
+    const uint32_t ids[] = {5};
+    zc_key_builder *builder =
+        builder_with_constants("key_spec_duplicate", 1, ids, ZC_NOT_CACHEABLE);
+    assert_stays_refused(builder, "SPIR-V input 0: SpecId 5 is declared twice");
+}
+
+Test(key, garbage_with_constants_is_not_cacheable)
+{
+    const uint32_t ids[] = {1};
+    static const uint8_t value[8];
+    const void *values[] = {value};
+    zc_spec_constants constants = {1, ids, values};
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, "garbage!", 8, NULL, &constants), ZC_NOT_CACHEABLE);
+    const char *reason = zc_key_builder_reason(builder);
+    cr_assert_eq(strncmp(reason, "SPIR-V input 0: invalid SPIR-V: ", 32), 0, "%s", reason);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_NOT_CACHEABLE);
+    zc_key_builder_destroy(builder);
+}
+
+Test(key, truncated_spirv_with_constants_is_not_cacheable)
+{
+    size_t size;
+    uint8_t *spirv = read_kernel(WIDTHS_KERNEL, &size);
+    const uint32_t ids[] = {1};
+    static const uint8_t value[8];
+    const void *values[] = {value};
+    zc_spec_constants constants = {1, ids, values};
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, spirv, size - 2, NULL, &constants), ZC_NOT_CACHEABLE);
+    char expected[128];
+    snprintf(expected, sizeof expected,
+             "SPIR-V input 0: SPIR-V size %zu is not a positive multiple of 4", size - 2);
+    cr_assert_str_eq(zc_key_builder_reason(builder), expected);
+    zc_key_builder_destroy(builder);
+    free(spirv);
+}
+
+Test(key, constant_without_value_is_refused)
+{
+    size_t size;
+    void *spirv = read_kernel(WIDTHS_KERNEL, &size);
+    const uint32_t ids[] = {32};
+    const void *values[] = {NULL};
+    zc_spec_constants constants = {1, ids, values};
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, spirv, size, NULL, &constants), ZC_ERR_INVALID_ARG);
+    cr_assert_str_eq(zc_key_builder_reason(builder), "spec constant id 32 has no value");
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_NOT_CACHEABLE);
+    zc_key_builder_destroy(builder);
+    free(spirv);
+}
+
+Test(key, finished_builder_takes_no_more_parts)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    cr_assert_eq(zc_key_add_hardware(builder, "x", "y", 1), ZC_ERR_INVALID_ARG);
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_ERR_INVALID_ARG);
+    cr_assert_null(zc_key_builder_trace(builder));
+    zc_key_builder_destroy(builder);
+    cr_assert_eq(zc_key_builder_create(false, NULL), ZC_ERR_INVALID_ARG);
+    cr_assert_eq(zc_key_add_compiler_identity(NULL), ZC_ERR_INVALID_ARG);
+    zc_key_builder_destroy(NULL);
+}
+
+/* ---- compiler environment ---- */
+
+static zc_key key_of_environment(void)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_environment(builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+Test(key, igc_variables_count_and_others_do_not)
+{
+    zc_key none = key_of_environment();
+    setenv("NOT_IGC_Option", "1", 1);
+    setenv("igc_lowercase", "1", 1);
+    zc_key unrelated = key_of_environment();
+    cr_assert(zc_key_equal(&none, &unrelated));
+    setenv("IGC_ShaderDumpEnable", "1", 1);
+    zc_key added = key_of_environment();
+    cr_assert(!zc_key_equal(&none, &added));
+    setenv("IGC_ShaderDumpEnable", "0", 1);
+    zc_key changed = key_of_environment();
+    cr_assert(!zc_key_equal(&added, &changed));
+    cr_assert(!zc_key_equal(&none, &changed));
+    setenv("IGC_", "", 1);
+    zc_key empty_name = key_of_environment();
+    cr_assert(!zc_key_equal(&changed, &empty_name));
+    unsetenv("IGC_");
+    unsetenv("IGC_ShaderDumpEnable");
+    zc_key removed = key_of_environment();
+    cr_assert(zc_key_equal(&none, &removed));
+}
+
+Test(key, igc_variables_are_sorted_by_name)
+{
+    setenv("IGC_A", "1", 1);
+    setenv("IGC_A0", "2", 1);
+    setenv("IGC_B", "3", 1);
+    zc_key forward = key_of_environment();
+    unsetenv("IGC_A");
+    unsetenv("IGC_A0");
+    unsetenv("IGC_B");
+    setenv("IGC_B", "3", 1);
+    setenv("IGC_A0", "2", 1);
+    setenv("IGC_A", "1", 1);
+    zc_key backward = key_of_environment();
+    cr_assert(zc_key_equal(&forward, &backward));
+
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_environment(builder), ZC_OK);
+    cr_assert_str_eq(zc_key_builder_trace(builder),
+                     "---- format ----\nversion: 1\n"
+                     "---- compiler environment ----\nIGC_ variables: 3\n"
+                     "IGC_A=1\nIGC_A0=2\nIGC_B=3\n");
+    zc_key_builder_destroy(builder);
+}
+
+Test(key, many_igc_variables)
+{
+    zc_key before = key_of_environment();
+    char name[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "IGC_Many%03d", i);
+        setenv(name, "x", 1);
+    }
+    zc_key many = key_of_environment();
+    cr_assert(!zc_key_equal(&before, &many));
+    setenv("IGC_Many050", "y", 1);
+    zc_key one_changed = key_of_environment();
+    cr_assert(!zc_key_equal(&many, &one_changed));
+}
+
+/* ---- compiler identity ---- */
+
+static zc_key key_of_compiler_identity(char **trace)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(trace != NULL, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_identity(builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    if (trace != NULL)
+        *trace = strdup(zc_key_builder_trace(builder));
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+/* The identity is found once per process, so the key with the system's IGC
+ * is computed in a child before this process looks with a stand-in IGC (a
+ * copy of libzstd) first on LD_LIBRARY_PATH. */
+Test(key, compiler_identity_follows_the_library_found)
+{
+    int pipe_fds[2];
+    cr_assert_eq(pipe(pipe_fds), 0);
+    pid_t child = fork();
+    cr_assert_neq(child, -1);
+    if (child == 0) {
+        unsetenv("LD_LIBRARY_PATH");
+        zc_key system_key = key_of_compiler_identity(NULL);
+        _exit(write(pipe_fds[1], &system_key, sizeof system_key) == sizeof system_key ? 0 : 1);
+    }
+    zc_key system_key;
+    cr_assert_eq(read(pipe_fds[0], &system_key, sizeof system_key), (ssize_t)sizeof system_key);
+    int child_status;
+    cr_assert_eq(waitpid(child, &child_status, 0), child);
+    cr_assert_eq(child_status, 0);
+
+    char dir[] = "/tmp/zc_key_test_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char command[PATH_MAX + 64], stand_in[PATH_MAX];
+    snprintf(stand_in, sizeof stand_in, "%s/libigc.so.1", dir);
+    snprintf(command, sizeof command, "cp /usr/lib/x86_64-linux-gnu/libzstd.so.1 %s", stand_in);
+    cr_assert_eq(system(command), 0);
+    setenv("LD_LIBRARY_PATH", dir, 1);
+    char *trace;
+    zc_key stand_in_key = key_of_compiler_identity(&trace);
+    cr_assert(!zc_key_equal(&system_key, &stand_in_key));
+    char expected_path[PATH_MAX + 16];
+    snprintf(expected_path, sizeof expected_path, "path: %s\n", stand_in);
+    cr_assert_not_null(strstr(trace, "---- compiler library ----\nname: libigc.so.1\n"));
+    cr_assert_not_null(strstr(trace, expected_path), "%s", trace);
+    cr_assert_not_null(strstr(trace, "name: libigdfcl.so.1\n"));
+    free(trace);
+    unlink(stand_in);
+    rmdir(dir);
+}
+
+Test(key, compiler_identity_is_stable_within_a_process)
+{
+    zc_key first = key_of_compiler_identity(NULL);
+    zc_key second = key_of_compiler_identity(NULL);
+    cr_assert(zc_key_equal(&first, &second));
+}
+
+/* ---- trace ---- */
+
+Test(key, trace_does_not_change_the_key)
+{
+    zc_key keys[2];
+    for (int want_trace = 0; want_trace < 2; want_trace++) {
+        zc_key_builder *builder;
+        cr_assert_eq(zc_key_builder_create(want_trace, &builder), ZC_OK);
+        cr_assert_eq(zc_key_add_spirv(builder, "abc", 3, "-x", NULL), ZC_OK);
+        cr_assert_eq(zc_key_add_hardware(builder, "ip", "\x01\x02", 2), ZC_OK);
+        cr_assert_eq(zc_key_finish(builder, &keys[want_trace]), ZC_OK);
+        cr_assert_eq(zc_key_builder_trace(builder) != NULL, want_trace);
+        zc_key_builder_destroy(builder);
+    }
+    cr_assert(zc_key_equal(&keys[0], &keys[1]));
+}
+
+Test(key, trace_shows_every_part)
+{
+    key_inputs in;
+    base_inputs(&in);
+    in.driver_library.build_id_size = 4;
+    in.constant_count = 2;
+    in.ids[0] = 64;
+    in.ids[1] = 1;
+    uint64_t wide = 0x0102030405060708u;
+    uint8_t flag = 1;
+    in.value_pointers[0] = &wide;
+    in.value_pointers[1] = &flag;
+    zc_spec_constants constants = constants_of(&in);
+    zc_library_identity missing = {.name = "libmissing.so.1"};
+
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, "abc", 3, NULL, NULL), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, "", 0, "", NULL), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, in.spirv, in.spirv_size, "  -a \t -b ", &constants),
+                 ZC_OK);
+    cr_assert_eq(zc_key_add_driver(builder, &in.driver_library, 0x01030000, in.uuid), ZC_OK);
+    cr_assert_eq(zc_key_add_driver(builder, &missing, 7, in.uuid), ZC_OK);
+    cr_assert_eq(zc_key_add_hardware(builder, "ip version", "\x01\x02\x03", 3), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&key, hex);
+    char expected[4096];
+    snprintf(expected, sizeof expected,
+             "---- format ----\nversion: 1\n"
+             "---- spirv 0 ----\nsize: 3\n"
+             "sha256: ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n"
+             "flags: NULL\nspec constants: 0\n"
+             "---- spirv 1 ----\nsize: 0\n"
+             "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
+             "flags: \"\"\nspec constants: 0\n"
+             "---- spirv 2 ----\nsize: %zu\nsha256: %%s\n"
+             "flags: \"-a -b\"\nspec constants: 2\n"
+             "  id 1 width 1 value 01\n"
+             "  id 64 width 8 value %s\n"
+             "---- driver ----\nname: libze_intel_gpu.so.1\npath: /lib/libze_intel_gpu.so.1\n"
+             "build-id: abababab\nsize: 4096\nmtime: 1700000000.123456789\n"
+             "version: 0x01030000\nuuid: 5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a\n"
+             "---- driver ----\nname: libmissing.so.1\npath: missing\n"
+             "version: 0x00000007\nuuid: 5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a\n"
+             "---- hardware: ip version ----\nsize: 3\nbytes: 010203\n"
+             "---- key ----\n%s\n",
+             in.spirv_size,
+             __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "0807060504030201" : "0102030405060708",
+             hex);
+    uint8_t digest[32];
+    cr_assert_eq(EVP_Digest(in.spirv, in.spirv_size, digest, NULL, EVP_sha256(), NULL), 1);
+    char kernel_digest[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(kernel_digest + 2 * i, 3, "%02x", digest[i]);
+    const char *trace = zc_key_builder_trace(builder);
+    char filled[4096];
+    snprintf(filled, sizeof filled, expected, kernel_digest);
+    cr_assert_str_eq(trace, filled);
+    zc_key_builder_destroy(builder);
+    free(in.spirv);
+}
+
+Test(key, long_hardware_bytes_wrap_in_the_trace)
+{
+    uint8_t bytes[40];
+    for (int i = 0; i < 40; i++)
+        bytes[i] = (uint8_t)i;
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_hardware(builder, "props", bytes, sizeof bytes), ZC_OK);
+    cr_assert_str_eq(zc_key_builder_trace(builder),
+                     "---- format ----\nversion: 1\n"
+                     "---- hardware: props ----\nsize: 40\nbytes: "
+                     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+                     "  2021222324252627\n");
+    zc_key_builder_destroy(builder);
+}
+
+Test(key, last_byte_of_a_large_input_counts)
+{
+    size_t size = 1 << 20;
+    uint8_t *big = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        big[i] = (uint8_t)(i * 31);
+    zc_key_builder *builder;
+    zc_key a, b;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, big, size, NULL, NULL), ZC_OK);
+    cr_assert_eq(zc_key_finish(builder, &a), ZC_OK);
+    zc_key_builder_destroy(builder);
+    big[size - 1] ^= 1;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_spirv(builder, big, size, NULL, NULL), ZC_OK);
+    cr_assert_eq(zc_key_finish(builder, &b), ZC_OK);
+    zc_key_builder_destroy(builder);
+    cr_assert(!zc_key_equal(&a, &b));
+    free(big);
+}
+
+/* ---- threads ---- */
+
+#define THREAD_COUNT 4
+
+typedef struct thread_job {
+    key_inputs *inputs;
+    zc_key key;
+} thread_job;
+
+static void *compute_in_thread(void *argument)
+{
+    thread_job *job = argument;
+    job->key = compute_key(job->inputs);
+    return NULL;
+}
+
+/* The first key computed in each thread races on the process-wide state
+ * (SHA-256 implementation, SPIRV-Tools context, compiler identity). */
+Test(key, threads_compute_the_same_key)
+{
+    key_inputs in[THREAD_COUNT];
+    thread_job jobs[THREAD_COUNT];
+    pthread_t threads[THREAD_COUNT];
+    for (int i = 0; i < THREAD_COUNT; i++) {
+        base_inputs(&in[i]);
+        jobs[i].inputs = &in[i];
+        cr_assert_eq(pthread_create(&threads[i], NULL, compute_in_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < THREAD_COUNT; i++)
+        cr_assert_eq(pthread_join(threads[i], NULL), 0);
+    zc_key expected = compute_key(&in[0]);
+    for (int i = 0; i < THREAD_COUNT; i++) {
+        cr_assert(zc_key_equal(&jobs[i].key, &expected), "thread %d", i);
+        free(in[i].spirv);
+    }
+}
