@@ -31,6 +31,9 @@
 #define ZC_ENTRY_MAGIC "ZECACHE"
 #define ZC_ENTRY_FORMAT_VERSION 1u
 #define ZC_ENTRY_HEADER_SIZE 208u
+/* No entry holds more than this (binary + log), whatever its header says, so a
+ * corrupt or hostile header cannot make a load allocate without bound. */
+#define ZC_ENTRY_MAX_PAYLOAD (UINT64_C(1) << 30)
 
 typedef struct zc_entry_header {
     uint32_t format_version;

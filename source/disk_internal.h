@@ -1,0 +1,129 @@
+/* Declarations shared by the files of the disk tier (zc_disk); not installed.
+ *
+ *   disk_open.c        opening the cache directory and checking it is safe
+ *   disk_tier.c        load, store and verify of one entry
+ *   disk_files.c       names, whole reads and writes, publishing via temp + rename
+ *   disk_accounting.c  the lock and config.file's total
+ *   disk_scan.c        walking the directory (and the public foreach)
+ *   disk_evict.c       removal: bad entries, eviction, trim, clear
+ */
+#ifndef ZECACHE_DISK_INTERNAL_H
+#define ZECACHE_DISK_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "zecache/disk_tier.h"
+
+struct zc_disk_tier {
+    const zc_fs_ops *ops;
+    int dir_fd; /* the cache root, kept open: every path is resolved beneath it */
+    char dir[PATH_MAX];
+    uint64_t max_size; /* 0: no limit */
+    int compression_level;
+    /* Serialises this process's locked sections; flock on config.file
+     * serialises them with other processes (ours and the driver). */
+    pthread_mutex_t mutex;
+};
+
+/* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
+ * tests can check it refuses symlinks as openat2 does. */
+int zc_fs_openat_by_components(int dirfd, const char *path, int flags, mode_t mode);
+
+/* ---- disk_files.c ---- */
+
+#define ZC_ENTRY_NAME_SIZE (2 * ZC_KEY_SIZE + sizeof ZC_ENTRY_SUFFIX) /* with NUL */
+#define ZC_ENTRY_DIR_SIZE 4                                           /* "k0/k1" */
+#define ZC_ENTRY_REL_SIZE (ZC_ENTRY_DIR_SIZE + ZC_ENTRY_NAME_SIZE)
+#define ZC_REL_PATH_SIZE (ZC_ENTRY_DIR_SIZE + NAME_MAX + 1) /* any scanned file */
+#define ZC_INPUT_SUFFIX ".input" /* the driver's BinaryCacheTrace input copy */
+
+void zc_disk_entry_dir(const zc_key *key, char dir[ZC_ENTRY_DIR_SIZE]);
+void zc_disk_entry_name(const zc_key *key, char name[ZC_ENTRY_NAME_SIZE]);
+void zc_disk_entry_rel_path(const zc_key *key, char rel[ZC_ENTRY_REL_SIZE]);
+/* True for "<64 hex>.l0_cache"; sets key. */
+bool zc_disk_parse_entry_name(const char *name, zc_key *key);
+bool zc_disk_has_suffix(const char *name, const char *suffix);
+/* name with its ".l0_cache" replaced by suffix; false if it does not fit. */
+bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out, size_t out_size);
+
+/* Loops over short transfers and EINTR. read_exact: ZC_MISS on early end of
+ * file, ZC_ERR_IO on an error. */
+zc_status zc_disk_write_all(const zc_fs_ops *ops, int fd, const void *data, size_t size);
+zc_status zc_disk_pwrite_all(const zc_fs_ops *ops, int fd, const void *data, size_t size,
+                             off_t offset);
+zc_status zc_disk_read_exact(const zc_fs_ops *ops, int fd, void *data, size_t size);
+/* Reads up to size bytes from offset 0, stopping early only at end of file. */
+zc_status zc_disk_pread_upto(const zc_fs_ops *ops, int fd, void *data, size_t size, size_t *done);
+
+/* Opens rel_dir ("" is the root) beneath the root, creating missing levels
+ * (0700) when create. Returns the fd or -1 with errno. */
+int zc_disk_open_dir(zc_disk_tier *tier, const char *rel_dir, bool create);
+/* Opens the directory holding rel; *name points at rel's last component. */
+int zc_disk_open_parent(zc_disk_tier *tier, const char *rel, const char **name);
+/* Writes data to a new temp file in the root and renames it to name in
+ * parent_fd; on any failure the temp file is removed. */
+zc_status zc_disk_publish(zc_disk_tier *tier, const void *data, size_t size, int parent_fd,
+                          const char *name);
+void zc_disk_log_errno(const char *action, const char *path, int err);
+
+/* ---- disk_accounting.c ---- */
+
+/* Held across a store, a removal or a sweep. total is exact for as long as
+ * the lock is held: it is config.file's value when that was plausible, else
+ * the result of a scan. */
+typedef struct zc_disk_lock {
+    int fd; /* config.file, flock'ed */
+    uint64_t total;
+    bool file_oversized; /* config.file had more than 8 bytes: truncate on write */
+} zc_disk_lock;
+
+zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lock);
+void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock);
+/* Writes total to config.file. On failure config.file is cut to 0 bytes, so
+ * the next lock holder rescans instead of trusting a torn value. */
+zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t total);
+/* Cuts config.file to 0 bytes when the total is unknown. */
+void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock);
+/* Subtracts a removed entry; rescans if the total was smaller than it. */
+void zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size);
+/* config.file's value: ZC_MISS when missing, not 8 bytes, or implausible. */
+zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *oversized);
+
+/* ---- disk_scan.c ---- */
+
+typedef enum zc_scan_kind {
+    ZC_SCAN_ENTRY,   /* *.l0_cache, counted in config.file */
+    ZC_SCAN_SIDECAR, /* *.trace, *.input */
+    ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
+} zc_scan_kind;
+
+typedef struct zc_scan_item {
+    zc_scan_kind kind;
+    int dir_fd;       /* the directory holding it, valid during the visit */
+    const char *name; /* within dir_fd */
+    const char *rel;  /* relative to the root */
+    uint64_t size;    /* entries and temps */
+    struct timespec mtime;
+} zc_scan_item;
+
+/* Returns nonzero to stop the scan (which then returns ZC_OK). */
+typedef int (*zc_scan_fn)(void *context, const zc_scan_item *item);
+
+/* Visits the root and up to two levels of one-hex-digit subdirectories,
+ * never through a symlink. Visitors may unlink the item they are given. */
+zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context);
+zc_status zc_disk_scan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries);
+
+/* ---- disk_evict.c ---- */
+
+/* In parent_fd: unlinks name and its sidecars. True when name is gone. */
+bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name);
+/* Under the lock: evicts least recently used entries when incoming bytes do
+ * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
+zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);
+
+#endif

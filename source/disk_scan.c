@@ -1,0 +1,183 @@
+/* Walking the cache directory: the root (the driver's flat layout before
+ * 26.05, and our temp files) and up to two levels of one-hex-digit
+ * subdirectories. Subdirectories are opened through zc_fs_ops' openat, so a
+ * symlink at any level is skipped, never followed. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "disk_internal.h"
+
+enum { MAX_DEPTH = 2 };
+
+typedef struct scan_walk {
+    zc_disk_tier *tier;
+    zc_scan_fn visit;
+    void *context;
+    bool stopped;
+} scan_walk;
+
+static bool is_hex_level_name(const char *name)
+{
+    return isxdigit((unsigned char)name[0]) && name[1] == '\0';
+}
+
+static bool classify(const char *name, int depth, zc_scan_kind *kind)
+{
+    if (zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX))
+        *kind = ZC_SCAN_ENTRY;
+    else if (zc_disk_has_suffix(name, ZC_TRACE_SUFFIX) || zc_disk_has_suffix(name, ZC_INPUT_SUFFIX))
+        *kind = ZC_SCAN_SIDECAR;
+    else if (depth == 0 && strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0)
+        *kind = ZC_SCAN_TEMP;
+    else
+        return false;
+    return true;
+}
+
+/* Vanished (a concurrent removal) and symlinks are skipped, not errors. */
+static bool ignorable_errno(int err)
+{
+    return err == ENOENT || err == ELOOP || err == ENOTDIR;
+}
+
+static zc_status scan_dir(scan_walk *walk, int fd, const char *rel_prefix, int depth);
+
+static zc_status visit_file(scan_walk *walk, int dir_fd, const char *name, const char *rel,
+                            zc_scan_kind kind)
+{
+    zc_scan_item item = {.kind = kind, .dir_fd = dir_fd, .name = name, .rel = rel};
+    if (kind != ZC_SCAN_SIDECAR) {
+        struct stat st;
+        if (walk->tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return ignorable_errno(errno) ? ZC_OK : ZC_ERR_IO;
+        if (!S_ISREG(st.st_mode))
+            return ZC_OK;
+        item.size = (uint64_t)st.st_size;
+        item.mtime = st.st_mtim;
+    }
+    walk->stopped = walk->visit(walk->context, &item) != 0;
+    return ZC_OK;
+}
+
+static zc_status visit_subdir(scan_walk *walk, int dir_fd, const char *name, const char *rel,
+                              int depth)
+{
+    int fd = walk->tier->ops->openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return ignorable_errno(errno) ? ZC_OK : ZC_ERR_IO;
+    char prefix[ZC_REL_PATH_SIZE + 1]; /* rel is one or two levels: "a" or "a/b" */
+    snprintf(prefix, sizeof prefix, "%s/", rel);
+    return scan_dir(walk, fd, prefix, depth + 1);
+}
+
+static zc_status scan_entry(scan_walk *walk, int dir_fd, const struct dirent *dirent,
+                            const char *rel_prefix, int depth)
+{
+    const char *name = dirent->d_name;
+    char rel[ZC_REL_PATH_SIZE];
+    snprintf(rel, sizeof rel, "%s%s", rel_prefix, name);
+    zc_scan_kind kind;
+    if (depth < MAX_DEPTH && is_hex_level_name(name) &&
+        (dirent->d_type == DT_DIR || dirent->d_type == DT_UNKNOWN))
+        return visit_subdir(walk, dir_fd, name, rel, depth);
+    if (dirent->d_type == DT_LNK || !classify(name, depth, &kind))
+        return ZC_OK;
+    return visit_file(walk, dir_fd, name, rel, kind);
+}
+
+/* Takes ownership of fd. */
+static zc_status scan_dir(scan_walk *walk, int fd, const char *rel_prefix, int depth)
+{
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        walk->tier->ops->close(fd);
+        return ZC_ERR_IO;
+    }
+    zc_status status = ZC_OK;
+    while (status == ZC_OK && !walk->stopped) {
+        errno = 0;
+        struct dirent *dirent = readdir(dir);
+        if (dirent == NULL) {
+            if (errno != 0)
+                status = ZC_ERR_IO;
+            break;
+        }
+        if (strcmp(dirent->d_name, ".") != 0 && strcmp(dirent->d_name, "..") != 0)
+            status = scan_entry(walk, dirfd(dir), dirent, rel_prefix, depth);
+    }
+    closedir(dir);
+    return status;
+}
+
+zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
+{
+    scan_walk walk = {.tier = tier, .visit = visit, .context = context};
+    int fd = zc_disk_open_dir(tier, "", false);
+    if (fd < 0) {
+        zc_disk_log_errno("cannot scan", tier->dir, errno);
+        return ZC_ERR_IO;
+    }
+    zc_status status = scan_dir(&walk, fd, "", 0);
+    if (status != ZC_OK)
+        zc_disk_log_errno("cannot scan", tier->dir, errno);
+    return status;
+}
+
+typedef struct scan_sum {
+    uint64_t total;
+    uint64_t entries;
+} scan_sum;
+
+static int add_entry_size(void *context, const zc_scan_item *item)
+{
+    scan_sum *sum = context;
+    if (item->kind == ZC_SCAN_ENTRY) {
+        sum->total += item->size;
+        sum->entries++;
+    }
+    return 0;
+}
+
+zc_status zc_disk_scan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries)
+{
+    scan_sum sum = {0, 0};
+    zc_status status = zc_disk_scan(tier, add_entry_size, &sum);
+    if (status == ZC_OK) {
+        *total = sum.total;
+        if (entries != NULL)
+            *entries = sum.entries;
+    }
+    return status;
+}
+
+typedef struct foreach_call {
+    zc_disk_entry_visit_fn visit;
+    void *context;
+} foreach_call;
+
+static int visit_public_entry(void *context, const zc_scan_item *item)
+{
+    if (item->kind != ZC_SCAN_ENTRY)
+        return 0;
+    const foreach_call *call = context;
+    zc_disk_entry_info info;
+    memset(&info, 0, sizeof info);
+    snprintf(info.path, sizeof info.path, "%s", item->rel);
+    info.file_size = item->size;
+    info.last_use_sec = item->mtime.tv_sec;
+    info.last_use_nsec = item->mtime.tv_nsec;
+    info.is_zecache = zc_disk_parse_entry_name(item->name, &info.key);
+    return call->visit(call->context, &info);
+}
+
+zc_status zc_disk_tier_foreach(zc_disk_tier *tier, zc_disk_entry_visit_fn visit, void *context)
+{
+    if (tier == NULL || visit == NULL)
+        return ZC_ERR_INVALID_ARG;
+    foreach_call call = {visit, context};
+    return zc_disk_scan(tier, visit_public_entry, &call);
+}

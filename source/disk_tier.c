@@ -1,0 +1,258 @@
+/* Load, store and verify of one entry. A load is the hot path: no lock, one
+ * openat beneath the kept root fd, one fstat, one read, full verification,
+ * then futimens to mark the hit (mtime is the recency eviction uses; atime
+ * is useless on noatime/relatime mounts). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "disk_internal.h"
+#include "zecache/log.h"
+
+enum { REASON_SIZE = 256 };
+
+typedef struct entry_file {
+    uint8_t *data;
+    size_t size;
+    struct stat st;
+} entry_file;
+
+static uint64_t max_entry_file_size(const zc_disk_tier *tier)
+{
+    uint64_t limit = ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD);
+    return tier->max_size != 0 && tier->max_size < limit ? tier->max_size : limit;
+}
+
+/* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_* when reading
+ * it failed, which says nothing about the entry. */
+static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, char *reason)
+{
+    memset(file, 0, sizeof *file);
+    if (tier->ops->fstat(fd, &file->st) != 0)
+        return ZC_ERR_IO;
+    if (!S_ISREG(file->st.st_mode)) {
+        snprintf(reason, REASON_SIZE, "not a regular file");
+        return ZC_MISS;
+    }
+    uint64_t size = (uint64_t)file->st.st_size;
+    if (size > max_entry_file_size(tier)) {
+        snprintf(reason, REASON_SIZE, "file of %llu bytes exceeds the size limit",
+                 (unsigned long long)size);
+        return ZC_MISS;
+    }
+    file->size = (size_t)size;
+    file->data = malloc(file->size + 1);
+    if (file->data == NULL)
+        return ZC_ERR_NOMEM;
+    zc_status status = zc_disk_read_exact(tier->ops, fd, file->data, file->size);
+    if (status == ZC_MISS)
+        snprintf(reason, REASON_SIZE, "file ended before its %zu bytes", file->size);
+    return status;
+}
+
+/* Under the lock, and only if the file there is still the one that failed
+ * verification (it may have been replaced since). */
+static void remove_bad_entry(zc_disk_tier *tier, const zc_key *key, const struct stat *bad)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[ZC_ENTRY_NAME_SIZE];
+    zc_disk_entry_dir(key, dir);
+    zc_disk_entry_name(key, name);
+    zc_disk_lock lock;
+    if (zc_disk_lock_acquire(tier, false, &lock) != ZC_OK)
+        return;
+    struct stat st;
+    int parent_fd = zc_disk_open_dir(tier, dir, false);
+    if (parent_fd >= 0 && tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_dev == bad->st_dev && st.st_ino == bad->st_ino &&
+        zc_disk_unlink_entry(tier, parent_fd, name)) {
+        zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
+        zc_disk_set_total(tier, &lock, lock.total);
+    }
+    if (parent_fd >= 0)
+        tier->ops->close(parent_fd);
+    zc_disk_lock_release(tier, &lock);
+}
+
+static void log_open_failure(const char *rel, int err)
+{
+    if (err == ELOOP)
+        zc_log_info("ignored %s: reached through a symlink", rel);
+    else if (err != ENOENT)
+        zc_disk_log_errno("cannot open", rel, err);
+}
+
+zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out)
+{
+    if (tier == NULL || key == NULL || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *out = NULL;
+    char rel[ZC_ENTRY_REL_SIZE];
+    zc_disk_entry_rel_path(key, rel);
+    /* O_NONBLOCK: a FIFO planted under an entry's name must not hang us. */
+    int fd = tier->ops->openat(tier->dir_fd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) {
+        log_open_failure(rel, errno);
+        return ZC_MISS;
+    }
+    char reason[REASON_SIZE] = "";
+    entry_file file;
+    zc_status status = read_entry_file(tier, fd, &file, reason);
+    if (status == ZC_ERR_IO)
+        zc_disk_log_errno("cannot read", rel, errno);
+    if (status == ZC_OK)
+        status =
+            zc_entry_decode(file.data, file.size, key, tier->max_size, out, reason, sizeof reason);
+    if (status == ZC_OK && tier->ops->futimens(fd, NULL) != 0)
+        zc_disk_log_errno("cannot mark the use of", rel, errno); /* still a hit */
+    tier->ops->close(fd);
+    free(file.data);
+    if (status == ZC_MISS) {
+        zc_log_info("removing bad entry %s: %s", rel, reason);
+        remove_bad_entry(tier, key, &file.st);
+    }
+    return status == ZC_OK ? ZC_OK : ZC_MISS;
+}
+
+/* Under the lock. The k0/k1 directory is opened without symlinks and all
+ * later calls are relative to it, so nothing can redirect the rename. */
+static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_key *key,
+                              const uint8_t *entry, size_t entry_size, const char *trace)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[ZC_ENTRY_NAME_SIZE];
+    zc_disk_entry_dir(key, dir);
+    zc_disk_entry_name(key, name);
+    int parent_fd = zc_disk_open_dir(tier, dir, true);
+    if (parent_fd < 0) {
+        zc_disk_log_errno("cannot open the entry directory", dir, errno);
+        return ZC_ERR_IO;
+    }
+    struct stat st;
+    zc_status status = ZC_OK;
+    if (tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISREG(st.st_mode))
+            goto done; /* another process stored it first */
+    } else if (errno != ENOENT) {
+        zc_disk_log_errno("cannot examine", name, errno);
+        status = ZC_ERR_IO;
+        goto done;
+    }
+    status = zc_disk_make_room(tier, lock, entry_size);
+    if (status == ZC_OK)
+        status = zc_disk_publish(tier, entry, entry_size, parent_fd, name);
+    if (status != ZC_OK)
+        goto done;
+    status = zc_disk_set_total(tier, lock, lock->total + entry_size);
+    if (status != ZC_OK) {
+        /* Undo, so the entries on disk match what config.file says. */
+        tier->ops->unlinkat(parent_fd, name, 0);
+        goto done;
+    }
+    char trace_name[ZC_ENTRY_NAME_SIZE];
+    if (trace != NULL && zc_disk_sidecar_name(name, ZC_TRACE_SUFFIX, trace_name, sizeof trace_name))
+        zc_disk_publish(tier, trace, strlen(trace), parent_fd, trace_name); /* optional */
+done:
+    tier->ops->close(parent_fd);
+    return status;
+}
+
+/* A load refuses a payload above the limit (so that a corrupt header cannot
+ * make it allocate more), hence a store must not write one, however well it
+ * compresses. */
+static bool payload_fits(const zc_disk_tier *tier, const zc_artifact *artifact)
+{
+    size_t binary_size, log_size;
+    zc_artifact_binary(artifact, &binary_size);
+    zc_artifact_build_log(artifact, &log_size);
+    uint64_t payload = (uint64_t)binary_size + log_size;
+    if (tier->max_size == 0 || payload <= tier->max_size)
+        return true;
+    zc_log_info("payload of %llu bytes exceeds the cache size limit: not stored",
+                (unsigned long long)payload);
+    return false;
+}
+
+zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
+                             const char *trace)
+{
+    if (tier == NULL || key == NULL || artifact == NULL)
+        return ZC_ERR_INVALID_ARG;
+    if (!payload_fits(tier, artifact))
+        return ZC_ERR_TOO_LARGE;
+    uint8_t *entry = NULL;
+    size_t entry_size = 0;
+    /* Compress before taking the lock: other processes wait on it. */
+    zc_status status = zc_entry_encode(key, artifact, tier->compression_level, &entry, &entry_size);
+    if (status != ZC_OK)
+        return status;
+    if (tier->max_size != 0 && entry_size > tier->max_size) {
+        zc_log_info("entry of %zu bytes exceeds the cache size limit: not stored", entry_size);
+        free(entry);
+        return ZC_ERR_TOO_LARGE;
+    }
+    zc_disk_lock lock;
+    status = zc_disk_lock_acquire(tier, false, &lock);
+    if (status == ZC_OK) {
+        status = store_locked(tier, &lock, key, entry, entry_size, trace);
+        zc_disk_lock_release(tier, &lock);
+    }
+    free(entry);
+    return status;
+}
+
+/* The key a path must hold: only "<k0>/<k1>/<64 hex>.l0_cache" with k0 and
+ * k1 the name's first two digits is where a load would look. */
+static bool expected_key_of(const char *path, zc_key *key)
+{
+    const char *name = strrchr(path, '/');
+    name = name != NULL ? name + 1 : path;
+    if (!zc_disk_parse_entry_name(name, key))
+        return false;
+    char rel[ZC_ENTRY_REL_SIZE];
+    zc_disk_entry_rel_path(key, rel);
+    return strcmp(rel, path) == 0;
+}
+
+static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key,
+                                   zc_entry_header *header, char *why)
+{
+    entry_file file;
+    zc_status status = read_entry_file(tier, fd, &file, why);
+    if (status != ZC_OK && status != ZC_MISS)
+        snprintf(why, REASON_SIZE, "cannot read: %s", strerror(errno));
+    zc_artifact *artifact = NULL;
+    if (status == ZC_OK)
+        status =
+            zc_entry_decode(file.data, file.size, key, tier->max_size, &artifact, why, REASON_SIZE);
+    zc_artifact_unref(artifact);
+    if (status == ZC_OK && header != NULL)
+        status = zc_entry_read_header(file.data, file.size, header, why, REASON_SIZE);
+    free(file.data);
+    return status;
+}
+
+zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_entry_header *header,
+                                    char *reason, size_t reason_size)
+{
+    if (tier == NULL || path == NULL)
+        return ZC_ERR_INVALID_ARG;
+    char why[REASON_SIZE] = "";
+    zc_key key;
+    zc_status status = ZC_MISS;
+    if (!expected_key_of(path, &key)) {
+        snprintf(why, sizeof why, "not named and placed as a zecache entry");
+    } else {
+        int fd = tier->ops->openat(tier->dir_fd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(why, sizeof why, "cannot open: %s", strerror(errno));
+        } else {
+            status = verify_open_entry(tier, fd, &key, header, why);
+            tier->ops->close(fd);
+        }
+    }
+    if (reason != NULL && reason_size > 0)
+        snprintf(reason, reason_size, "%s", status == ZC_OK ? "" : why);
+    return status == ZC_OK ? ZC_OK : ZC_MISS;
+}

@@ -1,0 +1,398 @@
+/* The on-disk entry format (see entry.h): encoding, and the verification that
+ * stands between the disk and the driver. Every field is checked before a byte
+ * of payload is trusted; anything unexpected is a miss with a reason. */
+#include "zecache/entry.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+enum {
+    OFFSET_MAGIC = 0,
+    OFFSET_VERSION = 8,
+    OFFSET_HEADER_SIZE = 12,
+    OFFSET_KEY = 16,
+    OFFSET_BINARY_SIZE = 48,
+    OFFSET_LOG_SIZE = 56,
+    OFFSET_COMPRESSED_SIZE = 64,
+    OFFSET_COMPILE_NS = 72,
+    OFFSET_CREATED = 80,
+    OFFSET_FLAGS = 88,
+    OFFSET_RESERVED = 92,
+    OFFSET_DEVICE_NAME = 96,
+    OFFSET_DRIVER_VERSION = 160,
+    OFFSET_CHECKSUM = 192,
+    MAGIC_SIZE = 8,
+    CHECKSUM_SIZE = 16,
+    /* The zstd frame header descriptor follows the 4-byte magic number. */
+    ZSTD_DESCRIPTOR_OFFSET = 4,
+    ZSTD_CHECKSUM_FLAG = 0x04,
+    /* Reserved and "unused" descriptor bits: zstd ignores the unused one, so
+     * without this check a flipped bit there would go unnoticed. */
+    ZSTD_DESCRIPTOR_SPARE_BITS = 0x18,
+};
+
+_Static_assert(OFFSET_CHECKSUM + CHECKSUM_SIZE == ZC_ENTRY_HEADER_SIZE, "header layout");
+_Static_assert(OFFSET_DRIVER_VERSION - OFFSET_DEVICE_NAME ==
+                   sizeof(((zc_artifact_meta *)0)->device_name),
+               "device name field");
+_Static_assert(OFFSET_CHECKSUM - OFFSET_DRIVER_VERSION ==
+                   sizeof(((zc_artifact_meta *)0)->driver_version),
+               "driver version field");
+_Static_assert(sizeof ZC_ENTRY_MAGIC == MAGIC_SIZE, "magic with its NUL");
+
+static zc_status miss(char *reason, size_t reason_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static zc_status miss(char *reason, size_t reason_size, const char *fmt, ...)
+{
+    if (reason != NULL && reason_size > 0) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(reason, reason_size, fmt, args);
+        va_end(args);
+    }
+    return ZC_MISS;
+}
+
+static void put_u32(uint8_t *p, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t value)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t value = 0;
+    for (int i = 3; i >= 0; i--)
+        value = value << 8 | p[i];
+    return value;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; i--)
+        value = value << 8 | p[i];
+    return value;
+}
+
+/* Fetched once: OpenSSL 3's implicit fetch inside EVP_Digest(EVP_sha256())
+ * takes a lock and a lookup on every call, and this runs on every load. */
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha256_fetched;
+
+static void fetch_sha256(void)
+{
+    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
+{
+    pthread_once(&sha256_once, fetch_sha256);
+    const EVP_MD *md = sha256_fetched != NULL ? sha256_fetched : EVP_sha256();
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_size = 0;
+    if (EVP_Digest(header, OFFSET_CHECKSUM, digest, &digest_size, md, NULL) != 1 ||
+        digest_size < CHECKSUM_SIZE)
+        return false;
+    memcpy(checksum, digest, CHECKSUM_SIZE);
+    return true;
+}
+
+static void put_text_field(uint8_t *field, size_t field_size, const char *text)
+{
+    size_t length = strnlen(text, field_size - 1);
+    memset(field, 0, field_size);
+    memcpy(field, text, length);
+}
+
+/* NUL-padded: the text, then only NULs, and at least one of them. */
+static bool text_field_valid(const uint8_t *field, size_t field_size)
+{
+    size_t length = strnlen((const char *)field, field_size);
+    if (length == field_size)
+        return false;
+    for (size_t i = length; i < field_size; i++)
+        if (field[i] != 0)
+            return false;
+    return true;
+}
+
+static bool write_header(uint8_t *header, const zc_key *key, uint64_t binary_size,
+                         uint64_t log_size, uint64_t compressed_size, const zc_artifact_meta *meta)
+{
+    memset(header, 0, ZC_ENTRY_HEADER_SIZE);
+    memcpy(header + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE);
+    put_u32(header + OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION);
+    put_u32(header + OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE);
+    memcpy(header + OFFSET_KEY, key->bytes, ZC_KEY_SIZE);
+    put_u64(header + OFFSET_BINARY_SIZE, binary_size);
+    put_u64(header + OFFSET_LOG_SIZE, log_size);
+    put_u64(header + OFFSET_COMPRESSED_SIZE, compressed_size);
+    put_u64(header + OFFSET_COMPILE_NS, meta->compile_ns);
+    put_u64(header + OFFSET_CREATED, meta->created_unix);
+    put_text_field(header + OFFSET_DEVICE_NAME, sizeof meta->device_name, meta->device_name);
+    put_text_field(header + OFFSET_DRIVER_VERSION, sizeof meta->driver_version,
+                   meta->driver_version);
+    return header_checksum(header, header + OFFSET_CHECKSUM);
+}
+
+static size_t compress_payload(const void *payload, size_t payload_size, void *dst,
+                               size_t dst_capacity, int level)
+{
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    if (cctx == NULL)
+        return 0;
+    size_t result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(result))
+        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    if (!ZSTD_isError(result))
+        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+    if (!ZSTD_isError(result))
+        result = ZSTD_compress2(cctx, dst, dst_capacity, payload, payload_size);
+    ZSTD_freeCCtx(cctx);
+    return ZSTD_isError(result) ? 0 : result;
+}
+
+/* binary || log in one buffer: the frame holds both, in that order. */
+static uint8_t *join_payload(const uint8_t *binary, size_t binary_size, const char *log,
+                             size_t log_size)
+{
+    uint8_t *payload = malloc(binary_size + log_size + 1);
+    if (payload == NULL)
+        return NULL;
+    if (binary_size > 0)
+        memcpy(payload, binary, binary_size);
+    if (log_size > 0)
+        memcpy(payload + binary_size, log, log_size);
+    return payload;
+}
+
+static const zc_artifact_meta *meta_or_zero(const zc_artifact *artifact)
+{
+    static const zc_artifact_meta zero_meta;
+    const zc_artifact_meta *meta = zc_artifact_meta_of(artifact);
+    return meta != NULL ? meta : &zero_meta;
+}
+
+zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int compression_level,
+                          uint8_t **out, size_t *out_size)
+{
+    if (key == NULL || artifact == NULL || out == NULL || out_size == NULL)
+        return ZC_ERR_INVALID_ARG;
+    size_t binary_size = 0, log_size = 0;
+    const uint8_t *binary = zc_artifact_binary(artifact, &binary_size);
+    const char *log = zc_artifact_build_log(artifact, &log_size);
+    if (binary_size > ZC_ENTRY_MAX_PAYLOAD || log_size > ZC_ENTRY_MAX_PAYLOAD - binary_size)
+        return ZC_ERR_TOO_LARGE;
+    size_t payload_size = binary_size + log_size;
+    size_t bound = ZSTD_compressBound(payload_size);
+    uint8_t *payload = join_payload(binary, binary_size, log, log_size);
+    uint8_t *entry = malloc(ZC_ENTRY_HEADER_SIZE + bound);
+    size_t compressed_size = 0;
+    if (payload != NULL && entry != NULL)
+        compressed_size = compress_payload(payload, payload_size, entry + ZC_ENTRY_HEADER_SIZE,
+                                           bound, compression_level);
+    free(payload);
+    if (compressed_size == 0 ||
+        !write_header(entry, key, binary_size, log_size, compressed_size, meta_or_zero(artifact))) {
+        free(entry);
+        return ZC_ERR_NOMEM;
+    }
+    size_t entry_size = ZC_ENTRY_HEADER_SIZE + compressed_size;
+    uint8_t *shrunk = realloc(entry, entry_size);
+    *out = shrunk != NULL ? shrunk : entry;
+    *out_size = entry_size;
+    return ZC_OK;
+}
+
+/* Checks in the order that gives the most useful reason: a file that is not
+ * an entry at all, then one from another format version, then corruption. */
+zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
+                               size_t reason_size)
+{
+    const uint8_t *bytes = data;
+    if (data == NULL || size < ZC_ENTRY_HEADER_SIZE)
+        return miss(reason, reason_size, "file of %zu bytes is shorter than a header", size);
+    if (memcmp(bytes + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE) != 0)
+        return miss(reason, reason_size, "bad magic: not a zecache entry");
+    uint32_t version = get_u32(bytes + OFFSET_VERSION);
+    if (version != ZC_ENTRY_FORMAT_VERSION)
+        return miss(reason, reason_size, "format version %u, expected %u", version,
+                    ZC_ENTRY_FORMAT_VERSION);
+    uint32_t header_size = get_u32(bytes + OFFSET_HEADER_SIZE);
+    if (header_size != ZC_ENTRY_HEADER_SIZE)
+        return miss(reason, reason_size, "header size %u, expected %u", header_size,
+                    ZC_ENTRY_HEADER_SIZE);
+    uint8_t checksum[CHECKSUM_SIZE];
+    if (!header_checksum(bytes, checksum))
+        return miss(reason, reason_size, "cannot compute the header checksum");
+    if (memcmp(checksum, bytes + OFFSET_CHECKSUM, CHECKSUM_SIZE) != 0)
+        return miss(reason, reason_size, "header checksum mismatch");
+    uint32_t flags = get_u32(bytes + OFFSET_FLAGS);
+    uint32_t reserved = get_u32(bytes + OFFSET_RESERVED);
+    if (flags != 0 || reserved != 0)
+        return miss(reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags, reserved);
+    if (!text_field_valid(bytes + OFFSET_DEVICE_NAME, sizeof header->meta.device_name) ||
+        !text_field_valid(bytes + OFFSET_DRIVER_VERSION, sizeof header->meta.driver_version))
+        return miss(reason, reason_size, "device name or driver version not NUL-padded");
+    uint64_t compressed_size = get_u64(bytes + OFFSET_COMPRESSED_SIZE);
+    if (compressed_size != size - ZC_ENTRY_HEADER_SIZE)
+        return miss(reason, reason_size, "compressed size %llu but %zu bytes follow the header",
+                    (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE);
+
+    if (header != NULL) {
+        memset(header, 0, sizeof *header);
+        header->format_version = version;
+        memcpy(header->key.bytes, bytes + OFFSET_KEY, ZC_KEY_SIZE);
+        header->binary_size = get_u64(bytes + OFFSET_BINARY_SIZE);
+        header->log_size = get_u64(bytes + OFFSET_LOG_SIZE);
+        header->compressed_size = compressed_size;
+        header->flags = flags;
+        header->meta.compile_ns = get_u64(bytes + OFFSET_COMPILE_NS);
+        header->meta.created_unix = get_u64(bytes + OFFSET_CREATED);
+        memcpy(header->meta.device_name, bytes + OFFSET_DEVICE_NAME,
+               sizeof header->meta.device_name);
+        memcpy(header->meta.driver_version, bytes + OFFSET_DRIVER_VERSION,
+               sizeof header->meta.driver_version);
+    }
+    return ZC_OK;
+}
+
+static zc_status check_payload_size(const zc_entry_header *header, uint64_t max_payload,
+                                    char *reason, size_t reason_size)
+{
+    uint64_t limit = ZC_ENTRY_MAX_PAYLOAD;
+    if (max_payload != 0 && max_payload < limit)
+        limit = max_payload;
+    if (header->binary_size > limit || header->log_size > limit - header->binary_size)
+        return miss(reason, reason_size, "payload of %llu + %llu bytes exceeds the limit %llu",
+                    (unsigned long long)header->binary_size, (unsigned long long)header->log_size,
+                    (unsigned long long)limit);
+    return ZC_OK;
+}
+
+/* The frame must be exactly one zstd frame declaring the header's content
+ * size and carrying a content checksum, which decompression then verifies. */
+static zc_status check_frame(const uint8_t *frame, size_t frame_size, uint64_t payload_size,
+                             char *reason, size_t reason_size)
+{
+    if (frame_size <= ZSTD_DESCRIPTOR_OFFSET || get_u32(frame) != ZSTD_MAGICNUMBER)
+        return miss(reason, reason_size, "payload is not a zstd frame");
+    if (!(frame[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_CHECKSUM_FLAG))
+        return miss(reason, reason_size, "zstd frame has no content checksum");
+    if (frame[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_DESCRIPTOR_SPARE_BITS)
+        return miss(reason, reason_size, "zstd frame header has spare bits set");
+    unsigned long long content_size = ZSTD_getFrameContentSize(frame, frame_size);
+    if (content_size == ZSTD_CONTENTSIZE_ERROR || content_size == ZSTD_CONTENTSIZE_UNKNOWN)
+        return miss(reason, reason_size, "zstd frame header is invalid or lacks a content size");
+    if (content_size != payload_size)
+        return miss(reason, reason_size, "zstd content size %llu, header says %llu", content_size,
+                    (unsigned long long)payload_size);
+    size_t one_frame = ZSTD_findFrameCompressedSize(frame, frame_size);
+    if (ZSTD_isError(one_frame) || one_frame != frame_size)
+        return miss(reason, reason_size, "payload is not exactly one zstd frame");
+    return ZC_OK;
+}
+
+/* One decompression context per thread, freed when the thread ends: loads run
+ * in parallel without a lock, and a context is costly to create per call. */
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static pthread_key_t dctx_key;
+static bool dctx_key_ready;
+
+static void free_dctx(void *dctx)
+{
+    ZSTD_freeDCtx(dctx);
+}
+
+static void create_dctx_key(void)
+{
+    dctx_key_ready = pthread_key_create(&dctx_key, free_dctx) == 0;
+}
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, create_dctx_key);
+    if (!dctx_key_ready)
+        return NULL;
+    ZSTD_DCtx *dctx = pthread_getspecific(dctx_key);
+    if (dctx == NULL) {
+        dctx = ZSTD_createDCtx();
+        if (dctx != NULL && pthread_setspecific(dctx_key, dctx) != 0) {
+            ZSTD_freeDCtx(dctx);
+            dctx = NULL;
+        }
+    }
+    return dctx;
+}
+
+static zc_status decompress_payload(const uint8_t *frame, size_t frame_size, size_t payload_size,
+                                    uint8_t **payload, char *reason, size_t reason_size)
+{
+    ZSTD_DCtx *shared = thread_dctx();
+    ZSTD_DCtx *dctx = shared != NULL ? shared : ZSTD_createDCtx();
+    uint8_t *buffer = malloc(payload_size + 1);
+    if (dctx == NULL || buffer == NULL) {
+        if (shared == NULL)
+            ZSTD_freeDCtx(dctx);
+        free(buffer);
+        return ZC_ERR_NOMEM;
+    }
+    size_t result = ZSTD_decompressDCtx(dctx, buffer, payload_size, frame, frame_size);
+    if (shared == NULL)
+        ZSTD_freeDCtx(dctx);
+    if (ZSTD_isError(result) || result != payload_size) {
+        free(buffer);
+        if (ZSTD_isError(result))
+            return miss(reason, reason_size, "zstd: %s", ZSTD_getErrorName(result));
+        return miss(reason, reason_size, "decompressed %zu bytes, expected %zu", result,
+                    payload_size);
+    }
+    *payload = buffer;
+    return ZC_OK;
+}
+
+zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
+                          uint64_t max_payload, zc_artifact **out, char *reason, size_t reason_size)
+{
+    if (out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *out = NULL;
+    zc_entry_header header;
+    zc_status status = zc_entry_read_header(data, size, &header, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (expected != NULL && !zc_key_equal(expected, &header.key))
+        return miss(reason, reason_size, "entry holds another key");
+    status = check_payload_size(&header, max_payload, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    size_t payload_size = (size_t)(header.binary_size + header.log_size);
+    const uint8_t *frame = (const uint8_t *)data + ZC_ENTRY_HEADER_SIZE;
+    status = check_frame(frame, header.compressed_size, payload_size, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    uint8_t *payload = NULL;
+    status = decompress_payload(frame, header.compressed_size, payload_size, &payload, reason,
+                                reason_size);
+    if (status != ZC_OK)
+        return status;
+    *out =
+        zc_artifact_create(payload, header.binary_size, (const char *)payload + header.binary_size,
+                           header.log_size, &header.meta);
+    free(payload);
+    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}

@@ -1,0 +1,123 @@
+/* Helpers shared by test_entry.c and test_disk_tier.c: deterministic keys and
+ * artifacts, and the raw header fields the tests tamper with. */
+#ifndef ZC_DISK_TEST_SUPPORT_H
+#define ZC_DISK_TEST_SUPPORT_H
+
+#include <criterion/criterion.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zecache/artifact.h"
+#include "zecache/entry.h"
+#include "zecache/key.h"
+
+/* Header offsets, as entry.h documents them. */
+enum {
+    T_OFFSET_VERSION = 8,
+    T_OFFSET_HEADER_SIZE = 12,
+    T_OFFSET_KEY = 16,
+    T_OFFSET_BINARY_SIZE = 48,
+    T_OFFSET_LOG_SIZE = 56,
+    T_OFFSET_COMPRESSED_SIZE = 64,
+    T_OFFSET_FLAGS = 88,
+    T_OFFSET_RESERVED = 92,
+    T_OFFSET_DEVICE_NAME = 96,
+    T_OFFSET_CHECKSUM = 192,
+};
+
+static inline uint64_t t_next_random(uint64_t *state)
+{
+    /* xorshift64*: deterministic, incompressible enough for zstd. */
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * UINT64_C(2685821657736338717);
+}
+
+static inline zc_key t_key(uint64_t seed)
+{
+    zc_key key;
+    uint64_t state = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
+    for (size_t i = 0; i < ZC_KEY_SIZE; i++)
+        key.bytes[i] = (uint8_t)t_next_random(&state);
+    return key;
+}
+
+static inline void t_fill_random(uint8_t *bytes, size_t size, uint64_t seed)
+{
+    uint64_t state = seed * UINT64_C(0xD1B54A32D192ED03) + 7;
+    for (size_t i = 0; i < size; i++)
+        bytes[i] = (uint8_t)(t_next_random(&state) >> 56);
+}
+
+static inline zc_artifact_meta t_meta(void)
+{
+    zc_artifact_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.device_name, sizeof meta.device_name, "Intel(R) Graphics [0xff20]");
+    snprintf(meta.driver_version, sizeof meta.driver_version, "1.3.29735");
+    meta.compile_ns = 123456789;
+    meta.created_unix = 1700000000;
+    return meta;
+}
+
+/* An artifact of binary_size incompressible bytes and a short text log. */
+static inline zc_artifact *t_artifact(size_t binary_size, uint64_t seed)
+{
+    uint8_t *binary = malloc(binary_size + 1);
+    cr_assert_not_null(binary);
+    t_fill_random(binary, binary_size, seed);
+    char log[64];
+    int log_size =
+        snprintf(log, sizeof log, "build log of artifact %llu", (unsigned long long)seed);
+    zc_artifact_meta meta = t_meta();
+    zc_artifact *artifact = zc_artifact_create(binary, binary_size, log, (size_t)log_size, &meta);
+    free(binary);
+    cr_assert_not_null(artifact);
+    return artifact;
+}
+
+static inline void t_assert_same_artifact(const zc_artifact *actual, const zc_artifact *expected)
+{
+    size_t actual_size, expected_size, actual_log_size, expected_log_size;
+    const uint8_t *actual_binary = zc_artifact_binary(actual, &actual_size);
+    const uint8_t *expected_binary = zc_artifact_binary(expected, &expected_size);
+    cr_assert_eq(actual_size, expected_size);
+    cr_assert_arr_eq(actual_binary, expected_binary, expected_size);
+    const char *actual_log = zc_artifact_build_log(actual, &actual_log_size);
+    const char *expected_log = zc_artifact_build_log(expected, &expected_log_size);
+    cr_assert_eq(actual_log_size, expected_log_size);
+    cr_assert_arr_eq(actual_log, expected_log, expected_log_size);
+    const zc_artifact_meta *a = zc_artifact_meta_of(actual), *e = zc_artifact_meta_of(expected);
+    cr_assert_str_eq(a->device_name, e->device_name);
+    cr_assert_str_eq(a->driver_version, e->driver_version);
+    cr_assert_eq(a->compile_ns, e->compile_ns);
+    cr_assert_eq(a->created_unix, e->created_unix);
+}
+
+static inline void t_put_u32(uint8_t *p, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+static inline void t_put_u64(uint8_t *p, uint64_t value)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+/* Recomputes the header checksum after a deliberate edit, so the test
+ * reaches the check behind it. */
+static inline void t_resign_header(uint8_t *entry)
+{
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_size = 0;
+    cr_assert_eq(EVP_Digest(entry, T_OFFSET_CHECKSUM, digest, &digest_size, EVP_sha256(), NULL), 1);
+    memcpy(entry + T_OFFSET_CHECKSUM, digest, 16);
+}
+
+#endif
