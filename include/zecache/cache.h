@@ -1,0 +1,97 @@
+/* The cache as the layer and the tool see it: the memory tier in front of the
+ * disk tier, with the caller's compile step behind both, and counters of what
+ * happened. It knows nothing about how keys are made. */
+#ifndef ZECACHE_CACHE_H
+#define ZECACHE_CACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/config.h"
+#include "zecache/fs_ops.h"
+#include "zecache/key.h"
+#include "zecache/status.h"
+
+/* Why a module went straight to the driver without the cache. */
+typedef enum zc_bypass_reason {
+    ZC_BYPASS_NATIVE_INPUT,      /* the input is already a native binary */
+    ZC_BYPASS_UNSUPPORTED_INPUT, /* an unknown format or pNext structure, or bad arguments */
+    ZC_BYPASS_NOT_CACHEABLE,     /* the key builder refused the input */
+    ZC_BYPASS_CACHE_ERROR,       /* a cache-side failure (allocation, device queries) */
+    ZC_BYPASS_REJECTED_BINARY,   /* the driver refused a cached binary: compiled again */
+    ZC_BYPASS_REASON_COUNT,
+} zc_bypass_reason;
+
+/* A short name such as "not-cacheable", for messages and statistics. */
+const char *zc_bypass_reason_name(zc_bypass_reason reason);
+
+/* Live counters, updated without locks by every thread. */
+typedef struct zc_cache_counters {
+    atomic_uint_least64_t memory_hits; /* includes threads that waited for another's build */
+    atomic_uint_least64_t disk_hits;
+    atomic_uint_least64_t misses;        /* compiles run by the cache */
+    atomic_uint_least64_t failed_builds; /* of those, how many failed (never stored) */
+    atomic_uint_least64_t bypasses[ZC_BYPASS_REASON_COUNT];
+    atomic_uint_least64_t stores;           /* entries written to the disk tier */
+    atomic_uint_least64_t store_errors;     /* disk stores that failed (the app did not) */
+    atomic_uint_least64_t compile_ns_spent; /* by the misses that succeeded */
+    atomic_uint_least64_t compile_ns_saved; /* sum of the original compile times of hits */
+} zc_cache_counters;
+
+/* A snapshot of the counters in plain integers. */
+typedef struct zc_cache_stats {
+    uint64_t memory_hits, disk_hits, misses, failed_builds;
+    uint64_t bypasses[ZC_BYPASS_REASON_COUNT];
+    uint64_t stores, store_errors;
+    uint64_t evictions; /* from the memory tier (the disk tier evicts inside its stores) */
+    uint64_t compile_ns_spent, compile_ns_saved;
+} zc_cache_stats;
+
+typedef struct zc_cache zc_cache;
+
+/* Opens the memory tier (config->memory_size bytes) and, when
+ * config->persistent, the disk tier at config->dir. A disk tier that cannot
+ * be opened leaves a memory-only cache (logged), not an error. ops NULL means
+ * the real system calls. ZC_ERR_NOMEM is the only failure. */
+zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache **out);
+void zc_cache_close(zc_cache *cache); /* NULL is accepted */
+
+/* The disk tier's directory, or NULL when the cache is memory-only. */
+const char *zc_cache_disk_dir(const zc_cache *cache);
+
+/* Produces the artifact for the key being looked up. On ZC_OK *out holds one
+ * reference, which the cache takes over. Any other status is a failed compile:
+ * returned to the caller unchanged, never stored. */
+typedef zc_status (*zc_compile_fn)(void *context, zc_artifact **out);
+
+typedef enum zc_lookup_outcome {
+    ZC_LOOKUP_MEMORY_HIT, /* in memory, or built by another thread this one waited for */
+    ZC_LOOKUP_DISK_HIT,
+    ZC_LOOKUP_COMPILED, /* compile ran in this call (successfully or not) */
+} zc_lookup_outcome;
+
+/* Returns key's artifact: from memory, else from disk, else from
+ * compile(context), whose result is stored on disk (with trace beside it when
+ * trace is not NULL) and kept in memory. Threads asking for the same key at
+ * once share one disk load or compile. Counts the outcome and logs one line
+ * per lookup under PrintDebugMessages. outcome may be NULL. */
+zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char *trace,
+                                  zc_compile_fn compile, void *context, zc_artifact **out,
+                                  zc_lookup_outcome *outcome);
+
+/* Replaces key's artifact in both tiers, for when the driver refused a cached
+ * binary and a fresh compile succeeded. */
+zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
+                           const char *trace);
+
+/* Counts a module that bypassed the cache and logs the reason (detail may be
+ * NULL) under PrintDebugMessages. cache may be NULL (nothing is counted). */
+void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char *detail);
+
+/* The live counters, e.g. for a tool that persists them. */
+zc_cache_counters *zc_cache_counters_of(zc_cache *cache);
+void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats);
+
+#endif

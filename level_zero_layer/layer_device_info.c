@@ -1,0 +1,242 @@
+/* What the key needs to know about a device and its driver, queried through
+ * the API once per device and kept for the life of the process (devices
+ * outlive every module made for them).
+ *
+ * Device properties enter the key whole, field by field (the structures have
+ * padding), except pNext. Nothing else is zeroed: the device UUID holds the
+ * revision (stepping) on Intel's driver, which code generation depends on, so
+ * two identical GPUs in different slots keep separate entries. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer_internal.h"
+#include "zecache/log.h"
+
+/* Not in the 1.4 headers Debian ships; layout and values from the spec. */
+#define ZCL_DEVICE_IP_VERSION_EXT_NAME "ZE_extension_device_ip_version"
+#define ZCL_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT ((ze_structure_type_t)0x0001000f)
+typedef struct zcl_device_ip_version_ext {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t ipVersion;
+} zcl_device_ip_version_ext;
+
+#define MAX_HANDLES 64
+
+typedef struct device_record {
+    struct device_record *next;
+    zcl_device_info info;
+} device_record;
+
+static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
+static device_record *records;
+
+typedef struct byte_writer {
+    uint8_t *bytes;
+    size_t capacity, size;
+} byte_writer;
+
+static void put_bytes(byte_writer *writer, const void *bytes, size_t size)
+{
+    if (writer->size + size <= writer->capacity)
+        memcpy(writer->bytes + writer->size, bytes, size);
+    writer->size += size;
+}
+
+static void put_u32(byte_writer *writer, uint32_t value)
+{
+    put_bytes(writer, &value, sizeof(value));
+}
+
+static void put_u64(byte_writer *writer, uint64_t value)
+{
+    put_bytes(writer, &value, sizeof(value));
+}
+
+static void serialise_device_properties(const ze_device_properties_t *p, zcl_device_info *info)
+{
+    byte_writer w = {info->properties, sizeof(info->properties), 0};
+    put_u32(&w, (uint32_t)p->type);
+    put_u32(&w, p->vendorId);
+    put_u32(&w, p->deviceId);
+    put_u32(&w, p->flags);
+    put_u32(&w, p->subdeviceId);
+    put_u32(&w, p->coreClockRate);
+    put_u64(&w, p->maxMemAllocSize);
+    put_u32(&w, p->maxHardwareContexts);
+    put_u32(&w, p->maxCommandQueuePriority);
+    put_u32(&w, p->numThreadsPerEU);
+    put_u32(&w, p->physicalEUSimdWidth);
+    put_u32(&w, p->numEUsPerSubslice);
+    put_u32(&w, p->numSubslicesPerSlice);
+    put_u32(&w, p->numSlices);
+    put_u64(&w, p->timerResolution);
+    put_u32(&w, p->timestampValidBits);
+    put_u32(&w, p->kernelTimestampValidBits);
+    put_bytes(&w, p->uuid.id, sizeof(p->uuid.id));
+    put_bytes(&w, p->name, strnlen(p->name, sizeof(p->name)));
+    info->properties_size = w.size;
+}
+
+static void serialise_module_properties(const ze_device_module_properties_t *p,
+                                        zcl_device_info *info)
+{
+    byte_writer w = {info->module_properties, sizeof(info->module_properties), 0};
+    put_u32(&w, p->spirvVersionSupported);
+    put_u32(&w, p->flags);
+    put_u32(&w, p->fp16flags);
+    put_u32(&w, p->fp32flags);
+    put_u32(&w, p->fp64flags);
+    put_u32(&w, p->maxArgumentsSize);
+    put_u32(&w, p->printfBufferSize);
+    put_bytes(&w, p->nativeKernelSupported.id, sizeof(p->nativeKernelSupported.id));
+    info->module_properties_size = w.size;
+}
+
+static bool device_in_tree(ze_device_handle_t wanted, ze_device_handle_t device, int depth)
+{
+    if (device == wanted)
+        return true;
+    uint32_t count = 0;
+    ze_device_handle_t subdevices[MAX_HANDLES];
+    if (depth == 0 || zcl_layer.next.device_get_sub_devices == NULL ||
+        zcl_layer.next.device_get_sub_devices(device, &count, NULL) != ZE_RESULT_SUCCESS)
+        return false;
+    count = count < MAX_HANDLES ? count : MAX_HANDLES;
+    if (count == 0 ||
+        zcl_layer.next.device_get_sub_devices(device, &count, subdevices) != ZE_RESULT_SUCCESS)
+        return false;
+    for (uint32_t i = 0; i < count; i++)
+        if (device_in_tree(wanted, subdevices[i], depth - 1))
+            return true;
+    return false;
+}
+
+static bool driver_has_device(ze_driver_handle_t driver, ze_device_handle_t wanted)
+{
+    uint32_t count = MAX_HANDLES;
+    ze_device_handle_t devices[MAX_HANDLES];
+    if (zcl_layer.next.device_get(driver, &count, devices) != ZE_RESULT_SUCCESS)
+        return false;
+    for (uint32_t i = 0; i < count; i++)
+        if (device_in_tree(wanted, devices[i], 2))
+            return true;
+    return false;
+}
+
+/* Level Zero 1.4 has no "driver of this device" query: search for it. */
+static ze_driver_handle_t driver_of(ze_device_handle_t device)
+{
+    uint32_t count = MAX_HANDLES;
+    ze_driver_handle_t drivers[MAX_HANDLES];
+    if (zcl_layer.next.driver_get == NULL || zcl_layer.next.device_get == NULL ||
+        zcl_layer.next.driver_get(&count, drivers) != ZE_RESULT_SUCCESS)
+        return NULL;
+    for (uint32_t i = 0; i < count; i++)
+        if (driver_has_device(drivers[i], device))
+            return drivers[i];
+    return NULL;
+}
+
+static bool driver_supports(ze_driver_handle_t driver, const char *extension)
+{
+    uint32_t count = 0;
+    if (zcl_layer.next.driver_get_extension_properties == NULL ||
+        zcl_layer.next.driver_get_extension_properties(driver, &count, NULL) != ZE_RESULT_SUCCESS)
+        return false;
+    ze_driver_extension_properties_t *extensions = calloc(count, sizeof(*extensions));
+    bool supported = false;
+    if (extensions != NULL && zcl_layer.next.driver_get_extension_properties(
+                                  driver, &count, extensions) == ZE_RESULT_SUCCESS)
+        for (uint32_t i = 0; i < count && !supported; i++)
+            supported = strcmp(extensions[i].name, extension) == 0;
+    free(extensions);
+    return supported;
+}
+
+static bool query_driver(ze_driver_handle_t driver, zcl_device_info *info)
+{
+    ze_driver_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
+    if (zcl_layer.next.driver_get_properties == NULL ||
+        zcl_layer.next.driver_get_properties(driver, &properties) != ZE_RESULT_SUCCESS)
+        return false;
+    info->driver_version = properties.driverVersion;
+    /* The driver UUID stays zero in the key: Intel's driver builds it from
+     * its version and a timestamp taken at start-up, so it differs in every
+     * process. The version and the library's identity name the driver. */
+    memset(info->driver_uuid, 0, sizeof(info->driver_uuid));
+    /* Intel's encoding: major.minor in the top bytes, build number below. */
+    snprintf(info->meta.driver_version, sizeof(info->meta.driver_version), "%u.%u.%u",
+             properties.driverVersion >> 24, (properties.driverVersion >> 16) & 0xffu,
+             properties.driverVersion & 0xffffu);
+    return true;
+}
+
+static bool query_device(ze_device_handle_t device, bool with_ip_version, zcl_device_info *info)
+{
+    zcl_device_ip_version_ext ip_version = {.stype = ZCL_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT};
+    ze_device_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES,
+                                         .pNext = with_ip_version ? &ip_version : NULL};
+    ze_device_module_properties_t module_properties = {
+        .stype = ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES};
+    if (zcl_layer.next.device_get_properties == NULL ||
+        zcl_layer.next.device_get_module_properties == NULL ||
+        zcl_layer.next.device_get_properties(device, &properties) != ZE_RESULT_SUCCESS ||
+        zcl_layer.next.device_get_module_properties(device, &module_properties) !=
+            ZE_RESULT_SUCCESS)
+        return false;
+    serialise_device_properties(&properties, info);
+    serialise_module_properties(&module_properties, info);
+    info->has_ip_version = with_ip_version;
+    info->ip_version = ip_version.ipVersion;
+    snprintf(info->meta.device_name, sizeof(info->meta.device_name), "%.*s",
+             (int)sizeof(info->meta.device_name) - 1, properties.name);
+    return info->properties_size <= sizeof(info->properties) &&
+           info->module_properties_size <= sizeof(info->module_properties);
+}
+
+static device_record *find_record(ze_device_handle_t device)
+{
+    for (device_record *record = records; record != NULL; record = record->next)
+        if (record->info.device == device)
+            return record;
+    return NULL;
+}
+
+static device_record *create_record(ze_device_handle_t device)
+{
+    ze_driver_handle_t driver = driver_of(device);
+    device_record *record = calloc(1, sizeof(*record));
+    if (driver == NULL || record == NULL) {
+        zc_log_info("cannot describe device %p for the key", (void *)device);
+        free(record);
+        return NULL;
+    }
+    record->info.device = device;
+    bool with_ip_version = driver_supports(driver, ZCL_DEVICE_IP_VERSION_EXT_NAME);
+    if (!query_driver(driver, &record->info) ||
+        !query_device(device, with_ip_version, &record->info)) {
+        zc_log_info("cannot query device %p for the key", (void *)device);
+        free(record);
+        return NULL;
+    }
+    return record;
+}
+
+const zcl_device_info *zcl_device_info_get(ze_device_handle_t device)
+{
+    /* Queries run under the lock, but only on a device's first module. */
+    pthread_mutex_lock(&records_lock);
+    device_record *record = find_record(device);
+    if (record == NULL) {
+        record = create_record(device);
+        if (record != NULL) {
+            record->next = records;
+            records = record;
+        }
+    }
+    pthread_mutex_unlock(&records_lock);
+    return record != NULL ? &record->info : NULL;
+}

@@ -1,0 +1,54 @@
+/* The layer's start, when the loader dlopens it: inside zeInit, after the
+ * drivers are loaded but before any of them compiles, so the settings the
+ * driver reads lazily can still be changed here. */
+#include <stdlib.h>
+
+#include "layer_internal.h"
+#include "zecache/log.h"
+
+static void start_cache(void)
+{
+    zc_status status = zc_cache_open(&zcl_layer.config, NULL, &zcl_layer.cache);
+    if (status != ZC_OK) {
+        zc_log_info("cache off: %s", zc_status_name(status));
+        zcl_layer.cache = NULL;
+        return;
+    }
+    const char *dir = zc_cache_disk_dir(zcl_layer.cache);
+    zc_log_info("zecache layer: cache on, %s%s", dir != NULL ? "directory " : "memory only",
+                dir != NULL ? dir : "");
+}
+
+__attribute__((constructor)) static void zcl_layer_load(void)
+{
+    /* Our own configuration comes from the user's values, even in a child of
+     * a process whose layer hid them from the driver. */
+    zcl_driver_cache_restore_user_env();
+    zc_config_from_env(&zcl_layer.config);
+    zcl_options_parse(getenv("ZE_ENABLE_LAYERS"), &zcl_layer.options);
+    if (zcl_layer.options.validation)
+        zcl_chain_open();
+    if (!zcl_layer.options.cache)
+        return;
+    zcl_driver_cache_hide();
+    start_cache();
+}
+
+/* The cache is not closed at unload: the loader may still be tearing down
+ * other threads' objects, and the process ends anyway. */
+__attribute__((destructor)) static void zcl_layer_unload(void)
+{
+    if (zcl_layer.cache == NULL || !zc_log_enabled())
+        return;
+    zc_cache_stats stats;
+    zc_cache_get_stats(zcl_layer.cache, &stats);
+    uint64_t bypasses = 0;
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        bypasses += stats.bypasses[i];
+    zc_log_info("summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu "
+                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved",
+                (unsigned long long)stats.memory_hits, (unsigned long long)stats.disk_hits,
+                (unsigned long long)stats.misses, (unsigned long long)stats.failed_builds,
+                (unsigned long long)bypasses, (unsigned long long)stats.stores,
+                (unsigned long long)stats.store_errors, (double)stats.compile_ns_saved / 1e6);
+}

@@ -1,0 +1,151 @@
+/* What the layer's files share. Nothing here is exported from the library:
+ * its version script exports only the ProcAddrTable functions and
+ * zelLoaderGetVersion. */
+#ifndef ZECACHE_LAYER_INTERNAL_H
+#define ZECACHE_LAYER_INTERNAL_H
+
+#include <level_zero/ze_api.h>
+#include <level_zero/ze_ddi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/cache.h"
+#include "zecache/config.h"
+#include "zecache/identity.h"
+#include "zecache/key.h"
+
+/* ---- layer_config.c: ZE_ENABLE_LAYERS ---- */
+
+typedef struct zcl_options {
+    bool cache;      /* "cache": the compiler cache */
+    bool validation; /* "validation": chain to the system's validation layer */
+} zcl_options;
+
+/* Parses a comma-separated list; NULL (unset) means "cache". Unknown names
+ * are reported under PrintDebugMessages and ignored. */
+void zcl_options_parse(const char *list, zcl_options *options);
+
+/* ---- layer_driver_cache.c: keeping the driver's own cache off ---- */
+
+/* Puts back the user's values that a parent process running the layer hid
+ * (see ZECACHE_ORIGINAL_*), so this process reads what the user set. */
+void zcl_driver_cache_restore_user_env(void);
+/* Switches the driver's persistent cache off for this process and its
+ * children, remembering the user's values. */
+void zcl_driver_cache_hide(void);
+
+/* ---- layer_chain.c: the system's validation layer ---- */
+
+/* Opens the real validation layer from the loader's directory. */
+bool zcl_chain_open(void);
+/* A function of the chained layer, or NULL when none is chained. */
+void *zcl_chain_symbol(const char *name);
+
+/* ---- layer_state.c: what the constructor and the loader set up ---- */
+
+/* The functions below this layer (the chained layer, the loader or the
+ * driver), saved from the tables the loader passes. */
+typedef struct zcl_next {
+    ze_pfnDriverGet_t driver_get;
+    ze_pfnDriverGetProperties_t driver_get_properties;
+    ze_pfnDriverGetExtensionProperties_t driver_get_extension_properties;
+    ze_pfnDeviceGet_t device_get;
+    ze_pfnDeviceGetSubDevices_t device_get_sub_devices;
+    ze_pfnDeviceGetProperties_t device_get_properties;
+    ze_pfnDeviceGetModuleProperties_t device_get_module_properties;
+    ze_pfnModuleCreate_t module_create;
+    ze_pfnModuleDestroy_t module_destroy;
+    ze_pfnModuleGetNativeBinary_t module_get_native_binary;
+    ze_pfnModuleBuildLogDestroy_t build_log_destroy;
+    ze_pfnModuleBuildLogGetString_t build_log_get_string;
+    /* zeModuleCreate as the loader gave it, before any chained layer: its
+     * library is the driver's (or the loader's, when it routes). */
+    void *loader_module_create;
+} zcl_next;
+
+typedef struct zcl_state {
+    zcl_options options;
+    zc_config config;
+    zc_cache *cache; /* NULL when the cache is off or could not start */
+    zcl_next next;
+    /* The layer may hand out its own build logs only once the loader has let
+     * it wrap the build log functions that will be given them. */
+    bool build_log_wrapped;
+} zcl_state;
+
+extern zcl_state zcl_layer;
+
+/* ---- layer_hooks.c: what the layer does to each table ---- */
+
+typedef void (*zcl_table_hook)(ze_api_version_t version, void *table);
+void zcl_hook_none(ze_api_version_t version, void *table);
+void zcl_hook_driver(ze_api_version_t version, void *table);
+void zcl_hook_device(ze_api_version_t version, void *table);
+void zcl_hook_module_before_chain(ze_api_version_t version, void *table);
+void zcl_hook_module(ze_api_version_t version, void *table);
+void zcl_hook_module_build_log(ze_api_version_t version, void *table);
+
+/* ---- layer_driver_identity.c ---- */
+
+#define ZCL_MAX_DRIVER_LIBRARIES 8
+
+typedef struct zcl_driver_libraries {
+    zc_library_identity identities[ZCL_MAX_DRIVER_LIBRARIES];
+    size_t count;
+} zcl_driver_libraries;
+
+/* The driver libraries behind zeModuleCreate, found once per process.
+ * NULL when none could be identified. */
+const zcl_driver_libraries *zcl_driver_libraries_get(void);
+
+/* ---- layer_device_info.c: per-device key parts, found once ---- */
+
+typedef struct zcl_device_info {
+    ze_device_handle_t device;
+    uint32_t driver_version;
+    uint8_t driver_uuid[16]; /* zero: see query_driver */
+    uint8_t properties[512]; /* serialised ze_device_properties_t */
+    size_t properties_size;
+    uint8_t module_properties[64]; /* serialised ze_device_module_properties_t */
+    size_t module_properties_size;
+    bool has_ip_version;
+    uint32_t ip_version;
+    zc_artifact_meta meta; /* device name and driver version for entries */
+} zcl_device_info;
+
+/* The device's description, queried on first use and kept for the process.
+ * NULL when a query failed. */
+const zcl_device_info *zcl_device_info_get(ze_device_handle_t device);
+
+/* ---- layer_module_key.c ---- */
+
+/* The key of an IL_SPIRV module description for device. On ZC_OK and when
+ * want_trace, *trace is a malloc'd readable trace (or NULL). On
+ * ZC_NOT_CACHEABLE, reason holds why. */
+zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *device,
+                         bool want_trace, zc_key *key, char **trace, char *reason,
+                         size_t reason_size);
+
+/* The program extension of desc, or NULL when desc has no pNext. Sets
+ * *supported to false when the pNext chain holds anything else. */
+const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t *desc,
+                                                          bool *supported);
+
+/* ---- layer_module.c ---- */
+
+ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
+                                         const ze_module_desc_t *desc, ze_module_handle_t *module,
+                                         ze_module_build_log_handle_t *build_log);
+
+/* ---- layer_build_log.c ---- */
+
+/* A build log handle made by the layer, holding a copy of text. NULL when
+ * memory runs out. */
+ze_module_build_log_handle_t zcl_build_log_create(const char *text, size_t size);
+ze_result_t ZE_APICALL zcl_build_log_get_string(ze_module_build_log_handle_t build_log,
+                                                size_t *size, char *text);
+ze_result_t ZE_APICALL zcl_build_log_destroy(ze_module_build_log_handle_t build_log);
+
+#endif

@@ -1,0 +1,266 @@
+/* zeModuleCreate through the cache. SPIR-V modules are looked up by key; a
+ * hit becomes a module made from the cached native binary, a miss is the
+ * driver's own compile, stored when it succeeds. Whatever goes wrong on the
+ * cache's side, the application gets what the driver alone would give it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "layer_internal.h"
+#include "zecache/log.h"
+
+/* One call of the driver's zeModuleCreate with the application's arguments.
+ * The driver writes into the application's own handle pointers, so what the
+ * application sees is exactly what the driver wrote. */
+typedef struct driver_compile {
+    ze_context_handle_t context;
+    ze_device_handle_t device;
+    const ze_module_desc_t *desc;
+    const zcl_device_info *device_info;
+    ze_module_handle_t *module;            /* the application's */
+    ze_module_build_log_handle_t *app_log; /* the application's, or NULL */
+    ze_module_build_log_handle_t own_log;  /* used when the application wants none */
+    bool ran;
+    ze_result_t result;
+} driver_compile;
+
+static ze_module_build_log_handle_t *log_pointer_of(driver_compile *compile)
+{
+    return compile->app_log != NULL ? compile->app_log : &compile->own_log;
+}
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static void *native_binary_of(ze_module_handle_t module, size_t *size)
+{
+    *size = 0;
+    if (zcl_layer.next.module_get_native_binary(module, size, NULL) != ZE_RESULT_SUCCESS ||
+        *size == 0)
+        return NULL;
+    uint8_t *binary = malloc(*size);
+    if (binary != NULL &&
+        zcl_layer.next.module_get_native_binary(module, size, binary) != ZE_RESULT_SUCCESS) {
+        free(binary);
+        binary = NULL;
+    }
+    return binary;
+}
+
+/* The log's text without its terminating NUL; "" when there is no log. */
+static char *build_log_text_of(ze_module_build_log_handle_t build_log, size_t *length)
+{
+    size_t size = 0;
+    *length = 0;
+    if (build_log == NULL ||
+        zcl_layer.next.build_log_get_string(build_log, &size, NULL) != ZE_RESULT_SUCCESS)
+        return NULL;
+    char *text = malloc(size + 1);
+    if (text == NULL || (size > 0 && zcl_layer.next.build_log_get_string(build_log, &size, text) !=
+                                         ZE_RESULT_SUCCESS)) {
+        free(text);
+        return NULL;
+    }
+    text[size] = '\0';
+    *length = strlen(text);
+    return text;
+}
+
+static zc_status capture_artifact(driver_compile *compile, uint64_t compile_ns, zc_artifact **out)
+{
+    size_t binary_size, log_length;
+    ze_module_build_log_handle_t build_log = *log_pointer_of(compile);
+    void *binary = native_binary_of(*compile->module, &binary_size);
+    char *log = build_log_text_of(build_log, &log_length);
+    zc_artifact_meta meta = compile->device_info->meta;
+    meta.compile_ns = compile_ns;
+    meta.created_unix = (uint64_t)time(NULL);
+    zc_status status = ZC_ERR_BUILD;
+    if (binary != NULL && (log != NULL || build_log == NULL)) {
+        *out = zc_artifact_create(binary, binary_size, log, log_length, &meta);
+        status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    } else {
+        zc_log_info("cannot read the native binary or build log of a compiled module");
+    }
+    free(binary);
+    free(log);
+    return status;
+}
+
+/* The compile step of a lookup: the driver builds with the application's
+ * description, always with a build log so a later hit can return its text. */
+static zc_status compile_with_driver(void *context, zc_artifact **out)
+{
+    driver_compile *compile = context;
+    compile->ran = true;
+    compile->own_log = NULL;
+    uint64_t start = monotonic_ns();
+    compile->result = zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
+                                                   compile->module, log_pointer_of(compile));
+    uint64_t compile_ns = monotonic_ns() - start;
+    if (compile->result != ZE_RESULT_SUCCESS)
+        return ZC_ERR_BUILD;
+    return capture_artifact(compile, compile_ns, out);
+}
+
+/* Ends a driver compile: the application already has the driver's outputs;
+ * a log it did not ask for is dropped. */
+static ze_result_t finish_compile(driver_compile *compile)
+{
+    if (compile->app_log == NULL && compile->own_log != NULL)
+        zcl_layer.next.build_log_destroy(compile->own_log);
+    compile->own_log = NULL;
+    return compile->result;
+}
+
+/* Native binaries are made with the flags the application gave (the driver
+ * reads a few, such as -library-compilation, when it loads them). */
+static const char *flags_for_native(const ze_module_desc_t *desc)
+{
+    bool supported;
+    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
+    if (program == NULL)
+        return desc->pBuildFlags;
+    return program->pBuildFlags != NULL ? program->pBuildFlags[0] : NULL;
+}
+
+static ze_result_t create_from_artifact(const driver_compile *compile, const zc_artifact *artifact)
+{
+    size_t binary_size, log_size;
+    const uint8_t *binary = zc_artifact_binary(artifact, &binary_size);
+    ze_module_desc_t native = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                               .format = ZE_MODULE_FORMAT_NATIVE,
+                               .inputSize = binary_size,
+                               .pInputModule = binary,
+                               .pBuildFlags = flags_for_native(compile->desc)};
+    ze_module_handle_t created = NULL;
+    ze_result_t result =
+        zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
+    if (result != ZE_RESULT_SUCCESS)
+        return result;
+    if (compile->app_log != NULL) {
+        const char *log = zc_artifact_build_log(artifact, &log_size);
+        ze_module_build_log_handle_t layer_log = zcl_build_log_create(log, log_size);
+        if (layer_log == NULL) {
+            zcl_layer.next.module_destroy(created);
+            return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+        }
+        *compile->app_log = layer_log;
+    }
+    *compile->module = created;
+    return ZE_RESULT_SUCCESS;
+}
+
+/* The driver refused a verified entry (say, hardware the key did not tell
+ * apart): compile as usual and put the fresh result in its place. */
+static ze_result_t recompile_rejected(driver_compile *compile, const zc_key *key, const char *trace)
+{
+    zc_artifact *fresh = NULL;
+    if (compile_with_driver(compile, &fresh) == ZC_OK) {
+        (void)zc_cache_replace(zcl_layer.cache, key, fresh, trace);
+        zc_artifact_unref(fresh);
+    }
+    return finish_compile(compile);
+}
+
+static ze_result_t look_up(driver_compile *compile, const zc_key *key, const char *trace)
+{
+    zc_artifact *artifact = NULL;
+    zc_status status = zc_cache_get_or_compile(zcl_layer.cache, key, trace, compile_with_driver,
+                                               compile, &artifact, NULL);
+    if (compile->ran) {
+        zc_artifact_unref(artifact);
+        return finish_compile(compile);
+    }
+    if (status != ZC_OK) {
+        zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_CACHE_ERROR, zc_status_name(status));
+        return zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
+                                            compile->module, compile->app_log);
+    }
+    ze_result_t result = create_from_artifact(compile, artifact);
+    zc_artifact_unref(artifact);
+    if (result == ZE_RESULT_SUCCESS)
+        return result;
+    char detail[64];
+    snprintf(detail, sizeof(detail), "the driver returned 0x%x; compiling", (unsigned)result);
+    zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_REJECTED_BINARY, detail);
+    return recompile_rejected(compile, key, trace);
+}
+
+/* Whether the request can go through the cache; if not, why. */
+static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_handle_t *module,
+                              zc_bypass_reason *reason, char *detail, size_t detail_size)
+{
+    bool supported;
+    *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
+    if (desc == NULL || module == NULL) {
+        snprintf(detail, detail_size, "NULL description or module pointer");
+        return false;
+    }
+    if (desc->format == ZE_MODULE_FORMAT_NATIVE) {
+        *reason = ZC_BYPASS_NATIVE_INPUT;
+        snprintf(detail, detail_size, "ZE_MODULE_FORMAT_NATIVE");
+        return false;
+    }
+    if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) {
+        snprintf(detail, detail_size, "unknown module format %u", (unsigned)desc->format);
+        return false;
+    }
+    (void)zcl_module_program_of(desc, &supported);
+    if (!supported) {
+        snprintf(detail, detail_size, "unknown pNext structure 0x%x",
+                 (unsigned)((const ze_base_desc_t *)desc->pNext)->stype);
+        return false;
+    }
+    if (!zcl_layer.build_log_wrapped || zcl_layer.next.module_get_native_binary == NULL ||
+        zcl_layer.next.module_destroy == NULL) {
+        *reason = ZC_BYPASS_CACHE_ERROR;
+        snprintf(detail, detail_size, "the loader did not give the module functions needed");
+        return false;
+    }
+    return true;
+}
+
+ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
+                                         const ze_module_desc_t *desc, ze_module_handle_t *module,
+                                         ze_module_build_log_handle_t *build_log)
+{
+    zc_bypass_reason reason = ZC_BYPASS_CACHE_ERROR;
+    char detail[256] = "";
+    zc_key key;
+    char *trace = NULL;
+    const zcl_device_info *device_info = NULL;
+    bool cacheable = cacheable_request(desc, module, &reason, detail, sizeof(detail));
+    if (cacheable) {
+        device_info = zcl_device_info_get(device);
+        reason = ZC_BYPASS_CACHE_ERROR;
+        snprintf(detail, sizeof(detail), "cannot describe the device or its driver");
+        cacheable = device_info != NULL;
+    }
+    if (cacheable) {
+        zc_status status = zcl_module_key(desc, device_info, zcl_layer.config.binary_cache_trace,
+                                          &key, &trace, detail, sizeof(detail));
+        reason = status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE : ZC_BYPASS_CACHE_ERROR;
+        if (status != ZC_OK && status != ZC_NOT_CACHEABLE)
+            snprintf(detail, sizeof(detail), "key: %s", zc_status_name(status));
+        cacheable = status == ZC_OK;
+    }
+    if (!cacheable) {
+        zc_cache_count_bypass(zcl_layer.cache, reason, detail);
+        return zcl_layer.next.module_create(context, device, desc, module, build_log);
+    }
+    driver_compile compile = {.context = context,
+                              .device = device,
+                              .desc = desc,
+                              .device_info = device_info,
+                              .module = module,
+                              .app_log = build_log};
+    ze_result_t result = look_up(&compile, &key, trace);
+    free(trace);
+    return result;
+}

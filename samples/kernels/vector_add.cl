@@ -1,0 +1,5 @@
+kernel void vector_add(global const int *a, global const int *b, global int *sum)
+{
+    size_t i = get_global_id(0);
+    sum[i] = a[i] + b[i];
+}

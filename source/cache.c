@@ -1,0 +1,221 @@
+/* The memory tier in front of the disk tier, with the caller's compile behind
+ * both. The disk load runs inside the memory tier's single flight, so threads
+ * that want the same key at once cost one disk read or one compile. */
+#include "zecache/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "zecache/disk_tier.h"
+#include "zecache/log.h"
+#include "zecache/memory_tier.h"
+
+struct zc_cache {
+    zc_memory_tier *memory;
+    zc_disk_tier *disk; /* NULL: memory only */
+    zc_cache_counters counters;
+};
+
+static const char *const bypass_reason_names[ZC_BYPASS_REASON_COUNT] = {
+    [ZC_BYPASS_NATIVE_INPUT] = "native-input",
+    [ZC_BYPASS_UNSUPPORTED_INPUT] = "unsupported-input",
+    [ZC_BYPASS_NOT_CACHEABLE] = "not-cacheable",
+    [ZC_BYPASS_CACHE_ERROR] = "cache-error",
+    [ZC_BYPASS_REJECTED_BINARY] = "rejected-binary",
+};
+
+const char *zc_bypass_reason_name(zc_bypass_reason reason)
+{
+    if ((unsigned)reason >= ZC_BYPASS_REASON_COUNT)
+        return "unknown";
+    return bypass_reason_names[reason];
+}
+
+static void counter_add(atomic_uint_least64_t *counter, uint64_t amount)
+{
+    atomic_fetch_add_explicit(counter, amount, memory_order_relaxed);
+}
+
+static uint64_t counter_read(atomic_uint_least64_t *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache **out)
+{
+    if (config == NULL || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    zc_cache *cache = calloc(1, sizeof(*cache));
+    if (cache == NULL)
+        return ZC_ERR_NOMEM;
+    zc_status status = zc_memory_tier_create((size_t)config->memory_size, &cache->memory);
+    if (status != ZC_OK) {
+        free(cache);
+        return status;
+    }
+    /* A disk tier that cannot be opened (unusable directory, persistence off)
+     * leaves a memory-only cache: the application must not notice. */
+    if (config->persistent && zc_disk_tier_open(config, ops, &cache->disk) != ZC_OK)
+        cache->disk = NULL;
+    *out = cache;
+    return ZC_OK;
+}
+
+void zc_cache_close(zc_cache *cache)
+{
+    if (cache == NULL)
+        return;
+    zc_disk_tier_close(cache->disk);
+    zc_memory_tier_destroy(cache->memory);
+    free(cache);
+}
+
+const char *zc_cache_disk_dir(const zc_cache *cache)
+{
+    return cache->disk != NULL ? zc_disk_tier_dir(cache->disk) : NULL;
+}
+
+static void store_on_disk(zc_cache *cache, const zc_key *key, const zc_artifact *artifact,
+                          const char *trace)
+{
+    if (cache->disk == NULL)
+        return;
+    if (zc_disk_tier_store(cache->disk, key, artifact, trace) == ZC_OK)
+        counter_add(&cache->counters.stores, 1);
+    else
+        counter_add(&cache->counters.store_errors, 1);
+}
+
+typedef struct lookup_context {
+    zc_cache *cache;
+    const zc_key *key;
+    const char *trace;
+    zc_compile_fn compile;
+    void *compile_context;
+    zc_lookup_outcome outcome; /* set only when this thread ran the build */
+} lookup_context;
+
+static zc_status load_or_compile(void *context, zc_artifact **out)
+{
+    lookup_context *lookup = context;
+    zc_cache *cache = lookup->cache;
+    if (cache->disk != NULL && zc_disk_tier_load(cache->disk, lookup->key, out) == ZC_OK) {
+        lookup->outcome = ZC_LOOKUP_DISK_HIT;
+        return ZC_OK;
+    }
+    lookup->outcome = ZC_LOOKUP_COMPILED;
+    counter_add(&cache->counters.misses, 1);
+    zc_status status = lookup->compile(lookup->compile_context, out);
+    if (status != ZC_OK) {
+        counter_add(&cache->counters.failed_builds, 1);
+        return status;
+    }
+    counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(*out)->compile_ns);
+    store_on_disk(cache, lookup->key, *out, lookup->trace);
+    return ZC_OK;
+}
+
+static void count_and_log_lookup(zc_cache *cache, const zc_key *key, zc_lookup_outcome outcome,
+                                 zc_status status, const zc_artifact *artifact)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    if (outcome == ZC_LOOKUP_COMPILED) {
+        zc_log_info("miss %s: compiled%s", hex, status == ZC_OK ? "" : ", build failed");
+        return;
+    }
+    uint64_t saved_ns = zc_artifact_meta_of(artifact)->compile_ns;
+    counter_add(&cache->counters.compile_ns_saved, saved_ns);
+    if (outcome == ZC_LOOKUP_DISK_HIT) {
+        counter_add(&cache->counters.disk_hits, 1);
+        zc_log_info("hit disk %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
+    } else {
+        counter_add(&cache->counters.memory_hits, 1);
+        zc_log_info("hit memory %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
+    }
+}
+
+zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char *trace,
+                                  zc_compile_fn compile, void *context, zc_artifact **out,
+                                  zc_lookup_outcome *outcome)
+{
+    if (cache == NULL || key == NULL || compile == NULL || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    lookup_context lookup = {.cache = cache,
+                             .key = key,
+                             .trace = trace,
+                             .compile = compile,
+                             .compile_context = context,
+                             .outcome = ZC_LOOKUP_MEMORY_HIT};
+    zc_memory_outcome memory_outcome = ZC_MEMORY_HIT;
+    zc_status status = zc_memory_tier_get_or_build(cache->memory, key, load_or_compile, &lookup,
+                                                   out, &memory_outcome);
+    /* Only the thread that ran the build knows whether it came from disk or a
+     * compile; a thread that found it in memory or waited reports a memory hit. */
+    zc_lookup_outcome result =
+        memory_outcome == ZC_MEMORY_BUILT ? lookup.outcome : ZC_LOOKUP_MEMORY_HIT;
+    if (status == ZC_OK || result == ZC_LOOKUP_COMPILED)
+        count_and_log_lookup(cache, key, result, status, status == ZC_OK ? *out : NULL);
+    if (outcome != NULL)
+        *outcome = result;
+    return status;
+}
+
+/* The entry's path inside the cache directory, as disk_tier.h lays it out. */
+static void entry_path_of(const zc_key *key, char *path, size_t path_size)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(path, path_size, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
+}
+
+zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
+                           const char *trace)
+{
+    if (cache == NULL || key == NULL || artifact == NULL)
+        return ZC_ERR_INVALID_ARG;
+    zc_status status = zc_memory_tier_put(cache->memory, key, artifact);
+    if (cache->disk != NULL) {
+        char path[ZC_KEY_HEX_SIZE + 16];
+        entry_path_of(key, path, sizeof(path));
+        /* The store skips keys that exist, so the refused entry goes first. */
+        (void)zc_disk_tier_remove_entry(cache->disk, path);
+        store_on_disk(cache, key, artifact, trace);
+    }
+    return status;
+}
+
+void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char *detail)
+{
+    if ((unsigned)reason >= ZC_BYPASS_REASON_COUNT)
+        return;
+    if (cache != NULL)
+        counter_add(&cache->counters.bypasses[reason], 1);
+    zc_log_info("bypass %s%s%s", zc_bypass_reason_name(reason), detail != NULL ? ": " : "",
+                detail != NULL ? detail : "");
+}
+
+zc_cache_counters *zc_cache_counters_of(zc_cache *cache)
+{
+    return &cache->counters;
+}
+
+void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
+{
+    zc_cache_counters *counters = &cache->counters;
+    *stats = (zc_cache_stats){
+        .memory_hits = counter_read(&counters->memory_hits),
+        .disk_hits = counter_read(&counters->disk_hits),
+        .misses = counter_read(&counters->misses),
+        .failed_builds = counter_read(&counters->failed_builds),
+        .stores = counter_read(&counters->stores),
+        .store_errors = counter_read(&counters->store_errors),
+        .compile_ns_spent = counter_read(&counters->compile_ns_spent),
+        .compile_ns_saved = counter_read(&counters->compile_ns_saved),
+    };
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        stats->bypasses[i] = counter_read(&counters->bypasses[i]);
+    zc_memory_tier_stats memory_stats;
+    zc_memory_tier_get_stats(cache->memory, &memory_stats);
+    stats->evictions = memory_stats.evictions;
+}

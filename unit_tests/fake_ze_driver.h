@@ -1,0 +1,21 @@
+/* The counters of the fake driver (fake_ze_driver.c), read by the tests
+ * through fake_driver_get_counters(). */
+#ifndef ZECACHE_FAKE_ZE_DRIVER_H
+#define ZECACHE_FAKE_ZE_DRIVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef struct fake_driver_counters {
+    atomic_int compiles;        /* SPIR-V modules built */
+    atomic_int native_creates;  /* modules made from native binaries */
+    atomic_int native_rejected; /* native binaries refused */
+    atomic_int device_queries;  /* zeDeviceGetProperties calls */
+    atomic_int live_modules;
+    atomic_int live_build_logs;
+    atomic_bool reject_native; /* set by tests: refuse every native binary */
+} fake_driver_counters;
+
+typedef fake_driver_counters *(*fake_driver_get_counters_fn)(void);
+
+#endif

@@ -1,0 +1,616 @@
+/* End-to-end tests of the layer with Intel's real driver pretending to have a
+ * Tiger Lake GPU (see real-driver-without-gpu.md). Each test runs ze_probe in
+ * new processes, in its own scratch directory, with a controlled environment.
+ *
+ * Compiles are counted from the layer's PrintDebugMessages lines: exactly one
+ * "[Cache]: miss" line per compile the cache ran, "hit disk" / "hit memory"
+ * per hit and "bypass <reason>" per module that went around the cache. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zecache/entry.h"
+
+#define KERNEL(name) ZC_KERNEL_DIR "/" name
+#define SAXPY KERNEL("e2e_saxpy.spv")
+#define VECTOR_ADD KERNEL("e2e_vector_add.spv")
+#define SPEC_CONSTANTS KERNEL("e2e_spec_constants.spv")
+#define FP64 KERNEL("e2e_fp64.spv")
+
+#define MISS "[Cache]: miss "
+#define HIT_DISK "[Cache]: hit disk "
+#define HIT_MEMORY "[Cache]: hit memory "
+#define MAX_ENV 48
+#define OUTPUT_MAX (256 * 1024)
+
+typedef struct scratch {
+    char root[128]; /* mkdtemp's short name, so paths under it always fit */
+    char cache[PATH_MAX];
+    int runs;
+} scratch;
+
+typedef struct run_result {
+    int exit_status; /* exit code, or 128 + signal */
+    char out[OUTPUT_MAX];
+    char err[OUTPUT_MAX];
+} run_result;
+
+static scratch sc;
+static run_result run;
+
+/* ---- scratch directories ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        chmod(path, 0700);
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void scratch_create(void)
+{
+    snprintf(sc.root, sizeof(sc.root), "/tmp/zc_e2e.XXXXXX");
+    cr_assert_not_null(mkdtemp(sc.root));
+    snprintf(sc.cache, sizeof(sc.cache), "%s/cache", sc.root);
+    cr_assert_eq(mkdir(sc.cache, 0700), 0);
+    sc.runs = 0;
+}
+
+static void scratch_remove(void)
+{
+    nftw(sc.root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(e2e, .init = scratch_create, .fini = scratch_remove, .timeout = 120);
+
+static const char *in_scratch(const char *name)
+{
+    static char paths[8][PATH_MAX];
+    static int next;
+    char *path = paths[next++ % 8];
+    snprintf(path, PATH_MAX, "%s/%s", sc.root, name);
+    return path;
+}
+
+/* ---- running the probe ---- */
+
+typedef struct environment {
+    char *entries[MAX_ENV + 1];
+    int count;
+} environment;
+
+/* "NAME=VALUE" sets, "NAME" removes. */
+static void env_apply(environment *env, const char *setting)
+{
+    size_t name_length = strcspn(setting, "=");
+    for (int i = 0; i < env->count; i++) {
+        if (strncmp(env->entries[i], setting, name_length) == 0 &&
+            env->entries[i][name_length] == '=') {
+            free(env->entries[i]);
+            env->entries[i] = env->entries[--env->count];
+            break;
+        }
+    }
+    if (setting[name_length] == '=' && env->count < MAX_ENV)
+        env->entries[env->count++] = strdup(setting);
+    env->entries[env->count] = NULL;
+}
+
+static void env_apply_format(environment *env, const char *name, const char *value)
+{
+    char setting[PATH_MAX + 64];
+    snprintf(setting, sizeof(setting), "%s=%s", name, value);
+    env_apply(env, setting);
+}
+
+static void env_build(environment *env, bool with_layer, const char *const *overrides)
+{
+    static const char *const passed_through[] = {"PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                                 "LSAN_OPTIONS", "TSAN_OPTIONS"};
+    env->count = 0;
+    for (size_t i = 0; i < sizeof(passed_through) / sizeof(passed_through[0]); i++)
+        if (getenv(passed_through[i]) != NULL)
+            env_apply_format(env, passed_through[i], getenv(passed_through[i]));
+    env_apply(env, "NEOReadDebugKeys=1");
+    env_apply(env, "SetCommandStreamReceiver=1");
+    env_apply(env, "ProductFamilyOverride=tgllp");
+    env_apply(env, "PrintDebugMessages=1");
+    env_apply_format(env, "HOME", sc.root);
+    env_apply_format(env, "NEO_CACHE_DIR", sc.cache);
+    if (with_layer) {
+        env_apply_format(env, "LD_LIBRARY_PATH", ZC_LAYER_DIR);
+        env_apply(env, "ZE_ENABLE_VALIDATION_LAYER=1");
+    }
+    for (int i = 0; overrides != NULL && overrides[i] != NULL; i++)
+        env_apply(env, overrides[i]);
+}
+
+static void env_free(environment *env)
+{
+    for (int i = 0; i < env->count; i++)
+        free(env->entries[i]);
+    env->count = 0;
+}
+
+static void read_text(const char *path, char *text, size_t size)
+{
+    FILE *file = fopen(path, "r");
+    size_t length = file != NULL ? fread(text, 1, size - 1, file) : 0;
+    text[length] = '\0';
+    if (file != NULL)
+        fclose(file);
+}
+
+static void exec_probe(const char *out, const char *err, char *const *argv, char *const *envp)
+{
+    int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err_fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out_fd < 0 || err_fd < 0 || chdir(sc.root) != 0 || dup2(out_fd, 1) < 0 ||
+        dup2(err_fd, 2) < 0)
+        _exit(126);
+    execve(ZC_PROBE_PATH, argv, envp);
+    _exit(127);
+}
+
+/* Runs ze_probe with args (NULL-terminated) and the base environment plus
+ * overrides; fills run. */
+static void probe_run(bool with_layer, const char *const *overrides, const char *const *args)
+{
+    char out[PATH_MAX], err[PATH_MAX];
+    char *argv[32] = {(char *)ZC_PROBE_PATH};
+    int argc = 1;
+    for (int i = 0; args[i] != NULL && argc < 31; i++)
+        argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    environment env;
+    env_build(&env, with_layer, overrides);
+    snprintf(out, sizeof(out), "%s/run%d.out", sc.root, sc.runs);
+    snprintf(err, sizeof(err), "%s/run%d.err", sc.root, sc.runs);
+    sc.runs++;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        exec_probe(out, err, argv, env.entries);
+    env_free(&env);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    read_text(out, run.out, sizeof(run.out));
+    read_text(err, run.err, sizeof(run.err));
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- looking at the results ---- */
+
+static int count_of(const char *text, const char *needle)
+{
+    int count = 0;
+    for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle))
+        count++;
+    return count;
+}
+
+static int counted_entries;
+static int counted_files;
+
+static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    size_t length = strlen(path);
+    if (flag == FTW_F && ftw->level > 0) {
+        counted_files++;
+        counted_entries += length > 9 && strcmp(path + length - 9, ".l0_cache") == 0;
+    }
+    return 0;
+}
+
+/* The .l0_cache files under dir. */
+static int entries_in(const char *dir)
+{
+    counted_entries = counted_files = 0;
+    nftw(dir, count_entry, 16, FTW_PHYS);
+    return counted_entries;
+}
+
+/* Every file under dir, whatever its name. */
+static int files_in(const char *dir)
+{
+    entries_in(dir);
+    return counted_files;
+}
+
+static const char *only_entry_path;
+static int find_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    static char found[PATH_MAX];
+    size_t length = strlen(path);
+    if (flag == FTW_F && length > 9 && strcmp(path + length - 9, ".l0_cache") == 0) {
+        snprintf(found, sizeof(found), "%s", path);
+        only_entry_path = found;
+    }
+    return 0;
+}
+
+static const char *the_entry(void)
+{
+    cr_assert_eq(entries_in(sc.cache), 1);
+    only_entry_path = NULL;
+    nftw(sc.cache, find_entry, 16, FTW_PHYS);
+    return only_entry_path;
+}
+
+static uint8_t *read_bytes(const char *path, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    cr_assert_not_null(file, "cannot open %s", path);
+    cr_assert_eq(fseek(file, 0, SEEK_END), 0);
+    long length = ftell(file);
+    cr_assert_geq(length, 0);
+    rewind(file);
+    uint8_t *data = malloc((size_t)length + 1);
+    cr_assert_eq(fread(data, 1, (size_t)length, file), (size_t)length);
+    fclose(file);
+    *size = (size_t)length;
+    return data;
+}
+
+static void write_bytes(const char *path, const void *data, size_t size)
+{
+    FILE *file = fopen(path, "wb");
+    cr_assert_not_null(file);
+    cr_assert_eq(fwrite(data, 1, size, file), size);
+    cr_assert_eq(fclose(file), 0);
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    size_t size_a, size_b;
+    uint8_t *bytes_a = read_bytes(a, &size_a), *bytes_b = read_bytes(b, &size_b);
+    cr_assert_eq(size_a, size_b, "%s and %s differ in size", a, b);
+    cr_assert_eq(memcmp(bytes_a, bytes_b, size_a), 0, "%s and %s differ", a, b);
+    free(bytes_a);
+    free(bytes_b);
+}
+
+/* The probe's "result 0x..." line for its first thread. */
+static void result_line(char *line, size_t size)
+{
+    const char *at = strstr(run.out, "result ");
+    cr_assert_not_null(at, "no result line; stdout: %s stderr: %s", run.out, run.err);
+    snprintf(line, size, "%.*s", (int)strcspn(at, "\n"), at);
+}
+
+static void assert_module_created(const char *kernel_names)
+{
+    char expected[128];
+    cr_assert_eq(run.exit_status, 0, "exit %d; stderr: %s", run.exit_status, run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0\n"), "stdout: %s stderr: %s", run.out, run.err);
+    snprintf(expected, sizeof(expected), "kernels %s\n", kernel_names);
+    cr_assert_not_null(strstr(run.out, expected), "stdout: %s", run.out);
+}
+
+/* Created, and every kernel of it too. */
+static void assert_module_works(const char *kernel_names)
+{
+    assert_module_created(kernel_names);
+    cr_assert_eq(count_of(run.out, "kernel-create 0x0\n"), count_of(kernel_names, ",") + 1,
+                 "stdout: %s", run.out);
+}
+
+static void assert_lookups(int misses, int disk_hits, int memory_hits)
+{
+    cr_assert_eq(count_of(run.err, MISS), misses, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), disk_hits, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_MEMORY), memory_hits, "stderr: %s", run.err);
+}
+
+/* ---- the tests ---- */
+
+Test(e2e, cold_run_stores_and_new_process_hits_with_same_binary_and_log)
+{
+    probe_run(true, NULL,
+              ARGS("--spirv", SAXPY, "--native-out", in_scratch("cold.bin"), "--log-out",
+                   in_scratch("cold.log")));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 1);
+
+    probe_run(true, NULL,
+              ARGS("--spirv", SAXPY, "--native-out", in_scratch("warm.bin"), "--log-out",
+                   in_scratch("warm.log")));
+    assert_module_works("saxpy");
+    assert_lookups(0, 1, 0);
+    assert_same_file(in_scratch("cold.bin"), in_scratch("warm.bin"));
+    assert_same_file(in_scratch("cold.log"), in_scratch("warm.log"));
+
+    /* The stored entry holds exactly the binary the compiling run got. */
+    size_t entry_size, binary_size, stored_size;
+    uint8_t *entry = read_bytes(the_entry(), &entry_size);
+    uint8_t *binary = read_bytes(in_scratch("cold.bin"), &binary_size);
+    zc_artifact *artifact = NULL;
+    char reason[128];
+    cr_assert_eq(zc_entry_decode(entry, entry_size, NULL, 0, &artifact, reason, sizeof(reason)),
+                 ZC_OK, "%s", reason);
+    const uint8_t *stored = zc_artifact_binary(artifact, &stored_size);
+    cr_assert_eq(stored_size, binary_size);
+    cr_assert_eq(memcmp(stored, binary, binary_size), 0);
+    zc_artifact_unref(artifact);
+    free(entry);
+    free(binary);
+}
+
+Test(e2e, another_device_misses)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    assert_lookups(1, 0, 0);
+    /* The pretend Alder Lake makes modules but not kernels, layer or not. */
+    probe_run(true, ENV("ProductFamilyOverride=adlp"), ARGS("--spirv", SAXPY));
+    assert_module_created("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+Test(e2e, other_build_flags_miss_and_null_differs_from_empty)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    assert_lookups(1, 0, 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--flags", ""));
+    assert_lookups(1, 0, 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--flags", "-cl-mad-enable"));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 3);
+}
+
+Test(e2e, spec_constant_value_misses_and_order_hits)
+{
+    probe_run(true, NULL, ARGS("--spirv", SPEC_CONSTANTS, "--spec", "1=3", "--spec64", "2=5"));
+    assert_module_works("spec_fill");
+    assert_lookups(1, 0, 0);
+    probe_run(true, NULL, ARGS("--spirv", SPEC_CONSTANTS, "--spec64", "2=5", "--spec", "1=3"));
+    assert_module_works("spec_fill");
+    assert_lookups(0, 1, 0);
+    probe_run(true, NULL, ARGS("--spirv", SPEC_CONSTANTS, "--spec", "1=4", "--spec64", "2=5"));
+    assert_module_works("spec_fill");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+Test(e2e, changed_igc_variable_misses)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    assert_lookups(1, 0, 0);
+    probe_run(true, ENV("IGC_ForceOCLSIMDWidth=16"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+Test(e2e, program_extension_is_cached_apart_from_plain_modules)
+{
+    probe_run(true, NULL, ARGS("--program", "--spirv", SAXPY, "--flags", ""));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    probe_run(true, NULL, ARGS("--program", "--spirv", SAXPY, "--flags", ""));
+    assert_module_works("saxpy");
+    assert_lookups(0, 1, 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--flags", ""));
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+Test(e2e, failed_build_returns_the_drivers_error_and_stores_nothing)
+{
+    char without_layer[64], with_layer[64];
+    probe_run(false, NULL, ARGS("--spirv", FP64, "--log-out", in_scratch("plain.log")));
+    result_line(without_layer, sizeof(without_layer));
+    cr_assert_str_neq(without_layer, "result 0x0");
+    probe_run(true, NULL, ARGS("--spirv", FP64, "--log-out", in_scratch("layer.log")));
+    result_line(with_layer, sizeof(with_layer));
+    cr_assert_str_eq(with_layer, without_layer);
+    assert_same_file(in_scratch("plain.log"), in_scratch("layer.log"));
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(count_of(run.err, "build failed"), 1);
+    cr_assert_eq(entries_in(sc.cache), 0);
+}
+
+/* The driver "builds" a truncated module (without kernels) and ends the
+ * process on bytes that are not SPIR-V at all: the layer must change
+ * neither, whether its key builder takes the input (it reads the module only
+ * for spec constants) or refuses it. */
+Test(e2e, invalid_spirv_behaves_as_without_the_layer)
+{
+    size_t size;
+    uint8_t *saxpy = read_bytes(SAXPY, &size);
+    write_bytes(in_scratch("truncated.spv"), saxpy, size / 2);
+    free(saxpy);
+    write_bytes(in_scratch("junk.spv"), "\x03\x02\x23\x07 this is not SPIR-V", 24);
+    const char *const *cases[] = {
+        ARGS("--spirv", in_scratch("truncated.spv")),
+        ARGS("--spirv", in_scratch("junk.spv")),
+        ARGS("--spirv", in_scratch("junk.spv"), "--spec", "1=1"),
+    };
+    static char plain_out[OUTPUT_MAX];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        probe_run(false, NULL, cases[i]);
+        int plain_status = run.exit_status;
+        memcpy(plain_out, run.out, sizeof(plain_out));
+        probe_run(true, NULL, cases[i]);
+        cr_assert_eq(run.exit_status, plain_status);
+        cr_assert_str_eq(run.out, plain_out);
+    }
+    cr_assert_eq(count_of(run.err, "bypass not-cacheable"), 1, "stderr: %s", run.err);
+}
+
+Test(e2e, corrupted_entry_is_compiled_again)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("first.bin")));
+    const char *entry = the_entry();
+    size_t size;
+    uint8_t *bytes = read_bytes(entry, &size);
+    bytes[size / 2] ^= 0x40;
+    write_bytes(entry, bytes, size);
+    free(bytes);
+
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("second.bin")));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    assert_same_file(in_scratch("first.bin"), in_scratch("second.bin"));
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    assert_lookups(0, 1, 0);
+}
+
+/* A verified entry whose binary the driver refuses: the app still gets its
+ * module, and the entry is replaced with a good one. */
+Test(e2e, binary_the_driver_rejects_is_compiled_again_and_replaced)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("first.bin")));
+    const char *entry = the_entry();
+    size_t size;
+    uint8_t *bytes = read_bytes(entry, &size);
+    zc_entry_header header;
+    zc_artifact *good = NULL;
+    char reason[128];
+    cr_assert_eq(zc_entry_read_header(bytes, size, &header, reason, sizeof(reason)), ZC_OK);
+    cr_assert_eq(zc_entry_decode(bytes, size, NULL, 0, &good, reason, sizeof(reason)), ZC_OK);
+    size_t log_size;
+    const char *log = zc_artifact_build_log(good, &log_size);
+    static const char garbage[64] = "not a native binary";
+    zc_artifact *bad =
+        zc_artifact_create(garbage, sizeof(garbage), log, log_size, zc_artifact_meta_of(good));
+    uint8_t *encoded;
+    size_t encoded_size;
+    cr_assert_eq(zc_entry_encode(&header.key, bad, 3, &encoded, &encoded_size), ZC_OK);
+    write_bytes(entry, encoded, encoded_size);
+    free(encoded);
+    free(bytes);
+    zc_artifact_unref(bad);
+    zc_artifact_unref(good);
+
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("second.bin")));
+    assert_module_works("saxpy");
+    cr_assert_eq(count_of(run.err, "bypass rejected-binary"), 1, "stderr: %s", run.err);
+    assert_same_file(in_scratch("first.bin"), in_scratch("second.bin"));
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("third.bin")));
+    assert_lookups(0, 1, 0);
+    assert_same_file(in_scratch("first.bin"), in_scratch("third.bin"));
+}
+
+Test(e2e, persistence_off_writes_no_files)
+{
+    probe_run(true, ENV("NEO_CACHE_PERSISTENT=0"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(files_in(sc.cache), 0);
+}
+
+Test(e2e, unusable_cache_directory_leaves_the_program_working)
+{
+    char setting[PATH_MAX + 32];
+    write_bytes(in_scratch("a_file"), "x", 1);
+    snprintf(setting, sizeof(setting), "NEO_CACHE_DIR=%s", in_scratch("a_file"));
+    probe_run(true, ENV(setting), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+
+    /* root ignores permission bits, but cannot create files in /proc. */
+    const char *read_only = geteuid() == 0 ? "/proc" : sc.cache;
+    cr_assert_eq(chmod(sc.cache, 0500), 0);
+    snprintf(setting, sizeof(setting), "NEO_CACHE_DIR=%s", read_only);
+    probe_run(true, ENV(setting), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    cr_assert_eq(files_in(sc.cache), 0);
+    chmod(sc.cache, 0700);
+}
+
+Test(e2e, sixteen_threads_creating_one_module_compile_once)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--threads", "16"));
+    cr_assert_eq(count_of(run.out, "result 0x0\n"), 16, "stdout: %s", run.out);
+    assert_lookups(1, 0, 15);
+    probe_run(true, NULL, ARGS("--spirv", VECTOR_ADD, "--threads", "16", "--context-per-thread"));
+    cr_assert_eq(count_of(run.out, "result 0x0\n"), 16, "stdout: %s", run.out);
+    assert_module_works("vector_add");
+    assert_lookups(1, 0, 15);
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+Test(e2e, drivers_own_cache_stays_off_under_the_layer)
+{
+    char setting[PATH_MAX + 32];
+    const char *driver_dir = in_scratch("driver_cache");
+    cr_assert_eq(mkdir(driver_dir, 0700), 0);
+    snprintf(setting, sizeof(setting), "l0_cache_dir=%s", driver_dir);
+    /* The control: without the layer the driver does write there. */
+    probe_run(false, ENV(setting), ARGS("--spirv", SAXPY));
+    cr_assert_geq(files_in(driver_dir), 1);
+    probe_run(true, ENV(setting), ARGS("--spirv", VECTOR_ADD));
+    assert_module_works("vector_add");
+    cr_assert_eq(files_in(driver_dir), 1);
+    cr_assert_eq(entries_in(sc.cache), 1);
+}
+
+/* A child of a process running the layer sees NEO_CACHE_PERSISTENT=0, but
+ * the layer reads the user's value that the parent saved. */
+Test(e2e, child_process_reads_the_users_values)
+{
+    probe_run(true, ENV("NEO_CACHE_PERSISTENT=0", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT="),
+              ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    cr_assert_eq(entries_in(sc.cache), 1);
+    probe_run(true, ENV("NEO_CACHE_PERSISTENT=0", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=0"),
+              ARGS("--spirv", VECTOR_ADD));
+    assert_module_works("vector_add");
+    cr_assert_eq(entries_in(sc.cache), 1);
+}
+
+Test(e2e, native_input_and_unknown_extension_bypass)
+{
+    char without_layer[64], with_layer[64];
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("native.bin")));
+    probe_run(true, NULL, ARGS("--native", "--spirv", in_scratch("native.bin")));
+    assert_module_works("saxpy");
+    cr_assert_eq(count_of(run.err, "bypass native-input"), 1, "stderr: %s", run.err);
+    assert_lookups(0, 0, 0);
+
+    probe_run(false, NULL, ARGS("--unknown-pnext", "--spirv", SAXPY));
+    result_line(without_layer, sizeof(without_layer));
+    probe_run(true, NULL, ARGS("--unknown-pnext", "--spirv", SAXPY));
+    result_line(with_layer, sizeof(with_layer));
+    cr_assert_str_eq(with_layer, without_layer);
+    cr_assert_eq(count_of(run.err, "bypass unsupported-input"), 1, "stderr: %s", run.err);
+    cr_assert_eq(entries_in(sc.cache), 1);
+}
+
+Test(e2e, enable_layers_selects_cache_and_validation)
+{
+    probe_run(true, ENV("ZE_ENABLE_LAYERS=validation"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    assert_lookups(0, 0, 0);
+    cr_assert_eq(count_of(run.err, "validation: chained to /"), 1, "stderr: %s", run.err);
+    cr_assert_eq(entries_in(sc.cache), 0);
+
+    probe_run(true, ENV("ZE_ENABLE_LAYERS=bogus"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    cr_assert_eq(count_of(run.err, "unknown layer \"bogus\""), 1, "stderr: %s", run.err);
+    cr_assert_eq(entries_in(sc.cache), 0);
+
+    probe_run(true, ENV("ZE_ENABLE_LAYERS= cache , validation"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(count_of(run.err, "validation: chained to /"), 1, "stderr: %s", run.err);
+    cr_assert_eq(entries_in(sc.cache), 1);
+}

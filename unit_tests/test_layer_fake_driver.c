@@ -1,0 +1,438 @@
+/* The layer's logic against a fake driver (fake_ze_driver.c), in-process, so
+ * it also runs under AddressSanitizer and ThreadSanitizer, which the real
+ * driver does not allow (it dlopens with RTLD_DEEPBIND). The test plays the
+ * loader: it fills tables from the fake driver and hands them to the hooks. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake_ze_driver.h"
+#include "layer_internal.h"
+
+#define THREADS 16
+
+static fake_driver_counters *counters;
+static ze_module_dditable_t app_module;
+static ze_module_build_log_dditable_t app_build_log;
+static char scratch[64];
+static uint8_t spirv[64 * 1024];
+static size_t spirv_size;
+
+typedef ze_result_t (*get_table_fn)(ze_api_version_t, void *);
+
+static void *fake_driver(void)
+{
+    static void *handle;
+    if (handle == NULL)
+        handle = dlopen(FAKE_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(handle, "%s", dlerror());
+    return handle;
+}
+
+/* What the loader does for one table: the driver fills it, the layer hooks it. */
+static void fill_table(const char *symbol, void *table, zcl_table_hook before, zcl_table_hook after)
+{
+    get_table_fn get_table = (get_table_fn)dlsym(fake_driver(), symbol);
+    cr_assert_not_null(get_table);
+    cr_assert_eq(get_table(ZE_API_VERSION_CURRENT, table), ZE_RESULT_SUCCESS);
+    before(ZE_API_VERSION_CURRENT, table);
+    after(ZE_API_VERSION_CURRENT, table);
+}
+
+static void open_cache(void)
+{
+    zc_config *config = &zcl_layer.config;
+    *config = (zc_config){.persistent = true,
+                          .max_size = ZC_DEFAULT_MAX_SIZE,
+                          .memory_size = ZC_DEFAULT_MEMORY_SIZE,
+                          .compression_level = ZC_DEFAULT_COMPRESSION_LEVEL};
+    snprintf(config->dir, sizeof(config->dir), "%s", scratch);
+    cr_assert_eq(zc_cache_open(config, NULL, &zcl_layer.cache), ZC_OK);
+    cr_assert_not_null(zc_cache_disk_dir(zcl_layer.cache));
+}
+
+static void read_spirv(void)
+{
+    FILE *file = fopen(ZC_KERNEL_DIR "/e2e_saxpy.spv", "rb");
+    cr_assert_not_null(file);
+    spirv_size = fread(spirv, 1, sizeof(spirv), file);
+    fclose(file);
+    cr_assert_gt(spirv_size, 20);
+}
+
+static void set_up(void)
+{
+    fake_driver_get_counters_fn get_counters =
+        (fake_driver_get_counters_fn)dlsym(fake_driver(), "fake_driver_get_counters");
+    counters = get_counters();
+    atomic_store(&counters->compiles, 0);
+    atomic_store(&counters->native_creates, 0);
+    atomic_store(&counters->native_rejected, 0);
+    atomic_store(&counters->reject_native, false);
+    read_spirv();
+    snprintf(scratch, sizeof(scratch), "/tmp/zc_layer_test.XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch));
+    zcl_layer = (zcl_state){.options = {.cache = true}};
+    open_cache();
+    ze_driver_dditable_t driver = {0};
+    ze_device_dditable_t device = {0};
+    fill_table("zeGetDriverProcAddrTable", &driver, zcl_hook_none, zcl_hook_driver);
+    fill_table("zeGetDeviceProcAddrTable", &device, zcl_hook_none, zcl_hook_device);
+    app_module = (ze_module_dditable_t){0};
+    app_build_log = (ze_module_build_log_dditable_t){0};
+    fill_table("zeGetModuleProcAddrTable", &app_module, zcl_hook_module_before_chain,
+               zcl_hook_module);
+    fill_table("zeGetModuleBuildLogProcAddrTable", &app_build_log, zcl_hook_none,
+               zcl_hook_module_build_log);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void tear_down(void)
+{
+    zc_cache_close(zcl_layer.cache);
+    zcl_layer.cache = NULL;
+    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(layer, .init = set_up, .fini = tear_down, .timeout = 60);
+
+/* ---- helpers ---- */
+
+static ze_device_handle_t device_at(int index)
+{
+    ze_driver_handle_t driver;
+    ze_device_handle_t devices[2];
+    uint32_t count = 1;
+    cr_assert_eq(zcl_layer.next.driver_get(&count, &driver), ZE_RESULT_SUCCESS);
+    count = 2;
+    cr_assert_eq(zcl_layer.next.device_get(driver, &count, devices), ZE_RESULT_SUCCESS);
+    return devices[index];
+}
+
+static ze_module_desc_t spirv_desc(const char *flags)
+{
+    return (ze_module_desc_t){.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                              .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                              .inputSize = spirv_size,
+                              .pInputModule = spirv,
+                              .pBuildFlags = flags};
+}
+
+static ze_result_t create(int device, const char *flags, ze_module_handle_t *module,
+                          ze_module_build_log_handle_t *build_log)
+{
+    ze_module_desc_t desc = spirv_desc(flags);
+    return app_module.pfnCreate(NULL, device_at(device), &desc, module, build_log);
+}
+
+static ze_module_handle_t create_ok(int device, const char *flags)
+{
+    ze_module_handle_t module = NULL;
+    cr_assert_eq(create(device, flags, &module, NULL), ZE_RESULT_SUCCESS);
+    cr_assert_not_null(module);
+    return module;
+}
+
+static void native_binary(ze_module_handle_t module, uint8_t *binary, size_t *size)
+{
+    size_t needed = 0;
+    cr_assert_eq(app_module.pfnGetNativeBinary(module, &needed, NULL), ZE_RESULT_SUCCESS);
+    cr_assert_leq(needed, *size);
+    cr_assert_eq(app_module.pfnGetNativeBinary(module, &needed, binary), ZE_RESULT_SUCCESS);
+    *size = needed;
+}
+
+static void log_text(ze_module_build_log_handle_t build_log, char *text, size_t size)
+{
+    size_t needed = 0;
+    cr_assert_eq(app_build_log.pfnGetString(build_log, &needed, NULL), ZE_RESULT_SUCCESS);
+    cr_assert_leq(needed, size);
+    cr_assert_eq(app_build_log.pfnGetString(build_log, &needed, text), ZE_RESULT_SUCCESS);
+}
+
+static zc_cache_stats stats(void)
+{
+    zc_cache_stats snapshot;
+    zc_cache_get_stats(zcl_layer.cache, &snapshot);
+    return snapshot;
+}
+
+static void destroy(ze_module_handle_t module)
+{
+    cr_assert_eq(app_module.pfnDestroy(module), ZE_RESULT_SUCCESS);
+}
+
+/* ---- lookups ---- */
+
+Test(layer, miss_then_memory_hit_made_from_the_same_native_binary)
+{
+    uint8_t first[128 * 1024], second[128 * 1024];
+    size_t first_size = sizeof(first), second_size = sizeof(second);
+    ze_module_handle_t compiled = create_ok(0, NULL);
+    ze_module_handle_t cached = create_ok(0, NULL);
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    cr_assert_eq(atomic_load(&counters->native_creates), 1);
+    native_binary(compiled, first, &first_size);
+    native_binary(cached, second, &second_size);
+    cr_assert_eq(first_size, second_size);
+    cr_assert_eq(memcmp(first, second, first_size), 0);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.misses, 1);
+    cr_assert_eq(s.memory_hits, 1);
+    cr_assert_eq(s.disk_hits, 0);
+    cr_assert_eq(s.stores, 1);
+    cr_assert_eq(s.store_errors, 0);
+    destroy(compiled);
+    destroy(cached);
+}
+
+Test(layer, new_memory_tier_hits_on_disk)
+{
+    destroy(create_ok(0, "-a"));
+    zc_cache_close(zcl_layer.cache);
+    open_cache();
+    destroy(create_ok(0, "-a"));
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    cr_assert_eq(stats().disk_hits, 1);
+    cr_assert_eq(stats().misses, 0);
+}
+
+Test(layer, devices_and_flags_are_told_apart)
+{
+    const char *flags[] = {NULL, "", "-x"};
+    for (int round = 0; round < 2; round++)
+        for (int device = 0; device < 2; device++)
+            for (int i = 0; i < 3; i++)
+                destroy(create_ok(device, flags[i]));
+    cr_assert_eq(atomic_load(&counters->compiles), 6);
+    cr_assert_eq(stats().misses, 6);
+    cr_assert_eq(stats().memory_hits, 6);
+}
+
+Test(layer, each_device_is_described_once)
+{
+    destroy(create_ok(0, "-once"));
+    destroy(create_ok(1, "-once"));
+    int queries = atomic_load(&counters->device_queries);
+    for (int i = 0; i < 4; i++)
+        destroy(create_ok(i % 2, "-once"));
+    cr_assert_eq(atomic_load(&counters->device_queries), queries);
+}
+
+/* ---- failures ---- */
+
+Test(layer, failed_build_gives_the_drivers_error_and_log_and_is_not_stored)
+{
+    for (int attempt = 1; attempt <= 2; attempt++) {
+        ze_module_handle_t module = NULL;
+        ze_module_build_log_handle_t build_log = NULL;
+        char text[128];
+        cr_assert_eq(create(0, "-fail", &module, &build_log), ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
+        log_text(build_log, text, sizeof(text));
+        cr_assert_str_eq(text, "error: asked to fail");
+        cr_assert_eq(app_build_log.pfnDestroy(build_log), ZE_RESULT_SUCCESS);
+        cr_assert_eq(atomic_load(&counters->compiles), attempt);
+    }
+    cr_assert_eq(atomic_load(&counters->live_build_logs), 0);
+    cr_assert_eq(stats().failed_builds, 2);
+    cr_assert_eq(stats().stores, 0);
+}
+
+Test(layer, binary_the_driver_refuses_is_compiled_again_and_replaced)
+{
+    destroy(create_ok(0, "-r"));
+    atomic_store(&counters->reject_native, true);
+    destroy(create_ok(0, "-r"));
+    cr_assert_eq(atomic_load(&counters->native_rejected), 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    atomic_store(&counters->reject_native, false);
+    zc_cache_close(zcl_layer.cache);
+    open_cache();
+    destroy(create_ok(0, "-r"));
+    cr_assert_eq(stats().disk_hits, 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+}
+
+/* ---- build logs ---- */
+
+Test(layer, hit_returns_a_layer_build_log_with_the_original_text)
+{
+    char compiled_text[128], cached_text[128];
+    ze_module_handle_t module;
+    ze_module_build_log_handle_t build_log;
+    cr_assert_eq(create(1, "-w", &module, &build_log), ZE_RESULT_SUCCESS);
+    log_text(build_log, compiled_text, sizeof(compiled_text));
+    cr_assert_str_eq(compiled_text, "warning: flags were given");
+    cr_assert_eq(app_build_log.pfnDestroy(build_log), ZE_RESULT_SUCCESS);
+    destroy(module);
+    cr_assert_eq(atomic_load(&counters->live_build_logs), 0);
+
+    cr_assert_eq(create(1, "-w", &module, &build_log), ZE_RESULT_SUCCESS);
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    /* Made by the layer: the driver has no log alive. */
+    cr_assert_eq(atomic_load(&counters->live_build_logs), 0);
+    log_text(build_log, cached_text, sizeof(cached_text));
+    cr_assert_str_eq(cached_text, compiled_text);
+    char short_text[5];
+    size_t short_size = sizeof(short_text);
+    cr_assert_eq(app_build_log.pfnGetString(build_log, &short_size, short_text), ZE_RESULT_SUCCESS);
+    cr_assert_str_eq(short_text, "warn");
+    cr_assert_eq(app_build_log.pfnDestroy(build_log), ZE_RESULT_SUCCESS);
+    destroy(module);
+}
+
+Test(layer, log_not_asked_for_is_not_leaked)
+{
+    destroy(create_ok(0, "-quiet"));
+    cr_assert_eq(atomic_load(&counters->live_build_logs), 0);
+    cr_assert_eq(atomic_load(&counters->live_modules), 0);
+}
+
+/* ---- bypasses ---- */
+
+Test(layer, native_input_and_unknown_extension_go_to_the_driver)
+{
+    static const char native[] = "NATIVE:prebuilt";
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .format = ZE_MODULE_FORMAT_NATIVE,
+                             .inputSize = sizeof(native),
+                             .pInputModule = (const uint8_t *)native};
+    ze_module_handle_t module;
+    cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &module, NULL), ZE_RESULT_SUCCESS);
+    destroy(module);
+    ze_base_desc_t unknown = {.stype = (ze_structure_type_t)0x7ffe0001};
+    desc = spirv_desc(NULL);
+    desc.pNext = &unknown;
+    cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &module, NULL),
+                 ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.bypasses[ZC_BYPASS_NATIVE_INPUT], 1);
+    cr_assert_eq(s.bypasses[ZC_BYPASS_UNSUPPORTED_INPUT], 1);
+    cr_assert_eq(s.misses + s.memory_hits + s.disk_hits, 0);
+    cr_assert_eq(atomic_load(&counters->compiles), 0);
+}
+
+/* ---- threads ---- */
+
+typedef struct thread_job {
+    pthread_barrier_t *start;
+    int device;
+    const char *flags;
+    ze_result_t result;
+} thread_job;
+
+static void *create_in_thread(void *context)
+{
+    thread_job *job = context;
+    ze_module_handle_t module = NULL;
+    pthread_barrier_wait(job->start);
+    ze_module_desc_t desc = spirv_desc(job->flags);
+    job->result = app_module.pfnCreate(NULL, device_at(job->device), &desc, &module, NULL);
+    if (job->result == ZE_RESULT_SUCCESS)
+        job->result = app_module.pfnDestroy(module);
+    return NULL;
+}
+
+static void run_threads(thread_job *jobs)
+{
+    pthread_t threads[THREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, THREADS);
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i].start = &start;
+        cr_assert_eq(pthread_create(&threads[i], NULL, create_in_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(jobs[i].result, ZE_RESULT_SUCCESS);
+}
+
+Test(layer, sixteen_threads_creating_one_module_compile_once)
+{
+    thread_job jobs[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        jobs[i] = (thread_job){.device = 0, .flags = "-same"};
+    run_threads(jobs);
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    cr_assert_eq(stats().misses, 1);
+    cr_assert_eq(stats().memory_hits, THREADS - 1);
+}
+
+Test(layer, threads_on_two_devices_with_two_modules_compile_four_times)
+{
+    thread_job jobs[THREADS];
+    static const char *const flags[] = {"-first", "-second"};
+    for (int i = 0; i < THREADS; i++)
+        jobs[i] = (thread_job){.device = i % 2, .flags = flags[(i / 2) % 2]};
+    run_threads(jobs);
+    cr_assert_eq(atomic_load(&counters->compiles), 4);
+    cr_assert_eq(stats().misses, 4);
+    cr_assert_eq(stats().memory_hits, THREADS - 4);
+    cr_assert_eq(atomic_load(&counters->live_modules), 0);
+}
+
+/* ---- ZE_ENABLE_LAYERS and the driver's cache ---- */
+
+Test(layer, enable_layers_list_is_parsed)
+{
+    static const struct {
+        const char *list;
+        bool cache, validation;
+    } cases[] = {
+        {NULL, true, false},
+        {"", false, false},
+        {"cache", true, false},
+        {"validation", false, true},
+        {" cache , validation ", true, true},
+        {"bogus,cache", true, false},
+        {"cachex", false, false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        zcl_options options;
+        zcl_options_parse(cases[i].list, &options);
+        cr_assert_eq(options.cache, cases[i].cache, "case %zu", i);
+        cr_assert_eq(options.validation, cases[i].validation, "case %zu", i);
+    }
+}
+
+Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
+{
+    setenv("NEO_CACHE_PERSISTENT", "1", 1);
+    setenv("l0_cache_dir", "/somewhere", 1);
+    zcl_driver_cache_hide();
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "0");
+    cr_assert_null(getenv("l0_cache_dir"));
+    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT"), "1");
+    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_l0_cache_dir"), "/somewhere");
+
+    zcl_driver_cache_restore_user_env(); /* what a child loading the layer does */
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "1");
+    cr_assert_str_eq(getenv("l0_cache_dir"), "/somewhere");
+
+    /* A value changed after hiding was set on purpose and stays. */
+    zcl_driver_cache_hide();
+    setenv("NEO_CACHE_PERSISTENT", "7", 1);
+    zcl_driver_cache_restore_user_env();
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "7");
+    cr_assert_str_eq(getenv("l0_cache_dir"), "/somewhere");
+    unsetenv("NEO_CACHE_PERSISTENT");
+    unsetenv("l0_cache_dir");
+    unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
+    unsetenv("ZECACHE_ORIGINAL_l0_cache_dir");
+}

@@ -1,0 +1,327 @@
+/* ze_probe: creates one Level Zero module as the end-to-end tests describe it
+ * on the command line and reports what happened, so the tests can run it in
+ * fresh processes with and without the layer.
+ *
+ *   --spirv FILE        an input (repeat with --program for several)
+ *   --native            pass the first input as ZE_MODULE_FORMAT_NATIVE
+ *   --program           use ze_module_program_exp_desc_t
+ *   --flags TEXT        build flags for every input (default NULL)
+ *   --spec ID=VALUE     a 32-bit specialization constant (in the order given)
+ *   --spec64 ID=VALUE   a 64-bit one
+ *   --unknown-pnext     chain a structure the layer does not know
+ *   --native-out FILE   write zeModuleGetNativeBinary's bytes
+ *   --log-out FILE      ask for the build log and write its text
+ *   --threads N         N threads create the module at the same moment
+ *   --context-per-thread  each thread in its own context
+ *
+ * Prints "result 0x<code>" per thread and "kernels <names>" with
+ * "kernel-create 0x<code>" for the first thread's module. Exit status 0 when
+ * Level Zero started, 2 when it did not or the arguments were bad. */
+#include <level_zero/ze_api.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INPUTS 4
+#define MAX_CONSTANTS 8
+#define MAX_THREADS 64
+#define MAX_KERNELS 16
+
+typedef struct probe_options {
+    const char *spirv_paths[MAX_INPUTS];
+    uint32_t input_count;
+    bool native, program, unknown_pnext, context_per_thread;
+    const char *flags;
+    uint32_t constant_ids[MAX_CONSTANTS];
+    uint64_t constant_storage[MAX_CONSTANTS];
+    const void *constant_values[MAX_CONSTANTS];
+    uint32_t constant_count;
+    const char *native_out, *log_out;
+    int threads;
+} probe_options;
+
+typedef struct probe_inputs {
+    uint8_t *data[MAX_INPUTS];
+    size_t sizes[MAX_INPUTS];
+} probe_inputs;
+
+typedef struct probe {
+    probe_options options;
+    probe_inputs inputs;
+    ze_driver_handle_t driver;
+    ze_device_handle_t device;
+    ze_context_handle_t shared_context;
+    pthread_barrier_t start_line;
+} probe;
+
+typedef struct thread_result {
+    probe *probe;
+    ze_context_handle_t context;
+    ze_result_t result;
+    ze_module_handle_t module;
+    ze_module_build_log_handle_t build_log;
+} thread_result;
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    uint8_t *data = NULL;
+    long length = -1;
+    if (file == NULL)
+        return NULL;
+    if (fseek(file, 0, SEEK_END) == 0 && (length = ftell(file)) > 0 &&
+        fseek(file, 0, SEEK_SET) == 0 && (data = malloc((size_t)length)) != NULL &&
+        fread(data, 1, (size_t)length, file) != (size_t)length) {
+        free(data);
+        data = NULL;
+    }
+    fclose(file);
+    *size = length > 0 ? (size_t)length : 0;
+    return data;
+}
+
+static bool write_file(const char *path, const void *data, size_t size)
+{
+    FILE *file = fopen(path, "wb");
+    if (file == NULL)
+        return false;
+    bool written = fwrite(data, 1, size, file) == size;
+    return fclose(file) == 0 && written;
+}
+
+static bool parse_constant(probe_options *options, const char *text, bool wide)
+{
+    unsigned id;
+    unsigned long long value;
+    if (options->constant_count == MAX_CONSTANTS || sscanf(text, "%u=%llu", &id, &value) != 2)
+        return false;
+    uint32_t i = options->constant_count++;
+    options->constant_ids[i] = id;
+    if (wide) {
+        options->constant_storage[i] = value;
+    } else {
+        uint32_t narrow = (uint32_t)value;
+        memcpy(&options->constant_storage[i], &narrow, sizeof(narrow));
+    }
+    options->constant_values[i] = &options->constant_storage[i];
+    return true;
+}
+
+/* Options without a value; false when arg is none of them. */
+static bool parse_switch(const char *arg, probe_options *options)
+{
+    if (strcmp(arg, "--native") == 0)
+        options->native = true;
+    else if (strcmp(arg, "--program") == 0)
+        options->program = true;
+    else if (strcmp(arg, "--unknown-pnext") == 0)
+        options->unknown_pnext = true;
+    else if (strcmp(arg, "--context-per-thread") == 0)
+        options->context_per_thread = true;
+    else
+        return false;
+    return true;
+}
+
+/* Options with a value; false when arg is none of them or value is bad. */
+static bool parse_valued(const char *arg, const char *value, probe_options *options)
+{
+    if (strcmp(arg, "--spirv") == 0 && options->input_count < MAX_INPUTS)
+        options->spirv_paths[options->input_count++] = value;
+    else if (strcmp(arg, "--flags") == 0)
+        options->flags = value;
+    else if (strcmp(arg, "--spec") == 0 || strcmp(arg, "--spec64") == 0)
+        return parse_constant(options, value, strcmp(arg, "--spec64") == 0);
+    else if (strcmp(arg, "--native-out") == 0)
+        options->native_out = value;
+    else if (strcmp(arg, "--log-out") == 0)
+        options->log_out = value;
+    else if (strcmp(arg, "--threads") == 0)
+        options->threads = atoi(value);
+    else
+        return false;
+    return true;
+}
+
+static bool parse_options(int argc, char **argv, probe_options *options)
+{
+    options->threads = 1;
+    for (int i = 1; i < argc; i++) {
+        if (parse_switch(argv[i], options))
+            continue;
+        if (i + 1 == argc || !parse_valued(argv[i], argv[i + 1], options))
+            return false;
+        i++;
+    }
+    return options->input_count > 0 && options->threads >= 1 && options->threads <= MAX_THREADS;
+}
+
+static ze_result_t create_context(const probe *probe, ze_context_handle_t *context)
+{
+    ze_context_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
+    return zeContextCreate(probe->driver, &desc, context);
+}
+
+static ze_result_t start_level_zero(probe *probe)
+{
+    uint32_t count = 1;
+    ze_result_t result = zeInit(0);
+    if (result == ZE_RESULT_SUCCESS)
+        result = zeDriverGet(&count, &probe->driver);
+    if (result == ZE_RESULT_SUCCESS)
+        result = zeDeviceGet(probe->driver, &count, &probe->device);
+    if (result == ZE_RESULT_SUCCESS)
+        result = create_context(probe, &probe->shared_context);
+    return result;
+}
+
+static ze_result_t create_module(thread_result *thread)
+{
+    const probe_options *options = &thread->probe->options;
+    const probe_inputs *inputs = &thread->probe->inputs;
+    ze_module_constants_t constants = {options->constant_count, options->constant_ids,
+                                       (const void **)options->constant_values};
+    const ze_module_constants_t *constants_of_inputs[MAX_INPUTS];
+    const char *flags_of_inputs[MAX_INPUTS];
+    for (uint32_t i = 0; i < options->input_count; i++) {
+        constants_of_inputs[i] = options->constant_count > 0 ? &constants : NULL;
+        flags_of_inputs[i] = options->flags;
+    }
+    ze_module_program_exp_desc_t program = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC,
+                                            .count = options->input_count,
+                                            .inputSizes = inputs->sizes,
+                                            .pInputModules = (const uint8_t **)inputs->data,
+                                            .pBuildFlags = flags_of_inputs,
+                                            .pConstants = constants_of_inputs};
+    /* A structure type no extension uses. */
+    ze_base_desc_t unknown = {.stype = (ze_structure_type_t)0x7ffe0001};
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .pNext = options->program         ? (const void *)&program
+                                      : options->unknown_pnext ? (const void *)&unknown
+                                                               : NULL,
+                             .format = options->native ? ZE_MODULE_FORMAT_NATIVE
+                                                       : ZE_MODULE_FORMAT_IL_SPIRV,
+                             .inputSize = inputs->sizes[0],
+                             .pInputModule = inputs->data[0],
+                             .pBuildFlags = options->flags,
+                             .pConstants = options->constant_count > 0 ? &constants : NULL};
+    return zeModuleCreate(thread->context, thread->probe->device, &desc, &thread->module,
+                          options->log_out != NULL ? &thread->build_log : NULL);
+}
+
+static void *run_thread(void *context)
+{
+    thread_result *thread = context;
+    pthread_barrier_wait(&thread->probe->start_line);
+    thread->result = create_module(thread);
+    return NULL;
+}
+
+static void report_kernels(ze_module_handle_t module)
+{
+    uint32_t count = MAX_KERNELS;
+    const char *names[MAX_KERNELS];
+    if (zeModuleGetKernelNames(module, &count, names) != ZE_RESULT_SUCCESS)
+        count = 0;
+    printf("kernels ");
+    for (uint32_t i = 0; i < count; i++)
+        printf("%s%s", i > 0 ? "," : "", names[i]);
+    printf("\n");
+    for (uint32_t i = 0; i < count; i++) {
+        ze_kernel_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = names[i]};
+        ze_kernel_handle_t kernel;
+        ze_result_t result = zeKernelCreate(module, &desc, &kernel);
+        printf("kernel-create 0x%x\n", (unsigned)result);
+        if (result == ZE_RESULT_SUCCESS)
+            zeKernelDestroy(kernel);
+    }
+}
+
+static void save_native_binary(ze_module_handle_t module, const char *path)
+{
+    size_t size = 0;
+    uint8_t *binary = NULL;
+    if (zeModuleGetNativeBinary(module, &size, NULL) == ZE_RESULT_SUCCESS &&
+        (binary = malloc(size)) != NULL &&
+        zeModuleGetNativeBinary(module, &size, binary) == ZE_RESULT_SUCCESS &&
+        write_file(path, binary, size))
+        printf("native-binary %zu bytes\n", size);
+    else
+        printf("native-binary failed\n");
+    free(binary);
+}
+
+static void save_build_log(ze_module_build_log_handle_t build_log, const char *path)
+{
+    size_t size = 0;
+    char *text = NULL;
+    if (zeModuleBuildLogGetString(build_log, &size, NULL) == ZE_RESULT_SUCCESS &&
+        (text = malloc(size)) != NULL &&
+        zeModuleBuildLogGetString(build_log, &size, text) == ZE_RESULT_SUCCESS &&
+        write_file(path, text, size > 0 ? strlen(text) : 0))
+        printf("build-log %zu bytes\n", size > 0 ? strlen(text) : 0);
+    else
+        printf("build-log failed\n");
+    free(text);
+    zeModuleBuildLogDestroy(build_log);
+}
+
+static void report(const probe *probe, thread_result *threads)
+{
+    for (int i = 0; i < probe->options.threads; i++)
+        printf("result 0x%x\n", (unsigned)threads[i].result);
+    if (threads[0].build_log != NULL)
+        save_build_log(threads[0].build_log, probe->options.log_out);
+    if (threads[0].result != ZE_RESULT_SUCCESS)
+        return;
+    report_kernels(threads[0].module);
+    if (probe->options.native_out != NULL)
+        save_native_binary(threads[0].module, probe->options.native_out);
+}
+
+static bool run_threads(probe *probe, thread_result *threads)
+{
+    int count = probe->options.threads;
+    pthread_t ids[MAX_THREADS];
+    pthread_barrier_init(&probe->start_line, NULL, (unsigned)count);
+    for (int i = 0; i < count; i++) {
+        threads[i] = (thread_result){.probe = probe, .context = probe->shared_context};
+        if (probe->options.context_per_thread &&
+            create_context(probe, &threads[i].context) != ZE_RESULT_SUCCESS)
+            return false;
+    }
+    for (int i = 0; i < count; i++)
+        if (pthread_create(&ids[i], NULL, run_thread, &threads[i]) != 0)
+            return false;
+    for (int i = 0; i < count; i++)
+        pthread_join(ids[i], NULL);
+    pthread_barrier_destroy(&probe->start_line);
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    static probe probe;
+    static thread_result threads[MAX_THREADS];
+    if (!parse_options(argc, argv, &probe.options)) {
+        fprintf(stderr, "ze_probe: bad arguments (see the comment in ze_probe.c)\n");
+        return 2;
+    }
+    for (uint32_t i = 0; i < probe.options.input_count; i++)
+        if ((probe.inputs.data[i] =
+                 read_file(probe.options.spirv_paths[i], &probe.inputs.sizes[i])) == NULL) {
+            fprintf(stderr, "ze_probe: cannot read %s\n", probe.options.spirv_paths[i]);
+            return 2;
+        }
+    ze_result_t result = start_level_zero(&probe);
+    if (result != ZE_RESULT_SUCCESS) {
+        printf("init 0x%x\n", (unsigned)result);
+        return 2;
+    }
+    if (!run_threads(&probe, threads))
+        return 2;
+    report(&probe, threads);
+    return 0;
+}
