@@ -4,9 +4,17 @@
 # module from the cache) -- and prints per-module times and what was saved.
 # Uses Intel's real driver with a pretend GPU (no GPU needed).
 #
-#   scripts/demo.sh [build-dir]     (default: build)
+#   scripts/demo.sh               install what is missing, build into build/, run
+#   scripts/demo.sh BUILD-DIR     run from an existing build
 set -euo pipefail
 
+if [[ $# -eq 0 ]]; then
+  cd "$(dirname "$0")/.."
+  bash scripts/install-deps.sh
+  cmake -S . -B build >/dev/null
+  cmake --build build -j "$(nproc)" --target ze_sample ze_cache_layer >build.demo.log 2>&1 ||
+    { tail -40 build.demo.log; exit 1; }
+fi
 build=$(cd "${1:-build}" && pwd)
 sample=$build/samples/ze_sample
 layers=$build/layers
