@@ -43,6 +43,10 @@ typedef enum zc_memory_outcome {
 zc_status zc_memory_tier_get_or_build(zc_memory_tier *tier, const zc_key *key, zc_build_fn build,
                                       void *context, zc_artifact **out, zc_memory_outcome *outcome);
 
+/* How many threads are waiting right now for a build of key (not counting the
+ * builder): for diagnostics, and for tests to wait until threads have piled up. */
+size_t zc_memory_tier_waiting(zc_memory_tier *tier, const zc_key *key);
+
 typedef struct zc_memory_tier_stats {
     size_t entries;
     size_t bytes;
