@@ -25,11 +25,9 @@ static size_t allocation_size(size_t binary_size, size_t log_size)
     return fixed + binary_size + log_size;
 }
 
-zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const char *log,
-                                size_t log_size, const zc_artifact_meta *meta)
+zc_artifact *zc_artifact_create_unfilled(size_t binary_size, size_t log_size,
+                                         const zc_artifact_meta *meta, uint8_t **payload)
 {
-    if ((binary == NULL && binary_size != 0) || (log == NULL && log_size != 0))
-        return NULL;
     size_t size = allocation_size(binary_size, log_size);
     if (size == 0)
         return NULL;
@@ -44,11 +42,24 @@ zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const ch
         artifact->meta = *meta;
     else
         memset(&artifact->meta, 0, sizeof(artifact->meta));
-    if (binary_size != 0)
-        memcpy(artifact->bytes, binary, binary_size);
-    if (log_size != 0)
-        memcpy(artifact->bytes + binary_size, log, log_size);
     artifact->bytes[binary_size + log_size] = '\0';
+    *payload = artifact->bytes;
+    return artifact;
+}
+
+zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const char *log,
+                                size_t log_size, const zc_artifact_meta *meta)
+{
+    if ((binary == NULL && binary_size != 0) || (log == NULL && log_size != 0))
+        return NULL;
+    uint8_t *payload;
+    zc_artifact *artifact = zc_artifact_create_unfilled(binary_size, log_size, meta, &payload);
+    if (artifact == NULL)
+        return NULL;
+    if (binary_size != 0)
+        memcpy(payload, binary, binary_size);
+    if (log_size != 0)
+        memcpy(payload + binary_size, log, log_size);
     return artifact;
 }
 
@@ -87,6 +98,12 @@ const char *zc_artifact_build_log(const zc_artifact *artifact, size_t *size)
 const zc_artifact_meta *zc_artifact_meta_of(const zc_artifact *artifact)
 {
     return &artifact->meta;
+}
+
+const uint8_t *zc_artifact_payload(const zc_artifact *artifact, size_t *size)
+{
+    *size = artifact->binary_size + artifact->log_size;
+    return artifact->bytes;
 }
 
 size_t zc_artifact_footprint(const zc_artifact *artifact)

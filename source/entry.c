@@ -166,20 +166,6 @@ static size_t compress_payload(const void *payload, size_t payload_size, void *d
     return ZSTD_isError(result) ? 0 : result;
 }
 
-/* binary || log in one buffer: the frame holds both, in that order. */
-static uint8_t *join_payload(const uint8_t *binary, size_t binary_size, const char *log,
-                             size_t log_size)
-{
-    uint8_t *payload = malloc(binary_size + log_size + 1);
-    if (payload == NULL)
-        return NULL;
-    if (binary_size > 0)
-        memcpy(payload, binary, binary_size);
-    if (log_size > 0)
-        memcpy(payload + binary_size, log, log_size);
-    return payload;
-}
-
 static const zc_artifact_meta *meta_or_zero(const zc_artifact *artifact)
 {
     static const zc_artifact_meta zero_meta;
@@ -192,20 +178,18 @@ zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int co
 {
     if (key == NULL || artifact == NULL || out == NULL || out_size == NULL)
         return ZC_ERR_INVALID_ARG;
-    size_t binary_size = 0, log_size = 0;
-    const uint8_t *binary = zc_artifact_binary(artifact, &binary_size);
-    const char *log = zc_artifact_build_log(artifact, &log_size);
+    size_t binary_size = 0, log_size = 0, payload_size = 0;
+    zc_artifact_binary(artifact, &binary_size);
+    zc_artifact_build_log(artifact, &log_size);
+    const uint8_t *payload = zc_artifact_payload(artifact, &payload_size);
     if (binary_size > ZC_ENTRY_MAX_PAYLOAD || log_size > ZC_ENTRY_MAX_PAYLOAD - binary_size)
         return ZC_ERR_TOO_LARGE;
-    size_t payload_size = binary_size + log_size;
     size_t bound = ZSTD_compressBound(payload_size);
-    uint8_t *payload = join_payload(binary, binary_size, log, log_size);
     uint8_t *entry = malloc(ZC_ENTRY_HEADER_SIZE + bound);
     size_t compressed_size = 0;
-    if (payload != NULL && entry != NULL)
+    if (entry != NULL)
         compressed_size = compress_payload(payload, payload_size, entry + ZC_ENTRY_HEADER_SIZE,
                                            bound, compression_level);
-    free(payload);
     if (compressed_size == 0 ||
         !write_header(entry, key, binary_size, log_size, compressed_size, meta_or_zero(artifact))) {
         free(entry);
@@ -339,29 +323,22 @@ static ZSTD_DCtx *thread_dctx(void)
     return dctx;
 }
 
-static zc_status decompress_payload(const uint8_t *frame, size_t frame_size, size_t payload_size,
-                                    uint8_t **payload, char *reason, size_t reason_size)
+/* Decompresses into payload, which holds exactly payload_size bytes. */
+static zc_status decompress_payload(const uint8_t *frame, size_t frame_size, uint8_t *payload,
+                                    size_t payload_size, char *reason, size_t reason_size)
 {
     ZSTD_DCtx *shared = thread_dctx();
     ZSTD_DCtx *dctx = shared != NULL ? shared : ZSTD_createDCtx();
-    uint8_t *buffer = malloc(payload_size + 1);
-    if (dctx == NULL || buffer == NULL) {
-        if (shared == NULL)
-            ZSTD_freeDCtx(dctx);
-        free(buffer);
+    if (dctx == NULL)
         return ZC_ERR_NOMEM;
-    }
-    size_t result = ZSTD_decompressDCtx(dctx, buffer, payload_size, frame, frame_size);
+    size_t result = ZSTD_decompressDCtx(dctx, payload, payload_size, frame, frame_size);
     if (shared == NULL)
         ZSTD_freeDCtx(dctx);
-    if (ZSTD_isError(result) || result != payload_size) {
-        free(buffer);
-        if (ZSTD_isError(result))
-            return miss(reason, reason_size, "zstd: %s", ZSTD_getErrorName(result));
+    if (ZSTD_isError(result))
+        return miss(reason, reason_size, "zstd: %s", ZSTD_getErrorName(result));
+    if (result != payload_size)
         return miss(reason, reason_size, "decompressed %zu bytes, expected %zu", result,
                     payload_size);
-    }
-    *payload = buffer;
     return ZC_OK;
 }
 
@@ -385,14 +362,19 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
     status = check_frame(frame, header.compressed_size, payload_size, reason, reason_size);
     if (status != ZC_OK)
         return status;
+    /* Decompressed straight into the artifact: no second buffer, no copy. It is
+     * handed out only once the frame's content checksum has verified it. */
     uint8_t *payload = NULL;
-    status = decompress_payload(frame, header.compressed_size, payload_size, &payload, reason,
+    zc_artifact *artifact = zc_artifact_create_unfilled(
+        (size_t)header.binary_size, (size_t)header.log_size, &header.meta, &payload);
+    if (artifact == NULL)
+        return ZC_ERR_NOMEM;
+    status = decompress_payload(frame, header.compressed_size, payload, payload_size, reason,
                                 reason_size);
-    if (status != ZC_OK)
+    if (status != ZC_OK) {
+        zc_artifact_unref(artifact);
         return status;
-    *out =
-        zc_artifact_create(payload, header.binary_size, (const char *)payload + header.binary_size,
-                           header.log_size, &header.meta);
-    free(payload);
-    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    }
+    *out = artifact;
+    return ZC_OK;
 }

@@ -108,3 +108,21 @@ Test(artifact, references_keep_it_alive_until_the_last_unref)
     zc_artifact_unref(NULL);
     cr_assert_null(zc_artifact_ref(NULL));
 }
+
+Test(artifact, unfilled_payload_is_binary_then_log_contiguous)
+{
+    uint8_t *payload = NULL;
+    size_t log_size = strlen(log_text);
+    zc_artifact *artifact = zc_artifact_create_unfilled(sizeof(binary), log_size, NULL, &payload);
+    cr_assert_not_null(artifact);
+    memcpy(payload, binary, sizeof(binary));
+    memcpy(payload + sizeof(binary), log_text, log_size);
+    size_t size = 0;
+    cr_assert_arr_eq(zc_artifact_binary(artifact, &size), binary, sizeof(binary));
+    cr_assert_eq(size, sizeof(binary));
+    cr_assert_str_eq(zc_artifact_build_log(artifact, &size), log_text);
+    cr_assert_eq(size, log_size);
+    cr_assert_eq(zc_artifact_payload(artifact, &size), payload);
+    cr_assert_eq(size, sizeof(binary) + log_size);
+    zc_artifact_unref(artifact);
+}

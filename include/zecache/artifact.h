@@ -21,6 +21,12 @@ typedef struct zc_artifact zc_artifact;
 zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const char *log,
                                 size_t log_size, const zc_artifact_meta *meta);
 
+/* An artifact whose binary_size + log_size payload bytes (binary, then log)
+ * the caller fills through *payload before sharing any reference, so a
+ * decoder can decompress straight into place with no second buffer. */
+zc_artifact *zc_artifact_create_unfilled(size_t binary_size, size_t log_size,
+                                         const zc_artifact_meta *meta, uint8_t **payload);
+
 zc_artifact *zc_artifact_ref(zc_artifact *artifact);
 void zc_artifact_unref(zc_artifact *artifact); /* NULL is accepted */
 
@@ -29,6 +35,8 @@ const uint8_t *zc_artifact_binary(const zc_artifact *artifact, size_t *size);
  * always follows the last byte. */
 const char *zc_artifact_build_log(const zc_artifact *artifact, size_t *size);
 const zc_artifact_meta *zc_artifact_meta_of(const zc_artifact *artifact);
+/* The binary and the log as one contiguous run of bytes, as entries store it. */
+const uint8_t *zc_artifact_payload(const zc_artifact *artifact, size_t *size);
 
 /* Bytes charged against the memory tier's budget for this artifact. */
 size_t zc_artifact_footprint(const zc_artifact *artifact);
