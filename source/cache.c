@@ -1,6 +1,8 @@
 /* The memory tier in front of the disk tier, with the caller's compile behind
  * both. The disk load runs inside the memory tier's single flight, so threads
- * that want the same key at once cost one disk read or one compile. */
+ * that want the same key at once cost one disk read or one compile; a disk
+ * miss then claims the key's build lock, so processes that want it at once
+ * cost one compile too. */
 #include "zecache/cache.h"
 
 #include <stdio.h>
@@ -12,7 +14,8 @@
 
 struct zc_cache {
     zc_memory_tier *memory;
-    zc_disk_tier *disk; /* NULL: memory only */
+    zc_disk_tier *disk;       /* NULL: memory only */
+    uint64_t wait_timeout_ms; /* for another process compiling the same key; 0: no waiting */
     zc_cache_counters counters;
 };
 
@@ -57,6 +60,7 @@ zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache 
      * leaves a memory-only cache: the application must not notice. */
     if (config->persistent && zc_disk_tier_open(config, ops, &cache->disk) != ZC_OK)
         cache->disk = NULL;
+    cache->wait_timeout_ms = config->wait_timeout_ms;
     *out = cache;
     return ZC_OK;
 }
@@ -95,14 +99,17 @@ typedef struct lookup_context {
     zc_lookup_outcome outcome; /* set only when this thread ran the build */
 } lookup_context;
 
-static zc_status load_or_compile(void *context, zc_artifact **out)
+static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
 {
-    lookup_context *lookup = context;
+    if (zc_disk_tier_load(lookup->cache->disk, lookup->key, out) != ZC_OK)
+        return false;
+    lookup->outcome = ZC_LOOKUP_DISK_HIT;
+    return true;
+}
+
+static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
+{
     zc_cache *cache = lookup->cache;
-    if (cache->disk != NULL && zc_disk_tier_load(cache->disk, lookup->key, out) == ZC_OK) {
-        lookup->outcome = ZC_LOOKUP_DISK_HIT;
-        return ZC_OK;
-    }
     lookup->outcome = ZC_LOOKUP_COMPILED;
     counter_add(&cache->counters.misses, 1);
     zc_status status = lookup->compile(lookup->compile_context, out);
@@ -113,6 +120,38 @@ static zc_status load_or_compile(void *context, zc_artifact **out)
     counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(*out)->compile_ns);
     store_on_disk(cache, lookup->key, *out, lookup->trace);
     return ZC_OK;
+}
+
+/* The ranks of a parallel job start together and miss on the same keys: one
+ * process compiles each, the others wait for its entry. A lock that cannot
+ * be had (or a wait that timed out) means compiling here, as without it. */
+static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_artifact **out)
+{
+    zc_cache *cache = lookup->cache;
+    zc_disk_claim claim;
+    zc_disk_claim_result claimed = ZC_DISK_TIMED_OUT;
+    if (zc_disk_tier_claim(cache->disk, lookup->key, cache->wait_timeout_ms, &claimed, &claim) !=
+        ZC_OK)
+        claimed = ZC_DISK_TIMED_OUT;
+    zc_status status = ZC_OK;
+    /* A ready entry that fails to load (corrupt, evicted) is compiled again. */
+    if (claimed != ZC_DISK_READY || !load_from_disk(lookup, out))
+        status = compile_and_store(lookup, out);
+    zc_disk_tier_release(cache->disk, &claim); /* after the store: waiters then find it */
+    return status;
+}
+
+static zc_status load_or_compile(void *context, zc_artifact **out)
+{
+    lookup_context *lookup = context;
+    zc_cache *cache = lookup->cache;
+    if (cache->disk == NULL)
+        return compile_and_store(lookup, out);
+    if (load_from_disk(lookup, out))
+        return ZC_OK;
+    if (cache->wait_timeout_ms == 0)
+        return compile_and_store(lookup, out);
+    return compile_unless_another_process_does(lookup, out);
 }
 
 static void count_and_log_lookup(zc_cache *cache, const zc_key *key, zc_lookup_outcome outcome,

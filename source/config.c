@@ -163,6 +163,9 @@ void zc_config_from_env(zc_config *config)
     config->compression_level_source = read_u64("NEO_CACHE_COMPRESSION_LEVEL", 1, 19,
                                                 ZC_DEFAULT_COMPRESSION_LEVEL, &level, &complaints);
     config->compression_level = (int)level;
+    config->wait_timeout_source =
+        read_u64("NEO_CACHE_WAIT_TIMEOUT_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS, ZC_DEFAULT_WAIT_TIMEOUT_MS,
+                 &config->wait_timeout_ms, &complaints);
     config->dir_source = read_dir(config, &complaints);
 
     zc_log_set_enabled(config->print_debug_messages);

@@ -151,16 +151,18 @@ void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
         zc_disk_log_errno("cannot invalidate", ZC_CONFIG_FILE_NAME, errno);
 }
 
-void zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size)
+zc_status zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size)
 {
     if (size <= lock->total) {
         lock->total -= size;
-        return;
+        return ZC_OK;
     }
     /* The recorded total was too small (another writer's arithmetic): only a
      * scan knows the truth now. */
-    uint64_t scanned = 0;
-    lock->total = zc_disk_scan_total(tier, &scanned, NULL) == ZC_OK ? scanned : 0;
+    zc_status status = zc_disk_scan_total(tier, &lock->total, NULL);
+    if (status != ZC_OK)
+        zc_disk_invalidate_total(tier, lock);
+    return status;
 }
 
 zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size)

@@ -108,6 +108,8 @@ static int collect_item(void *context, const zc_scan_item *item)
     lru_list *list = context;
     if (item->kind == ZC_SCAN_TEMP)
         remove_if_stale_temp(list, item);
+    if (item->kind == ZC_SCAN_LOCK)
+        zc_disk_remove_unused_lock(list->tier, item, ZC_TEMP_MAX_AGE_SEC, list->now);
     if (item->kind != ZC_SCAN_ENTRY)
         return 0;
     list->out_of_memory = !lru_append(list, item);
@@ -136,7 +138,8 @@ static zc_status lru_collect(zc_disk_tier *tier, lru_list *list)
         return status;
     for (size_t i = 0; i < list->count; i++)
         list->entries[i].rel = list->names + list->entries[i].rel_offset;
-    qsort(list->entries, list->count, sizeof *list->entries, compare_last_use);
+    if (list->count > 1) /* entries is NULL when there are none */
+        qsort(list->entries, list->count, sizeof *list->entries, compare_last_use);
     return ZC_OK;
 }
 
@@ -156,6 +159,7 @@ typedef struct sweep_policy {
 typedef struct sweep_result {
     uint64_t removed_entries;
     uint64_t removed_bytes;
+    uint64_t failed_removals; /* entries the policy wanted gone that stayed */
 } sweep_result;
 
 static bool should_remove(const sweep_policy *policy, const lru_entry *entry, uint64_t total,
@@ -173,8 +177,10 @@ static void lru_remove_oldest(zc_disk_tier *tier, const lru_list *list, const sw
         if (!should_remove(policy, entry, list->total - result->removed_bytes,
                            result->removed_bytes))
             break; /* the rest were used more recently */
-        if (!unlink_entry_at(tier, entry->rel))
+        if (!unlink_entry_at(tier, entry->rel)) {
+            result->failed_removals++;
             continue; /* it still counts; the next one may go */
+        }
         result->removed_entries++;
         result->removed_bytes += entry->size;
     }
@@ -205,7 +211,7 @@ zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t inc
     /* As the driver does, free a third of the limit at once, so that the
      * next stores do not each pay for a scan. */
     sweep_policy policy = {.keep_at_most = max - incoming, .free_at_least = max / 3};
-    sweep_result result = {0, 0};
+    sweep_result result = {0, 0, 0};
     zc_status status = sweep(tier, lock, &policy, incoming, &result);
     if (result.removed_entries > 0)
         zc_log_info("evicted %llu entries (%llu bytes) from %s",
@@ -228,9 +234,11 @@ zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older
     if (status != ZC_OK)
         return status;
     sweep_policy policy = {.keep_at_most = max_size, .unused_before = older_than_unix};
-    sweep_result result = {0, 0};
+    sweep_result result = {0, 0, 0};
     status = sweep(tier, &lock, &policy, 0, &result);
     zc_disk_lock_release(tier, &lock);
+    if (status == ZC_OK && result.failed_removals > 0)
+        status = ZC_ERR_IO; /* not everything the bounds asked for could go */
     if (removed_entries != NULL)
         *removed_entries = result.removed_entries;
     if (removed_bytes != NULL)
@@ -243,16 +251,22 @@ zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older
 typedef struct clear_state {
     zc_disk_tier *tier;
     uint64_t remaining; /* entries that could not be removed still count */
+    bool incomplete;    /* something could not be removed */
 } clear_state;
 
 static int remove_any_item(void *context, const zc_scan_item *item)
 {
     clear_state *state = context;
+    if (item->kind == ZC_SCAN_LOCK) {
+        zc_disk_remove_unused_lock(state->tier, item, 0, 0); /* a held one is a build going on */
+        return 0;
+    }
     if (state->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0 || errno == ENOENT)
         return 0;
     zc_disk_log_errno("cannot remove", item->rel, errno);
     if (item->kind == ZC_SCAN_ENTRY)
         state->remaining += item->size;
+    state->incomplete = true;
     return 0;
 }
 
@@ -264,7 +278,7 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);
     if (status != ZC_OK)
         return status;
-    clear_state state = {tier, 0};
+    clear_state state = {tier, 0, false};
     status = zc_disk_scan(tier, remove_any_item, &state);
     zc_status written;
     if (status == ZC_OK)
@@ -276,6 +290,8 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
         written = ZC_ERR_IO;
     }
     zc_disk_lock_release(tier, &lock);
+    if (status == ZC_OK && written == ZC_OK && state.incomplete)
+        return ZC_ERR_IO;
     return status != ZC_OK ? status : written;
 }
 
@@ -305,10 +321,10 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path)
         status = ZC_ERR_INVALID_ARG;
     else if (!zc_disk_unlink_entry(tier, parent_fd, name))
         status = ZC_ERR_IO;
-    if (status == ZC_OK) {
-        zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
+    if (status == ZC_OK)
+        status = zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
+    if (status == ZC_OK)
         status = zc_disk_set_total(tier, &lock, lock.total);
-    }
     if (parent_fd >= 0)
         tier->ops->close(parent_fd);
     zc_disk_lock_release(tier, &lock);

@@ -6,6 +6,7 @@
  *   disk_accounting.c  the lock and config.file's total
  *   disk_scan.c        walking the directory (and the public foreach)
  *   disk_evict.c       removal: bad entries, eviction, trim, clear
+ *   disk_claim.c       per-key build locks: cross-process single flight
  */
 #ifndef ZECACHE_DISK_INTERNAL_H
 #define ZECACHE_DISK_INTERNAL_H
@@ -88,8 +89,10 @@ void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock);
 zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t total);
 /* Cuts config.file to 0 bytes when the total is unknown. */
 void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock);
-/* Subtracts a removed entry; rescans if the total was smaller than it. */
-void zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size);
+/* Subtracts a removed entry; rescans if the total was smaller than it. When
+ * that rescan fails, config.file is invalidated and ZC_ERR_IO returned: the
+ * total is unknown, and must not be written. */
+zc_status zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size);
 /* config.file's value: ZC_MISS when missing, not 8 bytes, or implausible. */
 zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *oversized);
 
@@ -99,6 +102,7 @@ typedef enum zc_scan_kind {
     ZC_SCAN_ENTRY,   /* *.l0_cache, counted in config.file */
     ZC_SCAN_SIDECAR, /* *.trace, *.input */
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
+    ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
 } zc_scan_kind;
 
 typedef struct zc_scan_item {
@@ -125,5 +129,14 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name);
 /* Under the lock: evicts least recently used entries when incoming bytes do
  * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);
+
+/* ---- disk_claim.c ---- */
+
+/* Removes a build lock file that no process holds and, when min_age_sec > 0,
+ * that was last changed at least min_age_sec before now (a sweep passes
+ * ZC_TEMP_MAX_AGE_SEC, clear 0). One still held stays: its holder removes it
+ * on release. */
+void zc_disk_remove_unused_lock(zc_disk_tier *tier, const zc_scan_item *item, int64_t min_age_sec,
+                                time_t now);
 
 #endif

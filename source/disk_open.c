@@ -69,10 +69,16 @@ static zc_status check_directory(const zc_fs_ops *ops, int dir_fd, const zc_conf
 static zc_status check_writable(const zc_fs_ops *ops, int dir_fd, const char *dir)
 {
     int fd = ops->openat(dir_fd, ZC_CONFIG_FILE_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return refuse(dir, "is not writable (" ZC_CONFIG_FILE_NAME ")", errno);
-    ops->close(fd);
-    return ZC_OK;
+    if (fd >= 0) {
+        ops->close(fd);
+        return ZC_OK;
+    }
+    /* Not ours to remove, and "not writable" would send the user looking
+     * at permissions. */
+    if (errno == ELOOP || errno == EISDIR)
+        return refuse(dir, "holds a " ZC_CONFIG_FILE_NAME " that is a symlink or a directory",
+                      errno);
+    return refuse(dir, "is not writable (" ZC_CONFIG_FILE_NAME ")", errno);
 }
 
 static zc_status open_checked_directory(const zc_config *config, const zc_fs_ops *ops, int *dir_fd)

@@ -33,6 +33,8 @@ static bool classify(const char *name, int depth, zc_scan_kind *kind)
         *kind = ZC_SCAN_SIDECAR;
     else if (depth == 0 && strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0)
         *kind = ZC_SCAN_TEMP;
+    else if (zc_disk_has_suffix(name, ZC_LOCK_SUFFIX))
+        *kind = ZC_SCAN_LOCK;
     else
         return false;
     return true;

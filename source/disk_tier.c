@@ -68,8 +68,8 @@ static void remove_bad_entry(zc_disk_tier *tier, const zc_key *key, const struct
     if (parent_fd >= 0 && tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         st.st_dev == bad->st_dev && st.st_ino == bad->st_ino &&
         zc_disk_unlink_entry(tier, parent_fd, name)) {
-        zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
-        zc_disk_set_total(tier, &lock, lock.total);
+        if (zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size) == ZC_OK)
+            zc_disk_set_total(tier, &lock, lock.total);
     }
     if (parent_fd >= 0)
         tier->ops->close(parent_fd);

@@ -352,8 +352,8 @@ static zc_status record_spec_constants(zc_key_builder *builder, const given_cons
 }
 
 /* Parsing costs time on every lookup, so it happens only when there are
- * constants to size. Without constants an input that is not SPIR-V is simply
- * hashed: the driver fails it, and failures are never stored. */
+ * constants to size. Without constants the module is not parsed at all: the
+ * header check in zc_key_add_spirv is all the hot path pays. */
 static zc_status add_spec_constants(zc_key_builder *builder, const void *spirv, size_t size,
                                     const zc_spec_constants *given)
 {
@@ -385,6 +385,19 @@ static zc_status add_spec_constants(zc_key_builder *builder, const void *spirv, 
     return status;
 }
 
+/* A cheap look at the header (five words, the magic number in either byte
+ * order): an input that is not SPIR-V is left to the driver uncached, since
+ * what the driver makes of it is not something to hand out again. */
+static bool looks_like_spirv(const void *spirv, size_t size)
+{
+    enum { HEADER_WORDS = 5, MAGIC = 0x07230203u, SWAPPED_MAGIC = 0x03022307u };
+    if (spirv == NULL || size < HEADER_WORDS * 4 || size % 4 != 0)
+        return false;
+    uint32_t magic;
+    memcpy(&magic, spirv, sizeof magic);
+    return magic == MAGIC || magic == SWAPPED_MAGIC;
+}
+
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants)
 {
@@ -393,6 +406,10 @@ zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t sp
         return status;
     if (spirv == NULL && spirv_size > 0)
         return refuse(builder, ZC_ERR_INVALID_ARG, "SPIR-V input is NULL");
+    if (!looks_like_spirv(spirv, spirv_size))
+        return refuse(builder, ZC_NOT_CACHEABLE,
+                      "input %u is not SPIR-V (%zu bytes, no SPIR-V header)", builder->spirv_inputs,
+                      spirv_size);
     if (builder->spirv == NULL && (builder->spirv = EVP_MD_CTX_new()) == NULL)
         return refuse(builder, ZC_ERR_NOMEM, "out of memory for SHA-256");
     uint8_t digest[SHA256_SIZE];

@@ -17,6 +17,7 @@ static const char *const cache_variables[] = {
     "NEO_CACHE_MEMORY_SIZE",
     "NEO_CACHE_COMPRESSION_LEVEL",
     "NEO_CACHE_SHARED",
+    "NEO_CACHE_WAIT_TIMEOUT_MS",
     "PrintDebugMessages",
     "NEO_PrintDebugMessages",
     "NEO_L0_PrintDebugMessages",
@@ -108,6 +109,29 @@ Test(config, all_values_read)
     cr_assert_eq(config.compression_level, 19);
     cr_assert(config.allow_shared);
     cr_assert(config.binary_cache_trace);
+}
+
+static void assert_wait_timeout(const char *value, uint64_t expected, zc_config_source source)
+{
+    setenv("NEO_CACHE_WAIT_TIMEOUT_MS", value, 1);
+    zc_config config;
+    zc_config_from_env(&config);
+    cr_assert_eq(config.wait_timeout_ms, expected, "NEO_CACHE_WAIT_TIMEOUT_MS=%s", value);
+    cr_assert_eq(config.wait_timeout_source, source, "NEO_CACHE_WAIT_TIMEOUT_MS=%s", value);
+}
+
+Test(config, wait_timeout_default_range_and_invalid)
+{
+    zc_config config;
+    zc_config_from_env(&config);
+    cr_assert_eq(config.wait_timeout_ms, 30000);
+    cr_assert_eq(config.wait_timeout_source, ZC_SOURCE_DEFAULT);
+    assert_wait_timeout("0", 0, ZC_SOURCE_ENV);
+    assert_wait_timeout(" 250 ", 250, ZC_SOURCE_ENV);
+    assert_wait_timeout("86400000", 86400000, ZC_SOURCE_ENV);
+    assert_wait_timeout("86400001", 30000, ZC_SOURCE_INVALID);
+    assert_wait_timeout("-1", 30000, ZC_SOURCE_INVALID);
+    assert_wait_timeout("5s", 30000, ZC_SOURCE_INVALID);
 }
 
 Test(config, debug_keys_accept_driver_prefixes)

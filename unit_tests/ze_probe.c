@@ -13,6 +13,9 @@
  *   --log-out FILE      ask for the build log and write its text
  *   --threads N         N threads create the module at the same moment
  *   --context-per-thread  each thread in its own context
+ *   --start-fds R,G     once Level Zero is up, write a byte to fd R, then wait
+ *                       for end of file on fd G: lets a test start several
+ *                       processes' module creation at the same moment
  *
  * Prints "result 0x<code>" per thread and "kernels <names>" with
  * "kernel-create 0x<code>" for the first thread's module. Exit status 0 when
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_INPUTS 4
 #define MAX_CONSTANTS 8
@@ -40,6 +44,7 @@ typedef struct probe_options {
     uint32_t constant_count;
     const char *native_out, *log_out;
     int threads;
+    int ready_fd, go_fd; /* -1: no start line across processes */
 } probe_options;
 
 typedef struct probe_inputs {
@@ -140,6 +145,8 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
         options->log_out = value;
     else if (strcmp(arg, "--threads") == 0)
         options->threads = atoi(value);
+    else if (strcmp(arg, "--start-fds") == 0)
+        return sscanf(value, "%d,%d", &options->ready_fd, &options->go_fd) == 2;
     else
         return false;
     return true;
@@ -148,6 +155,7 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
 static bool parse_options(int argc, char **argv, probe_options *options)
 {
     options->threads = 1;
+    options->ready_fd = options->go_fd = -1;
     for (int i = 1; i < argc; i++) {
         if (parse_switch(argv[i], options))
             continue;
@@ -281,6 +289,20 @@ static void report(const probe *probe, thread_result *threads)
         save_native_binary(threads[0].module, probe->options.native_out);
 }
 
+/* The other processes are at the same point once G reaches end of file. */
+static bool wait_at_start_line(const probe_options *options)
+{
+    char byte;
+    if (options->ready_fd < 0)
+        return true;
+    bool ready = write(options->ready_fd, "r", 1) == 1;
+    close(options->ready_fd);
+    while (ready && read(options->go_fd, &byte, 1) > 0)
+        continue;
+    close(options->go_fd);
+    return ready;
+}
+
 static bool run_threads(probe *probe, thread_result *threads)
 {
     int count = probe->options.threads;
@@ -320,7 +342,7 @@ int main(int argc, char **argv)
         printf("init 0x%x\n", (unsigned)result);
         return 2;
     }
-    if (!run_threads(&probe, threads))
+    if (!wait_at_start_line(&probe.options) || !run_threads(&probe, threads))
         return 2;
     report(&probe, threads);
     return 0;

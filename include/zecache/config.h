@@ -12,6 +12,8 @@
 #define ZC_DEFAULT_MAX_SIZE (UINT64_C(1) << 30)
 #define ZC_DEFAULT_MEMORY_SIZE (UINT64_C(256) << 20)
 #define ZC_DEFAULT_COMPRESSION_LEVEL 3
+#define ZC_DEFAULT_WAIT_TIMEOUT_MS 30000
+#define ZC_MAX_WAIT_TIMEOUT_MS (UINT64_C(24) * 3600 * 1000)
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -30,6 +32,9 @@ typedef struct zc_config {
     bool binary_cache_trace;   /* BinaryCacheTrace */
     bool allow_shared;         /* NEO_CACHE_SHARED=1: accept a directory that other
                                   users own or that group/others may write */
+    uint64_t wait_timeout_ms;  /* NEO_CACHE_WAIT_TIMEOUT_MS: how long a process waits for
+                                  another compiling the same key, 0 = not at all */
+    zc_config_source wait_timeout_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

@@ -43,6 +43,36 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
 zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
                              const char *trace);
 
+/* Cross-process single flight for one key: a build lock, <hex>.lock beside
+ * where the entry goes, held with flock. Only the lock holder unlinks it
+ * (while still holding it), so lock files do not pile up; one left by a
+ * killed process is unlocked (the kernel drops the flock), so the next
+ * claimant takes it over and a trim, eviction or clear removes it. */
+#define ZC_LOCK_SUFFIX ".lock"
+
+typedef enum zc_disk_claim_result {
+    ZC_DISK_CLAIMED,   /* this process holds the lock: compile, store, then release */
+    ZC_DISK_READY,     /* the entry exists (another process stored it): load it */
+    ZC_DISK_TIMED_OUT, /* another process still held the lock at the timeout: compile
+                          without it (a store of an existing key is skipped) */
+} zc_disk_claim_result;
+
+typedef struct zc_disk_claim {
+    int lock_fd; /* -1 when nothing is held */
+    int dir_fd;  /* the entry's k0/k1 directory; -1 when not open */
+    char lock_name[2 * ZC_KEY_SIZE + sizeof ZC_LOCK_SUFFIX];
+} zc_disk_claim;
+
+/* Claims key's build, waiting up to timeout_ms (0: one attempt) while another
+ * process holds it, and returning READY as soon as its entry appears. A
+ * holder that dies releases the lock with it, so waiters never deadlock.
+ * ZC_ERR_IO when no lock can be taken (e.g. a read-only directory): the
+ * caller compiles uncoordinated. Always pair with zc_disk_tier_release. */
+zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t timeout_ms,
+                             zc_disk_claim_result *result, zc_disk_claim *claim);
+/* Releases what claim holds (nothing is fine) and removes the lock file. */
+void zc_disk_tier_release(zc_disk_tier *tier, zc_disk_claim *claim);
+
 /* One .l0_cache file found by a scan. */
 typedef struct zc_disk_entry_info {
     char path[PATH_MAX]; /* relative to the cache directory */

@@ -45,7 +45,8 @@ void zc_key_builder_destroy(zc_key_builder *builder);
  * white space collapse to one space, leading/trailing white space dropped,
  * order kept) and its specialization constants (sorted by id, each value read
  * at the width its SPIR-V declaration gives; unknown or duplicate ids and
- * invalid SPIR-V are not cacheable). constants may be NULL. */
+ * invalid SPIR-V are not cacheable). constants may be NULL. An input without a
+ * SPIR-V header (five words, the magic number) is not cacheable either. */
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
 
