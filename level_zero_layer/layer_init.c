@@ -1,10 +1,31 @@
 /* The layer's start, when the loader dlopens it: inside zeInit, after the
  * drivers are loaded but before any of them compiles, so the settings the
  * driver reads lazily can still be changed here. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "layer_internal.h"
 #include "zecache/log.h"
+#include "zecache/stats.h"
+
+/* A forked child starts with a copy of the parent's counters; without this
+ * both would merge them into the stats file at exit. */
+static void zero_counters_in_child(void)
+{
+    if (zcl_layer.cache == NULL)
+        return;
+    zc_cache_counters *counters = zc_cache_counters_of(zcl_layer.cache);
+    atomic_store(&counters->memory_hits, 0);
+    atomic_store(&counters->disk_hits, 0);
+    atomic_store(&counters->misses, 0);
+    atomic_store(&counters->failed_builds, 0);
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        atomic_store(&counters->bypasses[i], 0);
+    atomic_store(&counters->stores, 0);
+    atomic_store(&counters->store_errors, 0);
+    atomic_store(&counters->compile_ns_spent, 0);
+    atomic_store(&counters->compile_ns_saved, 0);
+}
 
 static void start_cache(void)
 {
@@ -32,23 +53,34 @@ __attribute__((constructor)) static void zcl_layer_load(void)
         return;
     zcl_driver_cache_hide();
     start_cache();
+    pthread_atfork(NULL, NULL, zero_counters_in_child);
 }
 
-/* The cache is not closed at unload: the loader may still be tearing down
- * other threads' objects, and the process ends anyway. */
+static void log_summary(const zc_cache_stats *stats)
+{
+    uint64_t bypasses = 0;
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        bypasses += stats->bypasses[i];
+    zc_log_info("summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu "
+                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved",
+                (unsigned long long)stats->memory_hits, (unsigned long long)stats->disk_hits,
+                (unsigned long long)stats->misses, (unsigned long long)stats->failed_builds,
+                (unsigned long long)bypasses, (unsigned long long)stats->stores,
+                (unsigned long long)stats->store_errors, (double)stats->compile_ns_saved / 1e6);
+}
+
+/* The process's counters go into the cache's stats file once, at exit, so
+ * the hit path does no I/O for them. The cache is not closed at unload: the
+ * loader may still be tearing down other threads' objects, and the process
+ * ends anyway. */
 __attribute__((destructor)) static void zcl_layer_unload(void)
 {
-    if (zcl_layer.cache == NULL || !zc_log_enabled())
+    if (zcl_layer.cache == NULL)
         return;
     zc_cache_stats stats;
     zc_cache_get_stats(zcl_layer.cache, &stats);
-    uint64_t bypasses = 0;
-    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
-        bypasses += stats.bypasses[i];
-    zc_log_info("summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu "
-                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved",
-                (unsigned long long)stats.memory_hits, (unsigned long long)stats.disk_hits,
-                (unsigned long long)stats.misses, (unsigned long long)stats.failed_builds,
-                (unsigned long long)bypasses, (unsigned long long)stats.stores,
-                (unsigned long long)stats.store_errors, (double)stats.compile_ns_saved / 1e6);
+    const char *dir = zc_cache_disk_dir(zcl_layer.cache);
+    if (dir != NULL)
+        zc_stats_merge(dir, &stats);
+    log_summary(&stats);
 }

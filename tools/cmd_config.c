@@ -1,0 +1,90 @@
+/* zecache config: the effective configuration, where each value came from,
+ * and whether the cache directory is usable. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tool.h"
+#include "tool_support.h"
+
+static void print_source(const char *variable, zc_config_source source)
+{
+    if (source == ZC_SOURCE_ENV)
+        printf("environment\n");
+    else if (source == ZC_SOURCE_DEFAULT)
+        printf("default\n");
+    else
+        printf("invalid %s=\"%s\": default used\n", variable, getenv(variable));
+}
+
+static void print_size_setting(const char *variable, uint64_t bytes, const char *zero_means,
+                               zc_config_source source)
+{
+    char size[TOOL_SIZE_TEXT], value[64];
+    tool_format_size(bytes, size);
+    if (bytes == 0)
+        snprintf(value, sizeof value, "0 (%s)", zero_means);
+    else
+        snprintf(value, sizeof value, "%llu (%s)", (unsigned long long)bytes, size);
+    printf("%-28s %-32s ", variable, value);
+    print_source(variable, source);
+}
+
+static void print_settings(const tool_context *tool, const zc_config *config)
+{
+    printf("%-28s %-32d ", "NEO_CACHE_PERSISTENT", config->persistent);
+    print_source("NEO_CACHE_PERSISTENT", config->persistent_source);
+    printf("%-28s %-32s ", "NEO_CACHE_DIR", config->dir[0] != '\0' ? config->dir : "(none)");
+    if (tool->dir_option != NULL)
+        printf("--dir\n");
+    else if (config->dir_source == ZC_SOURCE_DEFAULT)
+        printf("default ($XDG_CACHE_HOME or $HOME)\n");
+    else
+        print_source("NEO_CACHE_DIR", config->dir_source);
+    print_size_setting("NEO_CACHE_MAX_SIZE", config->max_size, "unlimited",
+                       config->max_size_source);
+    print_size_setting("NEO_CACHE_MEMORY_SIZE", config->memory_size, "memory tier off",
+                       config->memory_size_source);
+    printf("%-28s %-32d ", "NEO_CACHE_COMPRESSION_LEVEL", config->compression_level);
+    print_source("NEO_CACHE_COMPRESSION_LEVEL", config->compression_level_source);
+    printf("%-28s %-32llu ", "NEO_CACHE_WAIT_TIMEOUT_MS",
+           (unsigned long long)config->wait_timeout_ms);
+    print_source("NEO_CACHE_WAIT_TIMEOUT_MS", config->wait_timeout_source);
+    /* zc_config records no source for these three. */
+    printf("%-28s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
+    printf("%-28s %d\n", "PrintDebugMessages", config->print_debug_messages);
+    printf("%-28s %d\n", "BinaryCacheTrace", config->binary_cache_trace);
+}
+
+static int run_config(tool_context *tool, int argc, char **argv)
+{
+    int parsed = tool_parse_plain(tool, argc, argv, 0);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
+    zc_config config;
+    zc_config_from_env(&config);
+    print_settings(tool, &config);
+    fflush(stdout); /* before the core's reasons on stderr */
+    zc_disk_tier *tier;
+    if (tool_open_tier(tool, &config, &tier) != ZC_OK) {
+        printf("\ndirectory %s is NOT usable (see the message above)\n", config.dir);
+        return TOOL_EXIT_FAILURE;
+    }
+    printf("\ndirectory %s is usable\n", zc_disk_tier_dir(tier));
+    if (!config.persistent)
+        printf("but NEO_CACHE_PERSISTENT=0: the layer keeps compiled modules in memory only\n");
+    zc_disk_tier_close(tier);
+    return TOOL_EXIT_OK;
+}
+
+const tool_command tool_cmd_config = {
+    .name = "config",
+    .synopsis = "config",
+    .summary = "Show the effective configuration and whether the directory is usable",
+    .details = "Each setting as the layer reads it from this environment, with where it came\n"
+               "from: the environment, the default, or an invalid value replaced by the\n"
+               "default. Then opens the cache directory as the layer would (creating it when\n"
+               "missing) and says whether it is usable, and why not.\n"
+               "\n"
+               "Exit status: 0 usable, 1 not usable.\n",
+    .run = run_config,
+};

@@ -1,0 +1,123 @@
+/* zecache exec -- PROGRAM [ARGS...]: runs PROGRAM with the layer enabled.
+ * The layer is found beside the tool: <build>/bin/zecache uses
+ * <build>/layers, <prefix>/bin/zecache uses <prefix>/<libdir>/zecache (both
+ * relative paths come from CMake); ZECACHE_LAYER_DIR overrides. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+/* The file name the Level Zero loader loads for the validation layer. */
+#define LAYER_FILE_NAME "libze_validation_layer.so.1"
+
+static bool holds_layer(const char *dir)
+{
+    char path[PATH_MAX];
+    int written = snprintf(path, sizeof path, "%s/%s", dir, LAYER_FILE_NAME);
+    return written > 0 && (size_t)written < sizeof path && access(path, F_OK) == 0;
+}
+
+/* The directory of the running executable, from /proc/self/exe. */
+static bool executable_dir(char dir[PATH_MAX])
+{
+    ssize_t length = readlink("/proc/self/exe", dir, PATH_MAX - 1);
+    if (length <= 0)
+        return false;
+    dir[length] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return false;
+    *slash = '\0';
+    return true;
+}
+
+static bool find_layer_dir(char layer_dir[PATH_MAX])
+{
+    const char *override = getenv("ZECACHE_LAYER_DIR");
+    if (override != NULL && override[0] != '\0')
+        return snprintf(layer_dir, PATH_MAX, "%s", override) < PATH_MAX;
+    static const char *const relative_dirs[] = {ZC_TOOL_BUILD_LAYER_DIR, ZC_TOOL_INSTALL_LAYER_DIR};
+    char exe_dir[PATH_MAX], candidate[2 * PATH_MAX];
+    if (!executable_dir(exe_dir))
+        return false;
+    for (size_t i = 0; i < sizeof relative_dirs / sizeof relative_dirs[0]; i++) {
+        snprintf(candidate, sizeof candidate, "%s/%s", exe_dir, relative_dirs[i]);
+        if (holds_layer(candidate) && realpath(candidate, layer_dir) != NULL)
+            return true;
+    }
+    return false;
+}
+
+static bool prepend_to_path(const char *variable, const char *dir)
+{
+    const char *old = getenv(variable);
+    if (old == NULL || old[0] == '\0')
+        return setenv(variable, dir, 1) == 0;
+    size_t size = strlen(dir) + 1 + strlen(old) + 1;
+    char *value = malloc(size);
+    if (value == NULL)
+        return false;
+    snprintf(value, size, "%s:%s", dir, old);
+    bool ok = setenv(variable, value, 1) == 0;
+    free(value);
+    return ok;
+}
+
+/* NEO_CACHE_* stay as the user set them: the layer reads them itself. */
+static bool enable_layer(const char *layer_dir)
+{
+    return prepend_to_path("LD_LIBRARY_PATH", layer_dir) &&
+           setenv("ZEL_LIBRARY_PATH", layer_dir, 1) == 0 &&
+           setenv("ZE_ENABLE_VALIDATION_LAYER", "1", 1) == 0;
+}
+
+static int run_exec(tool_context *tool, int argc, char **argv)
+{
+    static const struct option options[] = {TOOL_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int option = tool_next_option(tool, argc, argv, options);
+    if (option != TOOL_OPTIONS_DONE)
+        return tool_options_exit(option);
+    if (optind == argc)
+        return tool_usage_error(tool, "no program to run");
+    char layer_dir[PATH_MAX];
+    if (!find_layer_dir(layer_dir)) {
+        tool_fail(tool,
+                  "cannot find the zecache layer (%s) beside this tool; set "
+                  "ZECACHE_LAYER_DIR to its directory",
+                  LAYER_FILE_NAME);
+        return TOOL_EXIT_NO_LAYER;
+    }
+    if (!enable_layer(layer_dir)) {
+        tool_fail(tool, "cannot set the environment: %s", strerror(errno));
+        return TOOL_EXIT_NO_LAYER;
+    }
+    char **program = argv + optind;
+    execvp(program[0], program);
+    int err = errno; /* only reached when the program could not be started */
+    if (err == ENOENT) {
+        tool_fail(tool, "%s: command not found", program[0]);
+        return TOOL_EXIT_NOT_FOUND;
+    }
+    tool_fail(tool, "%s: %s", program[0], strerror(err));
+    return TOOL_EXIT_CANNOT_RUN;
+}
+
+const tool_command tool_cmd_exec = {
+    .name = "exec",
+    .synopsis = "exec [--] PROGRAM [ARGS...]",
+    .summary = "Run a program with the zecache layer enabled",
+    .details = "Prepends the layer's directory to LD_LIBRARY_PATH, sets ZEL_LIBRARY_PATH to it\n"
+               "and ZE_ENABLE_VALIDATION_LAYER=1, then replaces itself with PROGRAM, so the\n"
+               "exit status is PROGRAM's. The NEO_CACHE_* settings are passed on unchanged\n"
+               "(--dir sets NEO_CACHE_DIR). The layer is looked for beside this tool (the\n"
+               "build tree's layers/ or the installed lib/zecache/); ZECACHE_LAYER_DIR\n"
+               "overrides.\n"
+               "\n"
+               "Exit status: PROGRAM's; 125 the layer was not found, 126 PROGRAM cannot be\n"
+               "run, 127 PROGRAM was not found.\n",
+    .run = run_exec,
+};

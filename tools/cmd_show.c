@@ -1,0 +1,199 @@
+/* zecache show KEY-PREFIX: everything known about one entry. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tool.h"
+#include "tool_support.h"
+
+/* A trace is a few KiB; anything far larger is not one of ours. */
+enum { TRACE_MAX_SIZE = 16 << 20 };
+
+static bool read_exact(int fd, char *data, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        ssize_t got = read(fd, data + done, size - done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        done += (size_t)got;
+    }
+    return true;
+}
+
+/* Reads a whole regular file of at most limit bytes, NUL-terminated. */
+static bool read_whole_file(const char *path, uint64_t limit, char **data, size_t *size)
+{
+    *data = NULL;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= limit;
+    if (ok) {
+        *size = (size_t)st.st_size;
+        *data = malloc(*size + 1);
+        ok = *data != NULL && read_exact(fd, *data, *size);
+    }
+    close(fd);
+    if (!ok) {
+        free(*data);
+        *data = NULL;
+        return false;
+    }
+    (*data)[*size] = '\0';
+    return true;
+}
+
+static void print_header_fields(const tool_entry *entry)
+{
+    const zc_entry_header *header = &entry->header;
+    char hex[ZC_KEY_HEX_SIZE], created[TOOL_TIME_TEXT];
+    zc_key_to_hex(&header->key, hex);
+    tool_format_local_time((int64_t)header->meta.created_unix, created);
+    uint64_t uncompressed = header->binary_size + header->log_size;
+    printf("%-16s %s\n", "key", hex);
+    printf("%-16s %u\n", "format version", header->format_version);
+    printf("%-16s %s\n", "device", header->meta.device_name);
+    printf("%-16s %s\n", "driver version", header->meta.driver_version);
+    printf("%-16s %llu bytes\n", "binary", (unsigned long long)header->binary_size);
+    printf("%-16s %llu bytes\n", "build log", (unsigned long long)header->log_size);
+    printf("%-16s %llu bytes", "compressed", (unsigned long long)header->compressed_size);
+    if (header->compressed_size > 0)
+        printf(" (ratio %.2fx)", (double)uncompressed / (double)header->compressed_size);
+    printf("\n%-16s %.3f ms\n", "compile time", (double)header->meta.compile_ns / 1e6);
+    printf("%-16s %s (%llu)\n", "created", created, (unsigned long long)header->meta.created_unix);
+}
+
+static void print_file_fields(const char *dir, const tool_entry *entry)
+{
+    char size[TOOL_SIZE_TEXT], last_use[TOOL_TIME_TEXT];
+    tool_format_size(entry->file_size, size);
+    tool_format_local_time(entry->last_use_sec, last_use);
+    printf("%-16s %s\n", "name", tool_entry_name(entry));
+    printf("%-16s %s/%s\n", "path", dir, entry->path);
+    printf("%-16s %s\n", "kind",
+           entry->is_zecache ? "zecache entry" : "the driver's own entry (no zecache header)");
+    printf("%-16s %s (%llu bytes)\n", "file size", size, (unsigned long long)entry->file_size);
+    printf("%-16s %s (%lld)\n", "last use", last_use, (long long)entry->last_use_sec);
+}
+
+/* The build log needs the payload: decoded (and so verified) once more. */
+static void print_build_log(const char *dir, const tool_entry *entry)
+{
+    char path[PATH_MAX], *data;
+    size_t size, log_size;
+    snprintf(path, sizeof path, "%s/%s", dir, entry->path);
+    zc_artifact *artifact = NULL;
+    if (!read_whole_file(path, entry->file_size, &data, &size))
+        return;
+    const char *log = NULL;
+    if (zc_entry_decode(data, size, &entry->key, 0, &artifact, NULL, 0) == ZC_OK)
+        log = zc_artifact_build_log(artifact, &log_size);
+    if (log != NULL && log_size > 0) {
+        printf("---- build log ----\n");
+        fwrite(log, 1, log_size, stdout);
+        printf("%s", log[log_size - 1] != '\n' ? "\n" : "");
+    }
+    zc_artifact_unref(artifact);
+    free(data);
+}
+
+static void print_trace(const char *dir, const tool_entry *entry)
+{
+    char path[PATH_MAX], *data;
+    size_t size;
+    int stem = (int)(strlen(entry->path) - strlen(ZC_ENTRY_SUFFIX));
+    snprintf(path, sizeof path, "%s/%.*s%s", dir, stem, entry->path, ZC_TRACE_SUFFIX);
+    if (!read_whole_file(path, TRACE_MAX_SIZE, &data, &size))
+        return;
+    printf("---- trace (%s) ----\n", path);
+    fwrite(data, 1, size, stdout);
+    printf("%s", size > 0 && data[size - 1] != '\n' ? "\n" : "");
+    free(data);
+}
+
+static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
+{
+    const char *dir = zc_disk_tier_dir(tier);
+    print_file_fields(dir, entry);
+    if (!entry->is_zecache)
+        return;
+    if (entry->header_ok)
+        print_header_fields(entry);
+    else
+        printf("%-16s %s\n", "header", entry->header_problem);
+    char reason[256];
+    bool verified =
+        zc_disk_tier_verify_entry(tier, entry->path, NULL, reason, sizeof reason) == ZC_OK;
+    printf("%-16s %s%s\n", "verification", verified ? "ok" : "FAILED: ", verified ? "" : reason);
+    if (verified)
+        print_build_log(dir, entry);
+    print_trace(dir, entry);
+}
+
+/* Exit status: 0 shown, 1 no match, 2 ambiguous (candidates listed). */
+static int show_matching(tool_context *tool, zc_disk_tier *tier, const char *prefix)
+{
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    size_t matches = 0, match = 0;
+    for (size_t i = 0; i < list.count; i++)
+        if (strncasecmp(tool_entry_name(&list.items[i]), prefix, strlen(prefix)) == 0)
+            match = i, matches++;
+    int exit_status = TOOL_EXIT_OK;
+    if (matches == 0) {
+        exit_status = tool_fail(tool, "no entry starts with '%s'", prefix);
+    } else if (matches > 1) {
+        tool_fail(tool, "'%s' is ambiguous: %zu entries start with it:", prefix, matches);
+        for (size_t i = 0; i < list.count; i++)
+            if (strncasecmp(tool_entry_name(&list.items[i]), prefix, strlen(prefix)) == 0)
+                fprintf(stderr, "  %s\n", list.items[i].path);
+        exit_status = TOOL_EXIT_USAGE;
+    } else {
+        show_entry(tier, &list.items[match]);
+    }
+    tool_free_entries(&list);
+    return exit_status;
+}
+
+static int run_show(tool_context *tool, int argc, char **argv)
+{
+    int parsed = tool_parse_plain(tool, argc, argv, 1);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
+    const char *prefix = argv[optind];
+    if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
+        return tool_usage_error(tool, "'%s' is not a key prefix", prefix);
+    zc_config config;
+    zc_config_from_env(&config);
+    zc_disk_tier *tier;
+    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    int exit_status = show_matching(tool, tier, prefix);
+    zc_disk_tier_close(tier);
+    return exit_status;
+}
+
+const tool_command tool_cmd_show = {
+    .name = "show",
+    .synopsis = "show KEY-PREFIX",
+    .summary = "Show everything known about one entry",
+    .details = "KEY-PREFIX is the start of the entry's key (hex, either case), or of the file\n"
+               "name of one of the driver's own entries. Shows the file, every header field,\n"
+               "the result of a full verification (as a load does it), the build log, and the\n"
+               "key's trace when BinaryCacheTrace=1 wrote one beside the entry.\n"
+               "\n"
+               "Exit status: 0 shown (even when the entry fails verification), 1 no entry\n"
+               "matches, 2 several entries match (they are listed).\n",
+    .run = run_show,
+};

@@ -1,0 +1,254 @@
+/* zecache stats, zecache zero-stats: what is in the cache and what every
+ * process that used it did (the persistent counters of zecache/stats.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tool.h"
+#include "tool_support.h"
+#include "zecache/stats.h"
+
+typedef struct cache_summary {
+    uint64_t entries, bytes, driver_entries;
+    /* zecache entries whose header reads: the compression ratio's base */
+    uint64_t readable_bytes, uncompressed_bytes;
+    bool recorded_valid;
+    uint64_t recorded_bytes; /* config.file */
+} cache_summary;
+
+typedef struct stats_report {
+    const char *dir;
+    uint64_t max_size; /* 0: unlimited */
+    cache_summary summary;
+    zc_stats_counters counters;
+    bool counters_valid;
+} stats_report;
+
+static void summarize(const tool_entry_list *list, cache_summary *summary)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        const tool_entry *entry = &list->items[i];
+        summary->entries++;
+        summary->bytes += entry->file_size;
+        if (!entry->is_zecache)
+            summary->driver_entries++;
+        if (entry->header_ok) {
+            summary->readable_bytes += entry->file_size;
+            summary->uncompressed_bytes += entry->header.binary_size + entry->header.log_size;
+        }
+    }
+}
+
+static double compression_ratio(const cache_summary *summary)
+{
+    if (summary->readable_bytes == 0)
+        return NAN;
+    return (double)summary->uncompressed_bytes / (double)summary->readable_bytes;
+}
+
+static double percent_full(const stats_report *report)
+{
+    if (report->max_size == 0)
+        return NAN;
+    return 100.0 * (double)report->summary.bytes / (double)report->max_size;
+}
+
+static uint64_t total_bypasses(const zc_stats_counters *counters)
+{
+    uint64_t total = 0;
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        total += counters->bypasses[i];
+    return total;
+}
+
+/* ---- text ---- */
+
+static void print_size_line(const char *label, uint64_t bytes)
+{
+    char size[TOOL_SIZE_TEXT];
+    tool_format_size(bytes, size);
+    printf("%-19s %s (%llu bytes)", label, size, (unsigned long long)bytes);
+}
+
+static void print_contents(const stats_report *report)
+{
+    const cache_summary *summary = &report->summary;
+    printf("%-19s %s\n", "cache directory", report->dir);
+    printf("%-19s %llu", "entries", (unsigned long long)summary->entries);
+    if (summary->driver_entries > 0)
+        printf(" (%llu of them the driver's own)", (unsigned long long)summary->driver_entries);
+    putchar('\n');
+    print_size_line("size on disk", summary->bytes);
+    putchar('\n');
+    if (summary->recorded_valid && summary->recorded_bytes != summary->bytes)
+        printf("%-19s records %llu bytes (see 'zecache verify')\n", "config.file",
+               (unsigned long long)summary->recorded_bytes);
+    print_size_line("uncompressed", summary->uncompressed_bytes);
+    double ratio = compression_ratio(summary);
+    if (isfinite(ratio))
+        printf(", compression ratio %.2fx", ratio);
+    putchar('\n');
+    char limit[TOOL_SIZE_TEXT];
+    tool_format_size(report->max_size, limit);
+    if (report->max_size != 0)
+        printf("%-19s %s, %.1f%% full\n", "size limit", limit, percent_full(report));
+    else
+        printf("%-19s unlimited\n", "size limit");
+}
+
+static void print_bypasses(const zc_stats_counters *counters)
+{
+    printf("%-19s %llu", "bypasses", (unsigned long long)total_bypasses(counters));
+    const char *separator = " (";
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++) {
+        if (counters->bypasses[i] == 0)
+            continue;
+        printf("%s%s %llu", separator, zc_bypass_reason_name((zc_bypass_reason)i),
+               (unsigned long long)counters->bypasses[i]);
+        separator = ", ";
+    }
+    printf("%s\n", separator[0] == ',' ? ")" : "");
+}
+
+static void print_counters(const zc_stats_counters *counters)
+{
+    uint64_t hits = counters->memory_hits + counters->disk_hits;
+    printf("%-19s %llu from memory, %llu from disk", "hits",
+           (unsigned long long)counters->memory_hits, (unsigned long long)counters->disk_hits);
+    if (hits + counters->misses > 0)
+        printf(" (hit rate %.1f%%)", 100.0 * (double)hits / (double)(hits + counters->misses));
+    printf("\n%-19s %llu (%llu failed to build)\n", "misses", (unsigned long long)counters->misses,
+           (unsigned long long)counters->failed_builds);
+    print_bypasses(counters);
+    printf("%-19s %llu (%llu failed)\n", "stores", (unsigned long long)counters->stores,
+           (unsigned long long)counters->store_errors);
+    printf("%-19s %llu from memory\n", "evictions", (unsigned long long)counters->evictions);
+    printf("%-19s %.3f s saved, %.3f s spent compiling\n", "compile time",
+           (double)counters->compile_ns_saved / 1e9, (double)counters->compile_ns_spent / 1e9);
+}
+
+/* ---- JSON ---- */
+
+static void json_counter(void *context, const char *name, uint64_t value)
+{
+    tool_json_u64(context, name, value);
+}
+
+static void print_json(const stats_report *report)
+{
+    const cache_summary *summary = &report->summary;
+    tool_json json;
+    tool_json_begin(&json, stdout);
+    tool_json_text(&json, "dir", report->dir);
+    tool_json_u64(&json, "entries", summary->entries);
+    tool_json_u64(&json, "driver_entries", summary->driver_entries);
+    tool_json_u64(&json, "bytes", summary->bytes);
+    tool_json_u64(&json, "bytes_uncompressed", summary->uncompressed_bytes);
+    tool_json_double(&json, "compression_ratio", compression_ratio(summary));
+    tool_json_u64(&json, "max_size", report->max_size);
+    tool_json_double(&json, "percent_full", percent_full(report));
+    if (summary->recorded_valid)
+        tool_json_u64(&json, "recorded_bytes", summary->recorded_bytes);
+    else
+        tool_json_null(&json, "recorded_bytes");
+    tool_json_bool(&json, "counters_valid", report->counters_valid);
+    tool_json_open_object(&json, "counters");
+    zc_stats_foreach(&report->counters, json_counter, &json);
+    tool_json_close(&json);
+    tool_json_end(&json);
+}
+
+/* ---- the commands ---- */
+
+static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_report *report)
+{
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return status;
+    summarize(&list, &report->summary);
+    tool_free_entries(&list);
+    report->summary.recorded_valid =
+        zc_disk_tier_recorded_size(tier, &report->summary.recorded_bytes) == ZC_OK;
+    zc_status counters = zc_stats_read(report->dir, &report->counters);
+    report->counters_valid = counters == ZC_OK;
+    if (counters == ZC_MISS)
+        tool_fail(tool, "the stats file is malformed: counters shown as zero (the next update "
+                        "rewrites it)");
+    else if (counters != ZC_OK)
+        tool_fail(tool, "cannot read the stats file (%s)", zc_status_name(counters));
+    return ZC_OK;
+}
+
+static int run_stats(tool_context *tool, int argc, char **argv)
+{
+    static const struct option options[] = {
+        TOOL_COMMON_OPTIONS, {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    bool json = false;
+    int option;
+    while ((option = tool_next_option(tool, argc, argv, options)) == 'j')
+        json = true;
+    if (option != TOOL_OPTIONS_DONE)
+        return tool_options_exit(option);
+    if (optind != argc)
+        return tool_usage_error(tool, "unexpected operand '%s'", argv[optind]);
+    zc_config config;
+    zc_config_from_env(&config);
+    zc_disk_tier *tier;
+    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    stats_report report = {.dir = zc_disk_tier_dir(tier), .max_size = config.max_size};
+    zc_status status = gather(tool, tier, &report);
+    if (status == ZC_OK && json)
+        print_json(&report);
+    else if (status == ZC_OK) {
+        print_contents(&report);
+        print_counters(&report.counters);
+    }
+    zc_disk_tier_close(tier);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    return TOOL_EXIT_OK;
+}
+
+static int run_zero_stats(tool_context *tool, int argc, char **argv)
+{
+    int parsed = tool_parse_plain(tool, argc, argv, 0);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
+    zc_config config;
+    zc_config_from_env(&config);
+    zc_disk_tier *tier;
+    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    zc_status status = zc_stats_zero(zc_disk_tier_dir(tier));
+    zc_disk_tier_close(tier);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot write the stats file (%s)", zc_status_name(status));
+    printf("statistics zeroed\n");
+    return TOOL_EXIT_OK;
+}
+
+const tool_command tool_cmd_stats = {
+    .name = "stats",
+    .synopsis = "stats [--json]",
+    .summary = "Show the cache's contents and the counters of every process that used it",
+    .details = "Entries, bytes on disk, bytes uncompressed and the compression ratio, the size\n"
+               "limit (NEO_CACHE_MAX_SIZE) and how full the cache is, then the persistent\n"
+               "counters: hits from memory and from disk, misses, bypasses by reason, stores,\n"
+               "evictions and compile time saved. Each process using the layer adds its\n"
+               "counters to the file 'stats' in the cache directory when it exits.\n"
+               "\n"
+               "  --json   one JSON object: entries, driver_entries, bytes, bytes_uncompressed,\n"
+               "           compression_ratio, max_size, percent_full, recorded_bytes\n"
+               "           (config.file), counters_valid and counters {name: value}\n",
+    .run = run_stats,
+};
+
+const tool_command tool_cmd_zero_stats = {
+    .name = "zero-stats",
+    .synopsis = "zero-stats",
+    .summary = "Set the persistent counters to zero (the entries stay)",
+    .details = "",
+    .run = run_zero_stats,
+};

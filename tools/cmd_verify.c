@@ -1,0 +1,126 @@
+/* zecache verify [--fix]: every entry checked as a load checks it, and
+ * config.file checked against the real total. */
+#include <stdio.h>
+
+#include "tool.h"
+
+typedef struct verify_tally {
+    uint64_t checked, bad, removed, driver_entries;
+    bool failed; /* something could not be checked or fixed */
+} verify_tally;
+
+static void verify_one(const tool_context *tool, zc_disk_tier *tier, const tool_entry *entry,
+                       bool fix, verify_tally *tally)
+{
+    if (!entry->is_zecache) {
+        tally->driver_entries++; /* no header to check them by */
+        return;
+    }
+    tally->checked++;
+    char reason[256];
+    if (zc_disk_tier_verify_entry(tier, entry->path, NULL, reason, sizeof reason) == ZC_OK)
+        return;
+    tally->bad++;
+    printf("bad      %s: %s\n", entry->path, reason);
+    if (!fix)
+        return;
+    zc_status status = zc_disk_tier_remove_entry(tier, entry->path);
+    if (status == ZC_OK || status == ZC_MISS) { /* ZC_MISS: someone else removed it */
+        tally->removed++;
+        printf("removed  %s\n", entry->path);
+    } else {
+        tally->failed = true;
+        tool_fail(tool, "cannot remove %s (%s)", entry->path, zc_status_name(status));
+    }
+}
+
+/* True when config.file agrees with the entries (an empty or missing one
+ * agrees with an empty cache: nothing was stored yet). */
+static bool check_accounting(const tool_context *tool, zc_disk_tier *tier, bool fix,
+                             verify_tally *tally)
+{
+    uint64_t scanned, recorded;
+    if (zc_disk_tier_scanned_size(tier, &scanned, NULL) != ZC_OK) {
+        tally->failed = true;
+        tool_fail(tool, "cannot scan the cache");
+        return false;
+    }
+    zc_status status = zc_disk_tier_recorded_size(tier, &recorded);
+    if (status == ZC_OK ? recorded == scanned : scanned == 0)
+        return true;
+    if (status == ZC_OK)
+        printf("config.file records %llu bytes but the entries total %llu bytes\n",
+               (unsigned long long)recorded, (unsigned long long)scanned);
+    else
+        printf("config.file holds no valid total; the entries total %llu bytes\n",
+               (unsigned long long)scanned);
+    if (fix) {
+        status = zc_disk_tier_repair_accounting(tier, &recorded);
+        if (status == ZC_OK)
+            printf("config.file repaired: %llu bytes\n", (unsigned long long)recorded);
+        else
+            tally->failed = true;
+    }
+    return false;
+}
+
+static int verify_cache(tool_context *tool, zc_disk_tier *tier, bool fix)
+{
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    verify_tally tally = {0};
+    for (size_t i = 0; i < list.count; i++)
+        verify_one(tool, tier, &list.items[i], fix, &tally);
+    tool_free_entries(&list);
+    bool accounting_ok = check_accounting(tool, tier, fix, &tally);
+    printf("checked %llu entries: %llu bad", (unsigned long long)tally.checked,
+           (unsigned long long)tally.bad);
+    if (fix)
+        printf(", %llu removed", (unsigned long long)tally.removed);
+    if (tally.driver_entries > 0)
+        printf("; %llu of the driver's own entries not checked",
+               (unsigned long long)tally.driver_entries);
+    printf("\n");
+    bool clean = tally.bad == 0 && accounting_ok && !tally.failed;
+    return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+}
+
+static int run_verify(tool_context *tool, int argc, char **argv)
+{
+    static const struct option options[] = {
+        TOOL_COMMON_OPTIONS, {"fix", no_argument, NULL, 'f'}, {NULL, 0, NULL, 0}};
+    bool fix = false;
+    int option;
+    while ((option = tool_next_option(tool, argc, argv, options)) == 'f')
+        fix = true;
+    if (option != TOOL_OPTIONS_DONE)
+        return tool_options_exit(option);
+    if (optind != argc)
+        return tool_usage_error(tool, "unexpected operand '%s'", argv[optind]);
+    zc_config config;
+    zc_config_from_env(&config);
+    zc_disk_tier *tier;
+    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    int exit_status = verify_cache(tool, tier, fix);
+    zc_disk_tier_close(tier);
+    return exit_status;
+}
+
+const tool_command tool_cmd_verify = {
+    .name = "verify",
+    .synopsis = "verify [--fix]",
+    .summary = "Check every entry completely, as a load would",
+    .details = "Reads every entry and checks its header, key, sizes and zstd checksum; lists\n"
+               "each bad one with the reason. Also reports when config.file (the total size\n"
+               "the layer and the driver keep) disagrees with the entries actually there.\n"
+               "The driver's own entries have no header and are only counted.\n"
+               "\n"
+               "  --fix    remove the bad entries and rewrite config.file with the real total\n"
+               "\n"
+               "Exit status: 0 everything is fine, 1 problems were found (also when --fix\n"
+               "repaired them) or something could not be checked.\n",
+    .run = run_verify,
+};

@@ -1,0 +1,127 @@
+/* Internal to the zecache command-line tool: the command table, option
+ * handling shared by every command, and access to the cache.
+ *
+ *   zecache_main.c   global options, dispatch, help and version
+ *   tool_cli.c       per-command option parsing, usage errors, help text
+ *   tool_cache.c     opening the cache directory the layer would use
+ *   tool_entries.c   listing entries with their headers
+ *   tool_units.c     sizes, durations and times (tool_support.h)
+ *   tool_json.c      JSON output (tool_support.h)
+ *   cmd_*.c          one command group each */
+#ifndef ZECACHE_TOOL_H
+#define ZECACHE_TOOL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/config.h"
+#include "zecache/disk_tier.h"
+#include "zecache/entry.h"
+
+/* Exit statuses. exec passes the program's own status through; its own
+ * failures use the shell's conventions. */
+enum {
+    TOOL_EXIT_OK = 0,
+    TOOL_EXIT_FAILURE = 1, /* the command ran and failed, or found problems */
+    TOOL_EXIT_USAGE = 2,   /* bad command line, ambiguous key prefix */
+    TOOL_EXIT_NO_LAYER = 125,
+    TOOL_EXIT_CANNOT_RUN = 126,
+    TOOL_EXIT_NOT_FOUND = 127,
+};
+
+typedef struct tool_context tool_context;
+
+typedef struct tool_command {
+    const char *name;
+    const char *synopsis; /* after "zecache " */
+    const char *summary;  /* one line for the command list */
+    const char *details;  /* the rest of `zecache help NAME` */
+    int (*run)(tool_context *tool, int argc, char **argv);
+} tool_command;
+
+struct tool_context {
+    const tool_command *command;
+    const char *dir_option; /* --dir, also exported as NEO_CACHE_DIR */
+};
+
+extern const tool_command tool_cmd_exec, tool_cmd_stats, tool_cmd_zero_stats, tool_cmd_ls,
+    tool_cmd_show, tool_cmd_verify, tool_cmd_trim, tool_cmd_clear, tool_cmd_config;
+
+/* ---- tool_cli.c ---- */
+
+/* Every command accepts these; list them first in its option table. */
+#define TOOL_COMMON_OPTIONS                                                                        \
+    {"help", no_argument, NULL, 'h'},                                                              \
+    {                                                                                              \
+        "dir", required_argument, NULL, TOOL_OPTION_DIR                                            \
+    }
+
+enum {
+    TOOL_OPTION_DIR = 0x100,
+    TOOL_OPTIONS_DONE = -1, /* parse the operands from optind */
+    TOOL_OPTIONS_HELP = -2, /* help was printed: exit 0 */
+    TOOL_OPTIONS_BAD = -3,  /* a message was printed: exit 2 */
+};
+
+/* The command's next option, as getopt_long (stopping at the first operand),
+ * with --help and --dir handled here: returns an option's val, or one of
+ * TOOL_OPTIONS_*. argv[0] is what getopt's messages name. */
+int tool_next_option(tool_context *tool, int argc, char **argv, const struct option *options);
+/* The exit status for a TOOL_OPTIONS_HELP or TOOL_OPTIONS_BAD result. */
+int tool_options_exit(int result);
+/* For commands with only the common options and exactly operand_count
+ * operands (from optind): TOOL_OPTIONS_DONE, or the exit status to return. */
+int tool_parse_plain(tool_context *tool, int argc, char **argv, int operand_count);
+
+/* --dir DIR: remembered and exported, so the configuration (and a program
+ * run by exec) sees it as NEO_CACHE_DIR. False for an empty DIR. */
+bool tool_set_dir(tool_context *tool, const char *dir);
+
+/* "zecache CMD: message", "Try ..."; returns TOOL_EXIT_USAGE. */
+int tool_usage_error(const tool_context *tool, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "zecache CMD: message"; returns TOOL_EXIT_FAILURE. */
+int tool_fail(const tool_context *tool, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The help of tool->command, or of the whole tool when there is none. */
+void tool_print_help(const tool_context *tool);
+
+/* ---- zecache_main.c ---- */
+
+void tool_print_main_help(void);
+
+/* ---- tool_cache.c ---- */
+
+/* Opens config's directory for inspection and maintenance, also when
+ * NEO_CACHE_PERSISTENT=0 turns the layer's use of it off. On failure prints
+ * why (the core's own message) and returns its status. */
+zc_status tool_open_tier(const tool_context *tool, const zc_config *config, zc_disk_tier **tier);
+
+/* ---- tool_entries.c ---- */
+
+typedef struct tool_entry {
+    char *path; /* relative to the cache directory */
+    uint64_t file_size;
+    int64_t last_use_sec, last_use_nsec;
+    bool is_zecache; /* named <64 hex>.l0_cache; else the driver's own */
+    zc_key key;      /* when is_zecache */
+    bool header_ok;
+    zc_entry_header header; /* when header_ok */
+    char header_problem[128];
+} tool_entry;
+
+typedef struct tool_entry_list {
+    tool_entry *items;
+    size_t count;
+} tool_entry_list;
+
+/* Every .l0_cache file, sorted by path, with the header of each zecache
+ * entry read and checked (not the payload: that is verify's job). */
+zc_status tool_list_entries(zc_disk_tier *tier, tool_entry_list *list);
+void tool_free_entries(tool_entry_list *list);
+/* The entry's file name (the key's hex for ours). */
+const char *tool_entry_name(const tool_entry *entry);
+
+#endif
