@@ -256,5 +256,6 @@ void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
         stats->bypasses[i] = counter_read(&counters->bypasses[i]);
     zc_memory_tier_stats memory_stats;
     zc_memory_tier_get_stats(cache->memory, &memory_stats);
-    stats->evictions = memory_stats.evictions;
+    stats->memory_evictions = memory_stats.evictions;
+    stats->evictions = cache->disk != NULL ? zc_disk_tier_evictions(cache->disk) : 0;
 }

@@ -20,12 +20,23 @@ _Static_assert(sizeof(size_t) == sizeof(uint64_t), "config.file holds an 8-byte 
 
 /* With a limit, entries are evicted before the total passes it; a process
  * with a somewhat larger limit may overshoot it, but not by a factor of two. */
-static bool total_plausible(const zc_disk_tier *tier, uint64_t total)
+static bool total_plausible(uint64_t max_size, uint64_t total)
 {
     if (total > ZC_TOTAL_SANITY_LIMIT)
         return false;
-    return tier->max_size == 0 || total <= tier->max_size ||
-           total - tier->max_size <= tier->max_size;
+    return max_size == 0 || total <= max_size || total - max_size <= max_size;
+}
+
+zc_status zc_disk_parse_total(const void *bytes, size_t size, uint64_t max_size, uint64_t *total)
+{
+    size_t value;
+    if (size != sizeof value)
+        return ZC_MISS;
+    memcpy(&value, bytes, sizeof value);
+    if (!total_plausible(max_size, value))
+        return ZC_MISS;
+    *total = value;
+    return ZC_OK;
 }
 
 static int flock_retrying(const zc_fs_ops *ops, int fd, int operation)
@@ -47,14 +58,7 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
         return ZC_ERR_IO;
     }
     *oversized = got > sizeof(size_t);
-    if (got != sizeof(size_t))
-        return ZC_MISS;
-    size_t value;
-    memcpy(&value, bytes, sizeof value);
-    if (!total_plausible(tier, value))
-        return ZC_MISS;
-    *total = value;
-    return ZC_OK;
+    return zc_disk_parse_total(bytes, got, tier->max_size, total);
 }
 
 static zc_status open_and_lock(zc_disk_tier *tier, int *fd)

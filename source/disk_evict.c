@@ -213,6 +213,7 @@ zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t inc
     sweep_policy policy = {.keep_at_most = max - incoming, .free_at_least = max / 3};
     sweep_result result = {0, 0, 0};
     zc_status status = sweep(tier, lock, &policy, incoming, &result);
+    atomic_fetch_add_explicit(&tier->evictions, result.removed_entries, memory_order_relaxed);
     if (result.removed_entries > 0)
         zc_log_info("evicted %llu entries (%llu bytes) from %s",
                     (unsigned long long)result.removed_entries,
@@ -222,6 +223,11 @@ zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t inc
         status = ZC_ERR_IO;
     }
     return status;
+}
+
+uint64_t zc_disk_tier_evictions(zc_disk_tier *tier)
+{
+    return atomic_load_explicit(&tier->evictions, memory_order_relaxed);
 }
 
 zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,

@@ -13,6 +13,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -28,6 +29,7 @@ struct zc_disk_tier {
     /* Serialises this process's locked sections; flock on config.file
      * serialises them with other processes (ours and the driver). */
     pthread_mutex_t mutex;
+    atomic_uint_least64_t evictions; /* entries this tier's stores evicted */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
@@ -93,6 +95,9 @@ void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock);
  * that rescan fails, config.file is invalidated and ZC_ERR_IO returned: the
  * total is unknown, and must not be written. */
 zc_status zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size);
+/* config.file's bytes as a total: ZC_MISS unless exactly 8 bytes holding a
+ * value plausible under max_size (0: no limit). Pure, for the fuzzer. */
+zc_status zc_disk_parse_total(const void *bytes, size_t size, uint64_t max_size, uint64_t *total);
 /* config.file's value: ZC_MISS when missing, not 8 bytes, or implausible. */
 zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *oversized);
 

@@ -43,6 +43,7 @@ static const counter_field fields[] = {
     {"stores", offsetof(zc_stats_counters, stores)},
     {"store_errors", offsetof(zc_stats_counters, store_errors)},
     {"evictions", offsetof(zc_stats_counters, evictions)},
+    {"memory_evictions", offsetof(zc_stats_counters, memory_evictions)},
     {"compile_ns_spent", offsetof(zc_stats_counters, compile_ns_spent)},
     {"compile_ns_saved", offsetof(zc_stats_counters, compile_ns_saved)},
 };

@@ -122,7 +122,8 @@ static void print_counters(const zc_stats_counters *counters)
     print_bypasses(counters);
     printf("%-19s %llu (%llu failed)\n", "stores", (unsigned long long)counters->stores,
            (unsigned long long)counters->store_errors);
-    printf("%-19s %llu from memory\n", "evictions", (unsigned long long)counters->evictions);
+    printf("%-19s %llu from disk, %llu from memory\n", "evictions",
+           (unsigned long long)counters->evictions, (unsigned long long)counters->memory_evictions);
     printf("%-19s %.3f s saved, %.3f s spent compiling\n", "compile time",
            (double)counters->compile_ns_saved / 1e9, (double)counters->compile_ns_spent / 1e9);
 }

@@ -620,6 +620,7 @@ Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
     zc_disk_tier_close(probe);
 
     zc_disk_tier *tier = open_tier(5 * entry_size + entry_size / 2, NULL);
+    cr_assert_eq(zc_disk_tier_evictions(tier), 0);
     for (uint64_t i = 2; i <= 5; i++)
         store_ok(tier, 30 + i, binary_size, i == 2 ? "trace of 32" : NULL);
     for (uint64_t i = 1; i <= 5; i++) {
@@ -642,6 +643,7 @@ Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
     cr_assert(!exists(trace), "an evicted entry's trace goes with it");
     assert_accounting_exact();
     cr_assert_eq(walked_total, 4 * entry_size);
+    cr_assert_eq(zc_disk_tier_evictions(tier), 2);
     zc_disk_tier_close(tier);
 }
 

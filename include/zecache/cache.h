@@ -45,7 +45,8 @@ typedef struct zc_cache_stats {
     uint64_t memory_hits, disk_hits, misses, failed_builds;
     uint64_t bypasses[ZC_BYPASS_REASON_COUNT];
     uint64_t stores, store_errors;
-    uint64_t evictions; /* from the memory tier (the disk tier evicts inside its stores) */
+    uint64_t evictions;        /* entries the disk tier evicted to make room */
+    uint64_t memory_evictions; /* artifacts the memory tier dropped for its budget */
     uint64_t compile_ns_spent, compile_ns_saved;
 } zc_cache_stats;
 

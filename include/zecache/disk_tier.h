@@ -73,6 +73,9 @@ zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t tim
 /* Releases what claim holds (nothing is fine) and removes the lock file. */
 void zc_disk_tier_release(zc_disk_tier *tier, zc_disk_claim *claim);
 
+/* How many entries this tier's stores have evicted to make room. */
+uint64_t zc_disk_tier_evictions(zc_disk_tier *tier);
+
 /* One .l0_cache file found by a scan. */
 typedef struct zc_disk_entry_info {
     char path[PATH_MAX]; /* relative to the cache directory */
