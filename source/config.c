@@ -129,12 +129,14 @@ static zc_config_source read_dir(zc_config *config, config_complaints *complaint
     } else if (value != NULL) {
         complain(complaints, "NEO_CACHE_DIR", value, "a path", "the default directory");
     }
+    /* Relative values are ignored, as the XDG base directory specification
+     * says: they would move the cache with the working directory. */
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     bool ok = false;
-    if (xdg != NULL && xdg[0] != '\0')
+    if (xdg != NULL && xdg[0] == '/')
         ok = join_path(config->dir, sizeof config->dir, xdg, "/neo_compiler_cache");
-    else if (home != NULL && home[0] != '\0')
+    else if (home != NULL && home[0] == '/')
         ok = join_path(config->dir, sizeof config->dir, home, "/.cache/neo_compiler_cache");
     if (!ok)
         config->dir[0] = '\0'; /* no directory at all: the disk tier stays off */

@@ -109,7 +109,10 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         pthread_mutex_unlock(&tier->mutex);
         return status;
     }
-    if (!rescan && zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK)
+    /* Read even for a rescan: only reading tells a too-long file, which the
+     * total written later must then cut back to 8 bytes. */
+    bool valid = zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK;
+    if (!rescan && valid)
         return ZC_OK;
     if (!rescan)
         zc_log_info("%s in %s is missing or malformed: rescanning", ZC_CONFIG_FILE_NAME, tier->dir);
@@ -153,6 +156,20 @@ void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
     /* Empty reads as "short" to us and as 0 to the driver: both harmless. */
     if (tier->ops->ftruncate(lock->fd, 0) != 0)
         zc_disk_log_errno("cannot invalidate", ZC_CONFIG_FILE_NAME, errno);
+}
+
+/* A ninth byte makes config.file too long for us to trust, while the driver
+ * still reads the (correct) old total from the first eight; and unlike a
+ * truncation it frees no block, so the total can still be written back on a
+ * full disk. */
+void zc_disk_begin_change(zc_disk_tier *tier, zc_disk_lock *lock)
+{
+    static const unsigned char marker = 0;
+    if (zc_disk_pwrite_all(tier->ops, lock->fd, &marker, sizeof marker, sizeof(size_t)) == ZC_OK) {
+        lock->file_oversized = true;
+        return;
+    }
+    zc_disk_invalidate_total(tier, lock);
 }
 
 zc_status zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t size)

@@ -195,8 +195,10 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
     if (status == ZC_OK) {
         /* The recorded total may have been wrong: with the real one the new
          * entry may fit without removing anything. */
-        if (incoming == 0 || list.total > policy->keep_at_most)
+        if (incoming == 0 || list.total > policy->keep_at_most) {
+            zc_disk_begin_change(tier, lock);
             lru_remove_oldest(tier, &list, policy, result);
+        }
         status = zc_disk_set_total(tier, lock, list.total - result->removed_bytes);
     }
     lru_free(&list);
@@ -285,6 +287,7 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
     if (status != ZC_OK)
         return status;
     clear_state state = {tier, 0, false};
+    zc_disk_begin_change(tier, &lock);
     status = zc_disk_scan(tier, remove_any_item, &state);
     zc_status written;
     if (status == ZC_OK)
@@ -325,8 +328,13 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path)
         status = errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
     else if (!S_ISREG(st.st_mode))
         status = ZC_ERR_INVALID_ARG;
-    else if (!zc_disk_unlink_entry(tier, parent_fd, name))
-        status = ZC_ERR_IO;
+    else {
+        zc_disk_begin_change(tier, &lock);
+        if (!zc_disk_unlink_entry(tier, parent_fd, name)) {
+            zc_disk_set_total(tier, &lock, lock.total); /* nothing changed */
+            status = ZC_ERR_IO;
+        }
+    }
     if (status == ZC_OK)
         status = zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
     if (status == ZC_OK)

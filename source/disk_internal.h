@@ -91,6 +91,11 @@ void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock);
 zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t total);
 /* Cuts config.file to 0 bytes when the total is unknown. */
 void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock);
+/* Called just before every change to the entries: marks config.file invalid
+ * until the new total is written, so that a process killed in between
+ * leaves it to be rebuilt by the next lock holder's scan instead of
+ * plausible and wrong. */
+void zc_disk_begin_change(zc_disk_tier *tier, zc_disk_lock *lock);
 /* Subtracts a removed entry; rescans if the total was smaller than it. When
  * that rescan fails, config.file is invalidated and ZC_ERR_IO returned: the
  * total is unknown, and must not be written. */

@@ -66,9 +66,10 @@ static void remove_bad_entry(zc_disk_tier *tier, const zc_key *key, const struct
     struct stat st;
     int parent_fd = zc_disk_open_dir(tier, dir, false);
     if (parent_fd >= 0 && tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        st.st_dev == bad->st_dev && st.st_ino == bad->st_ino &&
-        zc_disk_unlink_entry(tier, parent_fd, name)) {
-        if (zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size) == ZC_OK)
+        st.st_dev == bad->st_dev && st.st_ino == bad->st_ino) {
+        zc_disk_begin_change(tier, &lock);
+        if (!zc_disk_unlink_entry(tier, parent_fd, name) ||
+            zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size) == ZC_OK)
             zc_disk_set_total(tier, &lock, lock.total);
     }
     if (parent_fd >= 0)
@@ -140,10 +141,14 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
         goto done;
     }
     status = zc_disk_make_room(tier, lock, entry_size);
-    if (status == ZC_OK)
-        status = zc_disk_publish(tier, entry, entry_size, parent_fd, name);
     if (status != ZC_OK)
         goto done;
+    zc_disk_begin_change(tier, lock);
+    status = zc_disk_publish(tier, entry, entry_size, parent_fd, name);
+    if (status != ZC_OK) {
+        zc_disk_set_total(tier, lock, lock->total); /* nothing changed */
+        goto done;
+    }
     status = zc_disk_set_total(tier, lock, lock->total + entry_size);
     if (status != ZC_OK) {
         /* Undo, so the entries on disk match what config.file says. */

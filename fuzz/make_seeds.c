@@ -1,0 +1,92 @@
+/* Writes the seed inputs of fuzz_entry, fuzz_entry_frame and
+ * fuzz_config_file into <corpus dir>/<target>/ (committed in fuzz/corpus;
+ * run again only when the entry format changes):
+ *   fuzz_make_seeds fuzz/corpus */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zecache/entry.h"
+
+static int write_seed(const char *root, const char *target, const char *name, const void *prefix,
+                      size_t prefix_size, const void *data, size_t size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, target);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/%s/%s", root, target, name);
+    FILE *file = fopen(path, "wb");
+    if (file == NULL)
+        return 1;
+    size_t written = fwrite(prefix, 1, prefix_size, file) + fwrite(data, 1, size, file);
+    return fclose(file) != 0 || written != prefix_size + size;
+}
+
+static void put_u32(uint8_t *p, uint32_t value)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(value >> (8 * i));
+}
+
+/* An entry as zc_entry_encode makes it, and its frame with the sizes the
+ * frame fuzzer reads first. */
+static int entry_seeds(const char *root, const char *name, const void *binary, size_t binary_size,
+                       const char *log, size_t log_size)
+{
+    zc_key key;
+    for (size_t i = 0; i < ZC_KEY_SIZE; i++)
+        key.bytes[i] = (uint8_t)(i * 37 + 1); /* the frame fuzzer's template key */
+    zc_artifact_meta meta = {.device_name = "Intel(R) Graphics [0xff20]",
+                             .driver_version = "1.3.29735",
+                             .compile_ns = 123456789,
+                             .created_unix = 1700000000};
+    zc_artifact *artifact = zc_artifact_create(binary, binary_size, log, log_size, &meta);
+    uint8_t *entry;
+    size_t size;
+    if (artifact == NULL || zc_entry_encode(&key, artifact, 3, &entry, &size) != ZC_OK)
+        return 1;
+    uint8_t sizes[8];
+    put_u32(sizes, (uint32_t)binary_size);
+    put_u32(sizes + 4, (uint32_t)log_size);
+    int failed = write_seed(root, "fuzz_entry", name, "", 0, entry, size) |
+                 write_seed(root, "fuzz_entry_frame", name, sizes, sizeof sizes,
+                            entry + ZC_ENTRY_HEADER_SIZE, size - ZC_ENTRY_HEADER_SIZE);
+    free(entry);
+    zc_artifact_unref(artifact);
+    return failed;
+}
+
+static int config_file_seeds(const char *root)
+{
+    uint64_t limit = 1 << 20, plausible = 4096, wrapped = UINT64_MAX - 4000;
+    uint8_t nine[9] = {0x10};
+    return write_seed(root, "fuzz_config_file", "plausible", &limit, 8, &plausible, 8) |
+           write_seed(root, "fuzz_config_file", "wrapped", &limit, 8, &wrapped, 8) |
+           write_seed(root, "fuzz_config_file", "empty", &limit, 8, "", 0) |
+           write_seed(root, "fuzz_config_file", "long", &limit, 8, nine, sizeof nine);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: fuzz_make_seeds <corpus dir>\n");
+        return 2;
+    }
+    uint8_t random_bytes[96];
+    uint64_t state = 88172645463325252u;
+    for (size_t i = 0; i < sizeof random_bytes; i++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        random_bytes[i] = (uint8_t)state;
+    }
+    const char *kernel = "kernel void k(global int *a) { a[get_global_id(0)] *= 2; } "
+                         "kernel void k(global int *a) { a[get_global_id(0)] *= 2; }";
+    const char *log = "warning: unused variable 'x'\n";
+    int failed =
+        entry_seeds(argv[1], "random_binary", random_bytes, sizeof random_bytes, log, strlen(log)) |
+        entry_seeds(argv[1], "text_binary", kernel, strlen(kernel), NULL, 0) |
+        entry_seeds(argv[1], "log_only", "", 0, log, strlen(log)) |
+        entry_seeds(argv[1], "tiny", "x", 1, "", 0) | config_file_seeds(argv[1]);
+    return failed ? 1 : 0;
+}
