@@ -3,7 +3,8 @@
 #   1. the whole suite (unit + end-to-end on Intel's real driver) in build/
 #   2. the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the threaded tests under ThreadSanitizer
-# Each step prints ctest's summary; the script fails if any step fails.
+#   4. each libFuzzer target for ZC_FUZZ_SECONDS (default 60) under ASan+UBSan
+# Each step prints its summary; the script fails if any step fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -30,6 +31,9 @@ build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     build_and_test build-tsan threaded -DZC_SANITIZE=thread -DZC_BUILD_BENCH=OFF \
     -DZC_BUILD_LAYER=OFF -DZC_BUILD_TOOLS=OFF || status=1
+
+echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
+bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || status=1
 
 if [ "$status" -eq 0 ]; then
     echo "test-all: every step passed"
