@@ -3,7 +3,6 @@
  * of payload is trusted; anything unexpected is a miss with a reason. */
 #include "zecache/entry.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -11,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+
+#include "zecache/sha256.h"
 
 enum {
     OFFSET_MAGIC = 0,
@@ -88,24 +89,11 @@ static uint64_t get_u64(const uint8_t *p)
     return value;
 }
 
-/* Fetched once: OpenSSL 3's implicit fetch inside EVP_Digest(EVP_sha256())
- * takes a lock and a lookup on every call, and this runs on every load. */
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-static EVP_MD *sha256_fetched;
-
-static void fetch_sha256(void)
-{
-    sha256_fetched = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
-
+/* The first CHECKSUM_SIZE bytes of the SHA-256 of the header before it. */
 static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
 {
-    pthread_once(&sha256_once, fetch_sha256);
-    const EVP_MD *md = sha256_fetched != NULL ? sha256_fetched : EVP_sha256();
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_size = 0;
-    if (EVP_Digest(header, OFFSET_CHECKSUM, digest, &digest_size, md, NULL) != 1 ||
-        digest_size < CHECKSUM_SIZE)
+    uint8_t digest[ZC_SHA256_SIZE];
+    if (!zc_sha256_digest(header, OFFSET_CHECKSUM, digest))
         return false;
     memcpy(checksum, digest, CHECKSUM_SIZE);
     return true;

@@ -3,7 +3,7 @@
  * The record is a sequence of fields, each tag (u32 LE), length (u64 LE),
  * then that many bytes, so no two different inputs give the same stream. It
  * is hashed as it is written, through a small staging buffer that saves one
- * EVP call per tiny field; it is never held whole.
+ * hash call per tiny field; it is never held whole.
  *
  *   FORMAT          u32 ZC_KEY_FORMAT_VERSION (always first)
  *   SPIRV           u64 size, SHA-256 of the SPIR-V bytes    } per input,
@@ -21,7 +21,8 @@
  * keeps its entries.
  *
  * The SPIR-V enters as its own digest: as strong as hashing the bytes in
- * place, and it is the value the trace shows. */
+ * place, it is the value the trace shows, and the process remembers it for
+ * large inputs that come again (spirv_digest_memo.h). */
 #include "zecache/key.h"
 
 #include <pthread.h>
@@ -30,9 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "zecache/sha256.h"
 #include "zecache/spirv.h"
+#include "zecache/spirv_digest_memo.h"
+
+_Static_assert(ZC_KEY_SIZE == ZC_SHA256_SIZE, "a key is a SHA-256 digest");
 
 enum record_tag {
     TAG_FORMAT = 1,
@@ -47,7 +50,6 @@ enum record_tag {
     TAG_ENV_VAR = 10,
 };
 
-#define SHA256_SIZE 32
 #define REASON_SIZE 256
 /* Sizes up to which per-part scratch lives on the stack, not the heap. */
 #define STACK_FLAGS_SIZE 512
@@ -57,8 +59,7 @@ enum record_tag {
 #define COMPILER_LIBRARY_COUNT 2
 
 struct zc_key_builder {
-    EVP_MD_CTX *record;
-    EVP_MD_CTX *spirv; /* created with the first SPIR-V input */
+    zc_sha256 *record;
     bool hash_failed;
     bool finished;
     bool refused;
@@ -71,39 +72,12 @@ struct zc_key_builder {
     uint8_t pending[512];
 };
 
-/* ---- SHA-256 ---- */
-
-/* Fetching the implementation once spares every EVP_DigestInit_ex a lookup
- * in OpenSSL's provider tables. */
-static const EVP_MD *sha256_md;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void fetch_sha256(void)
-{
-    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-    if (sha256_md == NULL)
-        sha256_md = EVP_sha256();
-}
-
-static const EVP_MD *sha256(void)
-{
-    pthread_once(&sha256_once, fetch_sha256);
-    return sha256_md;
-}
-
-static bool digest_bytes(EVP_MD_CTX *ctx, const void *bytes, size_t size,
-                         uint8_t digest[SHA256_SIZE])
-{
-    return EVP_DigestInit_ex(ctx, sha256(), NULL) == 1 && EVP_DigestUpdate(ctx, bytes, size) == 1 &&
-           EVP_DigestFinal_ex(ctx, digest, NULL) == 1;
-}
-
 /* ---- record writing ---- */
 
 static void record_flush(zc_key_builder *builder)
 {
     if (builder->pending_size > 0 &&
-        EVP_DigestUpdate(builder->record, builder->pending, builder->pending_size) != 1)
+        !zc_sha256_update(builder->record, builder->pending, builder->pending_size))
         builder->hash_failed = true;
     builder->pending_size = 0;
 }
@@ -113,7 +87,7 @@ static void record_bytes(zc_key_builder *builder, const void *bytes, size_t size
     if (size > sizeof builder->pending - builder->pending_size) {
         record_flush(builder);
         if (size > sizeof builder->pending / 2) {
-            if (EVP_DigestUpdate(builder->record, bytes, size) != 1)
+            if (!zc_sha256_update(builder->record, bytes, size))
                 builder->hash_failed = true;
             return;
         }
@@ -227,11 +201,10 @@ zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out)
     zc_key_builder *builder = calloc(1, sizeof *builder);
     if (builder == NULL)
         return ZC_ERR_NOMEM;
-    builder->record = EVP_MD_CTX_new();
+    builder->record = zc_sha256_create();
     if (want_trace)
         builder->trace = open_memstream(&builder->trace_text, &builder->trace_size);
-    if (builder->record == NULL || (want_trace && builder->trace == NULL) ||
-        EVP_DigestInit_ex(builder->record, sha256(), NULL) != 1) {
+    if (builder->record == NULL || (want_trace && builder->trace == NULL)) {
         zc_key_builder_destroy(builder);
         return ZC_ERR_NOMEM;
     }
@@ -245,8 +218,7 @@ void zc_key_builder_destroy(zc_key_builder *builder)
 {
     if (builder == NULL)
         return;
-    EVP_MD_CTX_free(builder->record);
-    EVP_MD_CTX_free(builder->spirv);
+    zc_sha256_destroy(builder->record);
     if (builder->trace != NULL)
         fclose(builder->trace);
     free(builder->trace_text);
@@ -410,12 +382,10 @@ zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t sp
         return refuse(builder, ZC_NOT_CACHEABLE,
                       "input %u is not SPIR-V (%zu bytes, no SPIR-V header)", builder->spirv_inputs,
                       spirv_size);
-    if (builder->spirv == NULL && (builder->spirv = EVP_MD_CTX_new()) == NULL)
-        return refuse(builder, ZC_ERR_NOMEM, "out of memory for SHA-256");
-    uint8_t digest[SHA256_SIZE];
-    if (!digest_bytes(builder->spirv, spirv, spirv_size, digest))
+    uint8_t digest[ZC_SHA256_SIZE];
+    if (!zc_spirv_digest(spirv, spirv_size, digest))
         return refuse(builder, ZC_ERR_NOMEM, "SHA-256 of the SPIR-V failed");
-    uint8_t field[8 + SHA256_SIZE];
+    uint8_t field[8 + ZC_SHA256_SIZE];
     put_bytes(put_u64(field, spirv_size), digest, sizeof digest);
     record_field(builder, TAG_SPIRV, field, sizeof field);
     trace(builder, "---- spirv %u ----\nsize: %zu\nsha256: ", builder->spirv_inputs, spirv_size);
@@ -597,7 +567,7 @@ zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
     if (status != ZC_OK)
         return ZC_NOT_CACHEABLE;
     record_flush(builder);
-    if (builder->hash_failed || EVP_DigestFinal_ex(builder->record, key->bytes, NULL) != 1) {
+    if (builder->hash_failed || !zc_sha256_finish(builder->record, key->bytes)) {
         refuse(builder, ZC_NOT_CACHEABLE, "SHA-256 of the key record failed");
         return ZC_NOT_CACHEABLE;
     }
