@@ -30,7 +30,7 @@ build_and_test build "" || status=1
 build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=OFF || status=1
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     build_and_test build-tsan threaded -DZC_SANITIZE=thread -DZC_BUILD_BENCH=OFF \
-    -DZC_BUILD_LAYER=OFF -DZC_BUILD_TOOLS=OFF || status=1
+    -DZC_BUILD_TOOLS=OFF || status=1
 
 echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
 bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || status=1
