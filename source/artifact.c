@@ -6,11 +6,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-/* Below this, page faults cost less than the extra system call. */
-enum { PREFAULT_MIN_BYTES = 256 * 1024 };
 
 struct zc_artifact {
     atomic_size_t references;
@@ -30,21 +25,6 @@ static size_t allocation_size(size_t binary_size, size_t log_size)
     return fixed + binary_size + log_size;
 }
 
-/* A decoder writes every byte of a fresh payload at once. Faulting its pages
- * in one call instead of one fault per page cut a 2 MB load from about 6 ms
- * to 1-2 ms on the machines measured (bench/bench_layer.sh). Where the kernel
- * lacks MADV_POPULATE_WRITE the pages fault in as usual. */
-static void prefault(void *start, size_t size)
-{
-    if (size < PREFAULT_MIN_BYTES)
-        return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t begin = ((uintptr_t)start + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)start + size) & ~(page - 1);
-    if (end > begin)
-        (void)madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
-}
-
 zc_artifact *zc_artifact_create_unfilled(size_t binary_size, size_t log_size,
                                          const zc_artifact_meta *meta, uint8_t **payload)
 {
@@ -62,7 +42,6 @@ zc_artifact *zc_artifact_create_unfilled(size_t binary_size, size_t log_size,
         artifact->meta = *meta;
     else
         memset(&artifact->meta, 0, sizeof(artifact->meta));
-    prefault(artifact->bytes, binary_size + log_size);
     artifact->bytes[binary_size + log_size] = '\0';
     *payload = artifact->bytes;
     return artifact;
