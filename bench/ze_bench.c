@@ -39,6 +39,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ze_common.h"
+
 #define MAX_MODULES 256
 #define MAX_REPEAT 1000
 
@@ -63,12 +65,6 @@ typedef struct bench_options {
     const char *save_native_dir;
 } bench_options;
 
-typedef struct level_zero {
-    ze_driver_handle_t driver;
-    ze_device_handle_t device;
-    ze_context_handle_t context;
-} level_zero;
-
 static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "ze_bench: %s%s%s\n", what, detail != NULL ? ": " : "",
@@ -84,27 +80,13 @@ static void *xmalloc(size_t size)
     return p;
 }
 
-static double now_ms(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
-}
-
 /* ---- inputs ---- */
 
 static void *read_whole_file(const char *path, size_t *size)
 {
-    FILE *file = fopen(path, "rb");
-    long length = -1;
-    if (file == NULL || fseek(file, 0, SEEK_END) != 0 || (length = ftell(file)) <= 0 ||
-        fseek(file, 0, SEEK_SET) != 0)
+    void *data = ze_common_read_file(path, size);
+    if (data == NULL)
         die("cannot read", path);
-    void *data = xmalloc((size_t)length);
-    if (fread(data, 1, (size_t)length, file) != (size_t)length)
-        die("cannot read", path);
-    fclose(file);
-    *size = (size_t)length;
     return data;
 }
 
@@ -164,17 +146,9 @@ static void add_path(module_input *modules, size_t *count, const char *path)
 
 /* ---- Level Zero ---- */
 
-static void open_level_zero(level_zero *l0)
+static void open_level_zero(ze_common_device *l0)
 {
-    uint32_t count = 1;
-    ze_context_desc_t context_desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
-    ze_result_t result = zeInit(0);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDriverGet(&count, &l0->driver);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDeviceGet(l0->driver, &count, &l0->device);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeContextCreate(l0->driver, &context_desc, &l0->context);
+    ze_result_t result = ze_common_open(l0);
     if (result != ZE_RESULT_SUCCESS) {
         char code[32];
         snprintf(code, sizeof(code), "0x%x", (unsigned)result);
@@ -183,7 +157,7 @@ static void open_level_zero(level_zero *l0)
 }
 
 /* Creates a module and returns how long zeModuleCreate took. */
-static double create_from(const level_zero *l0, const char *name, ze_module_format_t format,
+static double create_from(const ze_common_device *l0, const char *name, ze_module_format_t format,
                           const void *bytes, size_t size, ze_module_handle_t *module)
 {
     ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
@@ -191,9 +165,9 @@ static double create_from(const level_zero *l0, const char *name, ze_module_form
                              .inputSize = size,
                              .pInputModule = bytes,
                              .pBuildFlags = ""};
-    double start = now_ms();
+    double start = ze_common_now_ms();
     ze_result_t result = zeModuleCreate(l0->context, l0->device, &desc, module, NULL);
-    double elapsed = now_ms() - start;
+    double elapsed = ze_common_now_ms() - start;
     if (result != ZE_RESULT_SUCCESS) {
         fprintf(stderr, "ze_bench: zeModuleCreate(%s) failed: 0x%x\n", name, (unsigned)result);
         exit(1);
@@ -201,7 +175,7 @@ static double create_from(const level_zero *l0, const char *name, ze_module_form
     return elapsed;
 }
 
-static double create_module(const level_zero *l0, const module_input *input,
+static double create_module(const ze_common_device *l0, const module_input *input,
                             ze_module_handle_t *module)
 {
     return create_from(l0, input->name, input->format, input->bytes, input->size, module);
@@ -233,7 +207,7 @@ static void save_native(const char *dir, const module_input *input, ze_module_ha
 }
 
 /* --floor: the module's input becomes its native binary, compiled here. */
-static void replace_by_native(const level_zero *l0, module_input *input)
+static void replace_by_native(const ze_common_device *l0, module_input *input)
 {
     if (input->format == ZE_MODULE_FORMAT_NATIVE)
         return;
@@ -261,7 +235,7 @@ static double median_of(double *samples, unsigned count)
 
 /* One pass over all modules, the list started at its rotate-th entry. pass 0
  * is the first; pass k > 0 records the k-th repeat sample. */
-static void run_pass(const level_zero *l0, module_input *modules, size_t count,
+static void run_pass(const ze_common_device *l0, module_input *modules, size_t count,
                      const bench_options *options, unsigned pass)
 {
     for (size_t n = 0; n < count; n++) {
@@ -284,7 +258,7 @@ static void run_pass(const level_zero *l0, module_input *modules, size_t count,
  * first pass made. A whole pass, not module by module, so each module follows
  * the same module as in run_pass: destroying a large module changes what the
  * next create costs. */
-static void run_native_pass(const level_zero *l0, module_input *modules, size_t count,
+static void run_native_pass(const ze_common_device *l0, module_input *modules, size_t count,
                             const bench_options *options, unsigned pass)
 {
     for (size_t n = 0; n < count; n++) {
@@ -383,7 +357,7 @@ int main(int argc, char **argv)
         modules[n].native_ms = xmalloc(options.repeat * sizeof(double));
     }
 
-    level_zero l0;
+    ze_common_device l0;
     open_level_zero(&l0);
     if (options.floor)
         for (size_t n = 0; n < count; n++)

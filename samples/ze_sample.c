@@ -7,53 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "ze_common.h"
 
 #define MAX_FILES 64
 #define MAX_KERNELS 16
 
-typedef struct level_zero {
-    ze_driver_handle_t driver;
-    ze_device_handle_t device;
-    ze_context_handle_t context;
-} level_zero;
-
-static double now_ms(void)
+static int open_level_zero(ze_common_device *l0)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
-}
-
-static void *read_file(const char *path, size_t *size)
-{
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return NULL;
-    void *data = NULL;
-    long length = -1;
-    if (fseek(file, 0, SEEK_END) == 0 && (length = ftell(file)) > 0 &&
-        fseek(file, 0, SEEK_SET) == 0 && (data = malloc((size_t)length)) != NULL &&
-        fread(data, 1, (size_t)length, file) != (size_t)length) {
-        free(data);
-        data = NULL;
-    }
-    fclose(file);
-    *size = length > 0 ? (size_t)length : 0;
-    return data;
-}
-
-static int open_level_zero(level_zero *l0)
-{
-    uint32_t count = 1;
-    ze_context_desc_t context_desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
-    ze_result_t result = zeInit(0);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDriverGet(&count, &l0->driver);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDeviceGet(l0->driver, &count, &l0->device);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeContextCreate(l0->driver, &context_desc, &l0->context);
+    ze_result_t result = ze_common_open(l0);
     if (result != ZE_RESULT_SUCCESS)
         fprintf(stderr, "ze_sample: Level Zero setup failed: 0x%x\n", (unsigned)result);
     return result == ZE_RESULT_SUCCESS ? 0 : -1;
@@ -75,10 +37,10 @@ static void print_kernels(ze_module_handle_t module)
     }
 }
 
-static int build_module(const level_zero *l0, const char *path)
+static int build_module(const ze_common_device *l0, const char *path)
 {
     size_t size;
-    void *spirv = read_file(path, &size);
+    void *spirv = ze_common_read_file(path, &size);
     if (spirv == NULL) {
         fprintf(stderr, "ze_sample: cannot read %s\n", path);
         return -1;
@@ -89,9 +51,9 @@ static int build_module(const level_zero *l0, const char *path)
                              .pInputModule = spirv,
                              .pBuildFlags = ""};
     ze_module_handle_t module;
-    double start = now_ms();
+    double start = ze_common_now_ms();
     ze_result_t result = zeModuleCreate(l0->context, l0->device, &desc, &module, NULL);
-    double elapsed = now_ms() - start;
+    double elapsed = ze_common_now_ms() - start;
     free(spirv);
     const char *name = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
     if (result != ZE_RESULT_SUCCESS) {
@@ -129,7 +91,7 @@ static int list_spirv(const char *dir, char **paths)
 
 int main(int argc, char **argv)
 {
-    level_zero l0;
+    ze_common_device l0;
     char *paths[MAX_FILES];
     int count = 0;
     for (int i = 1; i < argc && count < MAX_FILES; i++)
@@ -139,12 +101,12 @@ int main(int argc, char **argv)
     if (count == 0 || open_level_zero(&l0) != 0)
         return 1;
     int failures = 0;
-    double start = now_ms();
+    double start = ze_common_now_ms();
     for (int i = 0; i < count; i++) {
         failures += build_module(&l0, paths[i]) != 0;
         free(paths[i]);
     }
-    printf("total %d modules %10.3f ms\n", count, now_ms() - start);
+    printf("total %d modules %10.3f ms\n", count, ze_common_now_ms() - start);
     zeContextDestroy(l0.context);
     return failures == 0 ? 0 : 1;
 }

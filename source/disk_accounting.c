@@ -103,6 +103,8 @@ static zc_status lock_config_file(zc_disk_tier *tier, zc_disk_lock *lock)
 zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lock)
 {
     memset(lock, 0, sizeof *lock);
+    if (tier == NULL)
+        return ZC_ERR_INVALID_ARG;
     pthread_mutex_lock(&tier->mutex);
     zc_status status = lock_config_file(tier, lock);
     if (status != ZC_OK) {
@@ -211,8 +213,6 @@ zc_status zc_disk_tier_scanned_size(zc_disk_tier *tier, uint64_t *size, uint64_t
 
 zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size)
 {
-    if (tier == NULL)
-        return ZC_ERR_INVALID_ARG;
     zc_disk_lock lock;
     zc_status status = zc_disk_lock_acquire(tier, true, &lock);
     if (status != ZC_OK)

@@ -235,8 +235,6 @@ uint64_t zc_disk_tier_evictions(zc_disk_tier *tier)
 zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,
                             uint64_t *removed_entries, uint64_t *removed_bytes)
 {
-    if (tier == NULL)
-        return ZC_ERR_INVALID_ARG;
     zc_disk_lock lock;
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);
     if (status != ZC_OK)
@@ -280,8 +278,6 @@ static int remove_any_item(void *context, const zc_scan_item *item)
 
 zc_status zc_disk_tier_clear(zc_disk_tier *tier)
 {
-    if (tier == NULL)
-        return ZC_ERR_INVALID_ARG;
     zc_disk_lock lock;
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);
     if (status != ZC_OK)

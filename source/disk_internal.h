@@ -84,6 +84,8 @@ typedef struct zc_disk_lock {
     bool file_oversized; /* config.file had more than 8 bytes: truncate on write */
 } zc_disk_lock;
 
+/* A NULL tier is ZC_ERR_INVALID_ARG, so the public calls that only lock
+ * need no check of their own. */
 zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lock);
 void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock);
 /* Writes total to config.file. On failure config.file is cut to 0 bytes, so

@@ -136,11 +136,7 @@ static int parse_ls_args(tool_context *tool, int argc, char **argv, ls_args *arg
         else
             return tool_usage_error(tool, "unknown sort order '%s' (last-use or size)", optarg);
     }
-    if (option != TOOL_OPTIONS_DONE)
-        return tool_options_exit(option);
-    if (optind != argc)
-        return tool_usage_error(tool, "unexpected operand '%s'", argv[optind]);
-    return TOOL_OPTIONS_DONE;
+    return tool_end_options(tool, option, argc, argv, 0);
 }
 
 static int run_ls(tool_context *tool, int argc, char **argv)
@@ -150,9 +146,8 @@ static int run_ls(tool_context *tool, int argc, char **argv)
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
     zc_config config;
-    zc_config_from_env(&config);
     zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
     tool_entry_list list;
     zc_status status = tool_list_entries(tier, &list);

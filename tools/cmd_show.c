@@ -175,9 +175,8 @@ static int run_show(tool_context *tool, int argc, char **argv)
     if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
         return tool_usage_error(tool, "'%s' is not a key prefix", prefix);
     zc_config config;
-    zc_config_from_env(&config);
     zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
     int exit_status = show_matching(tool, tier, prefix);
     zc_disk_tier_close(tier);

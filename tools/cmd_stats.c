@@ -189,14 +189,12 @@ static int run_stats(tool_context *tool, int argc, char **argv)
     int option;
     while ((option = tool_next_option(tool, argc, argv, options)) == 'j')
         json = true;
-    if (option != TOOL_OPTIONS_DONE)
-        return tool_options_exit(option);
-    if (optind != argc)
-        return tool_usage_error(tool, "unexpected operand '%s'", argv[optind]);
+    int parsed = tool_end_options(tool, option, argc, argv, 0);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
     zc_config config;
-    zc_config_from_env(&config);
     zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
     stats_report report = {.dir = zc_disk_tier_dir(tier), .max_size = config.max_size};
     zc_status status = gather(tool, tier, &report);
@@ -218,9 +216,8 @@ static int run_zero_stats(tool_context *tool, int argc, char **argv)
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
     zc_config config;
-    zc_config_from_env(&config);
     zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
     zc_status status = zc_stats_zero(zc_disk_tier_dir(tier));
     zc_disk_tier_close(tier);

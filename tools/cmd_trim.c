@@ -46,11 +46,7 @@ static int parse_trim_args(tool_context *tool, int argc, char **argv, trim_args 
         if (option == 'a' && !(args->has_age = tool_parse_duration(optarg, &args->age_seconds)))
             return tool_usage_error(tool, "bad duration '%s' (with s, m, h or d: 7d)", optarg);
     }
-    if (option != TOOL_OPTIONS_DONE)
-        return tool_options_exit(option);
-    if (optind != argc)
-        return tool_usage_error(tool, "unexpected operand '%s'", argv[optind]);
-    return TOOL_OPTIONS_DONE;
+    return tool_end_options(tool, option, argc, argv, 0);
 }
 
 /* The cutoff for zc_disk_tier_trim: 0 (no age bound) also when the age
@@ -70,13 +66,12 @@ static int run_trim(tool_context *tool, int argc, char **argv)
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
     zc_config config;
-    zc_config_from_env(&config);
+    zc_disk_tier *tier;
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
     uint64_t max_size = args.has_max_size ? args.max_size : config.max_size;
     if (!args.has_max_size && config.max_size == 0)
         max_size = UINT64_MAX; /* NEO_CACHE_MAX_SIZE=0: unlimited */
-    zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
     uint64_t entries = 0, bytes = 0;
     zc_status status = zc_disk_tier_trim(tier, max_size, unused_since(&args), &entries, &bytes);
     print_removed(entries, bytes);
@@ -93,9 +88,8 @@ static int run_clear(tool_context *tool, int argc, char **argv)
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
     zc_config config;
-    zc_config_from_env(&config);
     zc_disk_tier *tier;
-    if (tool_open_tier(tool, &config, &tier) != ZC_OK)
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
     uint64_t before_bytes = 0, before_entries = 0;
     zc_disk_tier_scanned_size(tier, &before_bytes, &before_entries);

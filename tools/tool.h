@@ -74,6 +74,10 @@ int tool_options_exit(int result);
 /* For commands with only the common options and exactly operand_count
  * operands (from optind): TOOL_OPTIONS_DONE, or the exit status to return. */
 int tool_parse_plain(tool_context *tool, int argc, char **argv, int operand_count);
+/* Ends a command's own option loop: last is tool_next_option's final result.
+ * Checks it and that exactly operand_count operands follow (from optind):
+ * TOOL_OPTIONS_DONE, or the exit status to return. */
+int tool_end_options(tool_context *tool, int last, int argc, char **argv, int operand_count);
 
 /* --dir DIR: remembered and exported, so the configuration (and a program
  * run by exec) sees it as NEO_CACHE_DIR. False for an empty DIR. */
@@ -98,6 +102,10 @@ void tool_print_main_help(void);
  * NEO_CACHE_PERSISTENT=0 turns the layer's use of it off. On failure prints
  * why (the core's own message) and returns its status. */
 zc_status tool_open_tier(const tool_context *tool, const zc_config *config, zc_disk_tier **tier);
+/* The configuration from the environment (zc_config_from_env) and its
+ * directory opened as tool_open_tier does. */
+zc_status tool_open_configured_tier(const tool_context *tool, zc_config *config,
+                                    zc_disk_tier **tier);
 
 /* ---- tool_entries.c ---- */
 

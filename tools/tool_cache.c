@@ -20,3 +20,10 @@ zc_status tool_open_tier(const tool_context *tool, const zc_config *config, zc_d
                   zc_status_name(status));
     return status;
 }
+
+zc_status tool_open_configured_tier(const tool_context *tool, zc_config *config,
+                                    zc_disk_tier **tier)
+{
+    zc_config_from_env(config);
+    return tool_open_tier(tool, config, tier);
+}

@@ -118,9 +118,14 @@ int tool_options_exit(int result)
 int tool_parse_plain(tool_context *tool, int argc, char **argv, int operand_count)
 {
     static const struct option options[] = {TOOL_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int result = tool_next_option(tool, argc, argv, options);
-    if (result != TOOL_OPTIONS_DONE)
-        return tool_options_exit(result);
+    return tool_end_options(tool, tool_next_option(tool, argc, argv, options), argc, argv,
+                            operand_count);
+}
+
+int tool_end_options(tool_context *tool, int last, int argc, char **argv, int operand_count)
+{
+    if (last != TOOL_OPTIONS_DONE)
+        return tool_options_exit(last);
     if (argc - optind < operand_count)
         return tool_usage_error(tool, "missing operand");
     if (argc - optind > operand_count)

@@ -1,4 +1,4 @@
-/* Helpers shared by test_entry.c and test_disk_tier.c: deterministic keys and
+/* Helpers shared by the disk tier's tests: deterministic keys and
  * artifacts, and the raw header fields the tests tamper with. */
 #ifndef ZC_DISK_TEST_SUPPORT_H
 #define ZC_DISK_TEST_SUPPORT_H
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "zecache/artifact.h"
+#include "zecache/config.h"
 #include "zecache/entry.h"
 #include "zecache/key.h"
 
@@ -118,6 +119,18 @@ static inline void t_resign_header(uint8_t *entry)
     unsigned int digest_size = 0;
     cr_assert_eq(EVP_Digest(entry, T_OFFSET_CHECKSUM, digest, &digest_size, EVP_sha256(), NULL), 1);
     memcpy(entry + T_OFFSET_CHECKSUM, digest, 16);
+}
+
+/* A configuration that uses dir as the disk tier. */
+static inline zc_config t_disk_config(const char *dir, uint64_t max_size, int compression_level)
+{
+    zc_config config;
+    memset(&config, 0, sizeof config);
+    config.persistent = true;
+    snprintf(config.dir, sizeof config.dir, "%s", dir);
+    config.max_size = max_size;
+    config.compression_level = compression_level;
+    return config;
 }
 
 #endif

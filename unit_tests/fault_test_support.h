@@ -24,8 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk_test_support.h"
 #include "fault_content.h"
 #include "fault_mix.h"
+#include "test_support.h"
 #include "zecache/disk_tier.h"
 
 #define FT_MAX_BINARY 2000
@@ -66,15 +68,16 @@ static inline void ft_remove_root(void)
     nftw(ft_root, ft_remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* A soak's size from the environment (scripts/crash-soak.sh), else fallback. */
+static inline uint64_t ft_env_number(const char *name, uint64_t fallback)
+{
+    const char *text = getenv(name);
+    return text != NULL && text[0] != '\0' ? strtoull(text, NULL, 10) : fallback;
+}
+
 static inline zc_config ft_config(const char *dir, uint64_t max_size)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s", dir);
-    config.max_size = max_size;
-    config.compression_level = 1;
-    return config;
+    return t_disk_config(dir, max_size, 1);
 }
 
 static inline zc_disk_tier *ft_open(uint64_t max_size, const zc_fs_ops *ops)
@@ -110,12 +113,6 @@ static inline void ft_make_entry_dirs(uint64_t n)
     mkdir(path, 0700);
     *second = '/';
     mkdir(path, 0700);
-}
-
-static inline bool ft_exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
 }
 
 static inline void ft_write_file(const char *path, const void *data, size_t size)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "disk_test_support.h"
+#include "test_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_tier.h"
 
@@ -28,20 +29,13 @@ static char cache_dir[256];
 
 static void make_test_root(void)
 {
-    snprintf(test_root, sizeof test_root, "/tmp/zc_claim_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(test_root));
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", test_root);
-}
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)type, (void)ftw;
-    return remove(path);
+    t_make_scratch(test_root, sizeof test_root, "/tmp/zc_claim_test_XXXXXX", cache_dir,
+                   sizeof cache_dir);
 }
 
 static void remove_test_root(void)
 {
-    nftw(test_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(test_root);
 }
 
 TestSuite(claim, .init = make_test_root, .fini = remove_test_root, .timeout = 120);
@@ -50,13 +44,7 @@ TestSuite(claim, .init = make_test_root, .fini = remove_test_root, .timeout = 12
 
 static zc_config config_for(uint64_t max_size)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s", cache_dir);
-    config.max_size = max_size;
-    config.compression_level = 3;
-    return config;
+    return t_disk_config(cache_dir, max_size, 3);
 }
 
 static zc_disk_tier *open_tier_with(uint64_t max_size, const zc_fs_ops *ops)
@@ -77,12 +65,6 @@ static void lock_path(char *out, const zc_key *key)
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
     snprintf(out, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, ZC_LOCK_SUFFIX);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
 }
 
 static int lock_files;
@@ -259,7 +241,7 @@ Test(claim, claim_holds_a_lock_file_that_release_removes)
     cr_assert_eq(st.st_mode & 07777, 0600);
     zc_disk_tier_release(tier, &claim);
     cr_assert_eq(claim.lock_fd, -1);
-    cr_assert_not(exists(path));
+    cr_assert_not(t_exists(path));
 
     /* Claimed again, stored: from then on the key is ready without a lock. */
     cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_CLAIMED);
@@ -387,7 +369,7 @@ static void leave_dead_lock(const zc_key *key, bool old)
     kill_holder(&h);
     char path[PATH_MAX];
     lock_path(path, key);
-    cr_assert(exists(path));
+    cr_assert(t_exists(path));
     if (old)
         set_old_mtime(path);
 }
@@ -430,13 +412,13 @@ Test(claim, trim_removes_old_unheld_lock_files_only)
     set_old_mtime(path);
     cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
     lock_path(path, &dead_old);
-    cr_assert_not(exists(path));
+    cr_assert_not(t_exists(path));
     lock_path(path, &dead_young);
-    cr_assert(exists(path));
+    cr_assert(t_exists(path));
     lock_path(path, &held_old);
-    cr_assert(exists(path));
+    cr_assert(t_exists(path));
     finish_holder(&h, false);
-    cr_assert_not(exists(path));
+    cr_assert_not(t_exists(path));
     zc_disk_tier_close(tier);
 }
 

@@ -17,6 +17,7 @@
 
 #include "../source/disk_internal.h"
 #include "disk_test_support.h"
+#include "test_support.h"
 #include "zecache/disk_tier.h"
 
 static char test_root[256];
@@ -24,22 +25,13 @@ static char cache_dir[512]; /* short, so paths built from it fit PATH_MAX */
 
 static void make_test_root(void)
 {
-    snprintf(test_root, sizeof test_root, "/tmp/zc_disk_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(test_root));
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", test_root);
-}
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)ftw;
-    if (type == FTW_DP)
-        chmod(path, 0700); /* undo a test's chmod so rmdir works for non-root */
-    return remove(path);
+    t_make_scratch(test_root, sizeof test_root, "/tmp/zc_disk_test_XXXXXX", cache_dir,
+                   sizeof cache_dir);
 }
 
 static void remove_test_root(void)
 {
-    nftw(test_root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(test_root);
 }
 
 TestSuite(disk, .init = make_test_root, .fini = remove_test_root);
@@ -48,13 +40,7 @@ TestSuite(disk, .init = make_test_root, .fini = remove_test_root);
 
 static zc_config config_for(const char *dir, uint64_t max_size)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s", dir);
-    config.max_size = max_size;
-    config.compression_level = 3;
-    return config;
+    return t_disk_config(dir, max_size, 3);
 }
 
 static zc_disk_tier *open_tier(uint64_t max_size, const zc_fs_ops *ops)
@@ -85,12 +71,6 @@ static void trace_path(char *out, const zc_key *key)
     snprintf(out, PATH_MAX, "%s/%c/%c/%s.trace", cache_dir, hex[0], hex[1], hex);
 }
 
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 static uint64_t file_size(const char *path)
 {
     struct stat st;
@@ -116,14 +96,6 @@ static uint8_t *read_file(const char *path, size_t *size)
     cr_assert_eq(fread(data, 1, *size, file), *size);
     fclose(file);
     return data;
-}
-
-static void write_file(const char *path, const void *data, size_t size)
-{
-    FILE *file = fopen(path, "wb");
-    cr_assert_not_null(file, "%s", path);
-    cr_assert_eq(fwrite(data, 1, size, file), size);
-    cr_assert_eq(fclose(file), 0);
 }
 
 static void set_mtime(const char *path, time_t seconds)
@@ -183,7 +155,7 @@ static void write_config_file(const void *bytes, size_t size)
 {
     char path[PATH_MAX];
     path_in_cache(path, ZC_CONFIG_FILE_NAME);
-    write_file(path, bytes, size);
+    t_write_file(path, bytes, size);
 }
 
 static void assert_accounting_exact(void)
@@ -301,7 +273,7 @@ Test(disk, load_of_an_absent_key_is_a_miss)
     zc_key key = t_key(4);
     char path[PATH_MAX];
     entry_path(path, &key);
-    cr_assert(!exists(path));
+    cr_assert(!t_exists(path));
     zc_disk_tier_close(tier);
 }
 
@@ -341,7 +313,7 @@ Test(disk, entry_larger_than_the_limit_is_not_stored)
     zc_artifact_unref(artifact);
     char path[PATH_MAX];
     entry_path(path, &key);
-    cr_assert(!exists(path));
+    cr_assert(!t_exists(path));
     cr_assert_eq(count_temp_files(), 0);
     zc_disk_tier_close(tier);
 }
@@ -387,7 +359,7 @@ static void flip_a_payload_byte(const char *path)
     size_t size;
     uint8_t *data = read_file(path, &size);
     data[size - 20] ^= 0x10;
-    write_file(path, data, size);
+    t_write_file(path, data, size);
     free(data);
 }
 
@@ -396,7 +368,7 @@ static void flip_a_header_byte(const char *path)
     size_t size;
     uint8_t *data = read_file(path, &size);
     data[T_OFFSET_DEVICE_NAME] ^= 0x01;
-    write_file(path, data, size);
+    t_write_file(path, data, size);
     free(data);
 }
 
@@ -411,7 +383,7 @@ static void set_version_2(const char *path)
     uint8_t *data = read_file(path, &size);
     t_put_u32(data + T_OFFSET_VERSION, 2);
     t_resign_header(data);
-    write_file(path, data, size);
+    t_write_file(path, data, size);
     free(data);
 }
 
@@ -421,7 +393,7 @@ static void claim_huge_sizes(const char *path)
     uint8_t *data = read_file(path, &size);
     t_put_u64(data + T_OFFSET_BINARY_SIZE, UINT64_C(1) << 40);
     t_resign_header(data);
-    write_file(path, data, size);
+    t_write_file(path, data, size);
     free(data);
 }
 
@@ -433,7 +405,7 @@ static void hold_another_key(const char *path)
     uint8_t *bytes;
     size_t size;
     cr_assert_eq(zc_entry_encode(&other, artifact, 3, &bytes, &size), ZC_OK);
-    write_file(path, bytes, size);
+    t_write_file(path, bytes, size);
     free(bytes);
     zc_artifact_unref(artifact);
 }
@@ -454,8 +426,8 @@ static void assert_bad_entry_removed(damage_fn damage)
     assert_accounting_exact();
 
     assert_misses(tier, 11);
-    cr_assert(!exists(path), "the bad entry is removed");
-    cr_assert(!exists(trace), "with its trace");
+    cr_assert(!t_exists(path), "the bad entry is removed");
+    cr_assert(!t_exists(trace), "with its trace");
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 1);
     assert_loads(tier, 10, 300);
@@ -508,10 +480,10 @@ Test(disk, oversized_uncounted_entry_is_removed_and_accounting_rescanned)
     char path[PATH_MAX];
     make_entry_dirs(&key);
     entry_path(path, &key);
-    write_file(path, bytes, size);
+    t_write_file(path, bytes, size);
 
     assert_misses(tier, 13);
-    cr_assert(!exists(path));
+    cr_assert(!t_exists(path));
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 1);
     free(bytes);
@@ -529,13 +501,13 @@ static void assert_rebuilt_after(const void *bytes, size_t size, bool remove_it)
     char path[PATH_MAX];
     uint8_t raw[1000] = {0};
     path_in_cache(path, "0123456789abcdef.l0_cache");
-    write_file(path, raw, sizeof raw);
+    t_write_file(path, raw, sizeof raw);
     path_in_cache(path, "f");
     mkdir(path, 0700);
     path_in_cache(path, "f/e");
     mkdir(path, 0700);
     path_in_cache(path, "f/e/fedcba9876543210.l0_cache");
-    write_file(path, raw, 333);
+    t_write_file(path, raw, 333);
 
     path_in_cache(path, ZC_CONFIG_FILE_NAME);
     if (remove_it)
@@ -631,16 +603,16 @@ Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
     cr_assert_gt(mtime_of(paths[1]), 5000);
 
     store_ok(tier, 36, binary_size, NULL);
-    cr_assert(exists(paths[1]));
-    cr_assert(!exists(paths[2]));
-    cr_assert(!exists(paths[3]));
-    cr_assert(exists(paths[4]));
-    cr_assert(exists(paths[5]));
-    cr_assert(exists(paths[6]));
+    cr_assert(t_exists(paths[1]));
+    cr_assert(!t_exists(paths[2]));
+    cr_assert(!t_exists(paths[3]));
+    cr_assert(t_exists(paths[4]));
+    cr_assert(t_exists(paths[5]));
+    cr_assert(t_exists(paths[6]));
     char trace[PATH_MAX];
     zc_key key2 = t_key(32);
     trace_path(trace, &key2);
-    cr_assert(!exists(trace), "an evicted entry's trace goes with it");
+    cr_assert(!t_exists(trace), "an evicted entry's trace goes with it");
     assert_accounting_exact();
     cr_assert_eq(walked_total, 4 * entry_size);
     cr_assert_eq(zc_disk_tier_evictions(tier), 2);
@@ -653,13 +625,13 @@ Test(disk, eviction_removes_old_orphaned_temp_files_only)
     char old_temp[PATH_MAX], young_temp[PATH_MAX];
     path_in_cache(old_temp, ZC_TEMP_PREFIX "0123456789abcdef");
     path_in_cache(young_temp, ZC_TEMP_PREFIX "fedcba9876543210");
-    write_file(old_temp, "partial", 7);
-    write_file(young_temp, "partial", 7);
+    t_write_file(old_temp, "partial", 7);
+    t_write_file(young_temp, "partial", 7);
     set_mtime(old_temp, time(NULL) - ZC_TEMP_MAX_AGE_SEC - 60);
     for (uint64_t seed = 40; seed < 50; seed++) /* forces evictions */
         store_ok(tier, seed, 1000, NULL);
-    cr_assert(!exists(old_temp));
-    cr_assert(exists(young_temp));
+    cr_assert(!t_exists(old_temp));
+    cr_assert(t_exists(young_temp));
     assert_accounting_exact();
     zc_disk_tier_close(tier);
 }
@@ -672,7 +644,7 @@ static void write_valid_entry(const char *path, const zc_key *key, uint64_t seed
     uint8_t *bytes;
     size_t size;
     cr_assert_eq(zc_entry_encode(key, artifact, 3, &bytes, &size), ZC_OK);
-    write_file(path, bytes, size);
+    t_write_file(path, bytes, size);
     free(bytes);
     zc_artifact_unref(artifact);
 }
@@ -753,11 +725,11 @@ Test(disk, openat_fallback_refuses_symlinks_and_escapes)
     cr_assert_eq(mkdir(cache_dir, 0700), 0);
     char path[PATH_MAX], target[PATH_MAX];
     snprintf(target, sizeof target, "%s/target", test_root);
-    write_file(target, "x", 1);
+    t_write_file(target, "x", 1);
     path_in_cache(path, "real");
     cr_assert_eq(mkdir(path, 0700), 0);
     path_in_cache(path, "real/file");
-    write_file(path, "y", 1);
+    t_write_file(path, "y", 1);
     path_in_cache(path, "link");
     cr_assert_eq(symlink(target, path), 0);
     path_in_cache(path, "dirlink");
@@ -831,10 +803,10 @@ Test(disk, unusable_directories_are_refused)
     zc_config config = config_for(cache_dir, 1 << 20);
     config.persistent = false;
     cr_assert_eq(open_status(&config), ZC_ERR_DISABLED);
-    cr_assert(!exists(cache_dir), "nothing is created when off");
+    cr_assert(!t_exists(cache_dir), "nothing is created when off");
     config = config_for("", 1 << 20);
     cr_assert_eq(open_status(&config), ZC_ERR_DISABLED);
-    write_file(cache_dir, "not a directory", 15);
+    t_write_file(cache_dir, "not a directory", 15);
     config = config_for(cache_dir, 1 << 20);
     cr_assert_eq(open_status(&config), ZC_ERR_DISABLED);
     char below_file[PATH_MAX];
@@ -1049,7 +1021,7 @@ static void assert_consistent_after_failure(zc_disk_tier *tier, zc_status status
     if (status == ZC_OK)
         assert_loads(tier, seed, binary_size);
     else
-        cr_assert(!exists(path), "fail_at %ld: %s", fail_at, zc_status_name(status));
+        cr_assert(!t_exists(path), "fail_at %ld: %s", fail_at, zc_status_name(status));
     uint64_t recorded;
     if (config_file_value(&recorded))
         cr_assert_eq(recorded, disk_total(), "fail_at %ld", fail_at);
@@ -1107,7 +1079,7 @@ Test(disk, load_survives_each_call_failing_in_turn)
         cr_assert(status == ZC_OK || status == ZC_MISS);
         cr_assert_eq(status == ZC_OK, loaded != NULL);
         zc_artifact_unref(loaded);
-        cr_assert(exists(path), "an I/O error is not a reason to remove a good entry");
+        cr_assert(t_exists(path), "an I/O error is not a reason to remove a good entry");
         if (exhausted)
             break;
     }
@@ -1215,7 +1187,7 @@ Test(disk, foreach_lists_ours_and_the_drivers_entries)
         store_ok(tier, seed, 300, "trace");
     char path[PATH_MAX];
     path_in_cache(path, "00112233445566ff.l0_cache");
-    write_file(path, "driver entry", 12);
+    t_write_file(path, "driver entry", 12);
     path_in_cache(path, "link.l0_cache");
     cr_assert_eq(symlink("/etc/passwd", path), 0);
     listing list = {0};
@@ -1246,7 +1218,7 @@ Test(disk, verify_entry_reports_without_changing_anything)
     set_mtime(path, 1234);
     cr_assert_eq(zc_disk_tier_verify_entry(tier, rel, NULL, reason, sizeof reason), ZC_MISS);
     cr_assert_neq(reason[0], '\0');
-    cr_assert(exists(path));
+    cr_assert(t_exists(path));
     cr_assert_eq(mtime_of(path), 1234);
     cr_assert_eq(
         zc_disk_tier_verify_entry(tier, "00112233445566ff.l0_cache", NULL, reason, sizeof reason),
@@ -1265,17 +1237,17 @@ Test(disk, remove_entry_keeps_accounting_exact)
     entry_path(path, &key);
     trace_path(trace, &key);
     cr_assert_eq(zc_disk_tier_remove_entry(tier, rel), ZC_OK);
-    cr_assert(!exists(path));
-    cr_assert(!exists(trace));
+    cr_assert(!t_exists(path));
+    cr_assert(!t_exists(trace));
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 1);
     cr_assert_eq(zc_disk_tier_remove_entry(tier, rel), ZC_MISS);
     cr_assert_eq(zc_disk_tier_remove_entry(tier, "config.file"), ZC_ERR_INVALID_ARG);
     char outside[PATH_MAX];
     snprintf(outside, sizeof outside, "%s/victim.l0_cache", test_root);
-    write_file(outside, "keep", 4);
+    t_write_file(outside, "keep", 4);
     cr_assert_neq(zc_disk_tier_remove_entry(tier, "../victim.l0_cache"), ZC_OK);
-    cr_assert(exists(outside));
+    cr_assert(t_exists(outside));
     assert_accounting_exact();
     zc_disk_tier_close(tier);
 }
@@ -1295,13 +1267,13 @@ Test(disk, trim_by_age_then_by_size)
     cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 2500, &entries, &bytes), ZC_OK);
     cr_assert_eq(entries, 2);
     cr_assert_eq(bytes, two);
-    cr_assert(!exists(paths[0]) && !exists(paths[1]) && exists(paths[2]));
+    cr_assert(!t_exists(paths[0]) && !t_exists(paths[1]) && t_exists(paths[2]));
     assert_accounting_exact();
 
     uint64_t newest = file_size(paths[4]);
     cr_assert_eq(zc_disk_tier_trim(tier, newest, 0, &entries, &bytes), ZC_OK);
     cr_assert_eq(entries, 2);
-    cr_assert(!exists(paths[2]) && !exists(paths[3]) && exists(paths[4]));
+    cr_assert(!t_exists(paths[2]) && !t_exists(paths[3]) && t_exists(paths[4]));
     assert_accounting_exact();
     cr_assert_eq(walked_total, newest);
     zc_disk_tier_close(tier);
@@ -1314,16 +1286,16 @@ Test(disk, clear_removes_everything_and_zeroes_the_total)
         store_ok(tier, seed, 300, "trace");
     char path[PATH_MAX];
     path_in_cache(path, "00112233445566ff.l0_cache");
-    write_file(path, "driver entry", 12);
+    t_write_file(path, "driver entry", 12);
     path_in_cache(path, ZC_TEMP_PREFIX "0011223344556677");
-    write_file(path, "young temp", 10);
+    t_write_file(path, "young temp", 10);
     cr_assert_eq(zc_disk_tier_clear(tier), ZC_OK);
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 0);
     cr_assert_eq(count_temp_files(), 0);
     zc_key key = t_key(210);
     trace_path(path, &key);
-    cr_assert(!exists(path));
+    cr_assert(!t_exists(path));
     assert_misses(tier, 210);
     zc_disk_tier_close(tier);
 }

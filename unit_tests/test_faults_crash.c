@@ -27,12 +27,6 @@ enum {
     LIMIT = 48 << 10,
 };
 
-static uint64_t env_number(const char *name, uint64_t fallback)
-{
-    const char *text = getenv(name);
-    return text != NULL && text[0] != '\0' ? strtoull(text, NULL, 10) : fallback;
-}
-
 enum { ARG_SLOT = 7, ARG_SEED = 8, ARGS = 9 };
 
 typedef struct crash_run {
@@ -198,9 +192,9 @@ static void report(const crash_run *run, const leftovers *left)
 
 Test(fault_crash, killed_writers_leave_only_complete_entries, .timeout = 1800)
 {
-    uint64_t target = env_number("ZC_CRASH_KILLS", 100);
-    uint64_t max_delay_us = env_number("ZC_CRASH_MAX_DELAY_US", 20000);
-    uint64_t seed = env_number("ZC_CRASH_SEED", (uint64_t)time(NULL));
+    uint64_t target = ft_env_number("ZC_CRASH_KILLS", 100);
+    uint64_t max_delay_us = ft_env_number("ZC_CRASH_MAX_DELAY_US", 20000);
+    uint64_t seed = ft_env_number("ZC_CRASH_SEED", (uint64_t)time(NULL));
     cr_log_info("seed %llu (ZC_CRASH_SEED), %llu kills, delays up to %llu us",
                 (unsigned long long)seed, (unsigned long long)target,
                 (unsigned long long)max_delay_us);
@@ -279,7 +273,7 @@ static void run_script_here(void)
 
 static void fresh_cache(void)
 {
-    if (ft_exists(ft_cache))
+    if (t_exists(ft_cache))
         cr_assert_eq(nftw(ft_cache, ft_remove_one, 16, FTW_DEPTH | FTW_PHYS), 0);
     cr_assert_eq(mkdir(ft_cache, 0700), 0);
 }

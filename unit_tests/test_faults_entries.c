@@ -57,12 +57,12 @@ Test(fault_entries, every_bit_flip_at_every_byte_is_a_miss_or_the_same_bytes)
             if (ft_try_load(tier, n) == ZC_OK) {
                 /* Only a flip zstd ignores: ft_try_load checked the bytes. */
                 cr_assert_geq(byte, ZC_ENTRY_HEADER_SIZE, "header byte %zu bit %d", byte, bit);
-                cr_assert(ft_exists(path));
+                cr_assert(t_exists(path));
                 same_bytes++;
                 continue;
             }
             misses++;
-            cr_assert(!ft_exists(path), "byte %zu bit %d: the bad entry is removed", byte, bit);
+            cr_assert(!t_exists(path), "byte %zu bit %d: the bad entry is removed", byte, bit);
             uint64_t recorded = 0;
             cr_assert(ft_config_value(&recorded));
             cr_assert_eq(recorded, bystander_size, "byte %zu bit %d", byte, bit);
@@ -109,7 +109,7 @@ Test(fault_entries, every_truncation_and_extension_is_a_miss_and_removed)
             continue;
         plant_and_repair(tier, path, longer, length);
         ft_assert_miss(tier, VICTIM);
-        cr_assert(!ft_exists(path), "length %zu of %zu", length, size);
+        cr_assert(!t_exists(path), "length %zu of %zu", length, size);
         uint64_t recorded = 0;
         cr_assert(ft_config_value(&recorded));
         cr_assert_eq(recorded, bystander_size, "length %zu of %zu", length, size);
@@ -153,7 +153,7 @@ static void check_planted(plant_fn plant, expectation expected, uint64_t others_
 
     ft_assert_miss(tier, VICTIM);
     ft_assert_miss(tier, VICTIM); /* and again, with the same result */
-    cr_assert_eq(ft_exists(path), expected != REMOVED);
+    cr_assert_eq(t_exists(path), expected != REMOVED);
     ft_census census = ft_take_census();
     uint64_t recorded = 0;
     cr_assert(ft_config_value(&recorded));
@@ -271,7 +271,7 @@ Test(fault_entries, directory_in_place_of_an_entry_is_a_miss_and_left_alone)
     char path[PATH_MAX], inside[PATH_MAX + 16];
     ft_entry_path(path, VICTIM, ZC_ENTRY_SUFFIX);
     snprintf(inside, sizeof inside, "%s/inside", path);
-    cr_assert(ft_exists(inside), "nothing inside it is touched");
+    cr_assert(t_exists(inside), "nothing inside it is touched");
 }
 
 static void plant_fifo(const char *path, const uint8_t *entry, size_t entry_size)
@@ -322,7 +322,7 @@ static void plant_dangling_symlink(const char *path, const uint8_t *entry, size_
 Test(fault_entries, dangling_symlink_is_a_miss_and_replaced_by_a_store)
 {
     check_planted(plant_dangling_symlink, KEPT_REPLACED, 0);
-    cr_assert(!ft_exists(outside_target), "nothing is created through the link");
+    cr_assert(!t_exists(outside_target), "nothing is created through the link");
 }
 
 /* A valid entry of this very key inside the cache, under another name: a
@@ -379,7 +379,7 @@ Test(fault_entries, symlink_to_a_directory_outside_is_not_followed)
     check_planted(plant_symlink_to_directory, KEPT_REPLACED, 0);
     char inside[PATH_MAX + 16];
     snprintf(inside, sizeof inside, "%s/keep", outside_target);
-    cr_assert(ft_exists(inside));
+    cr_assert(t_exists(inside));
 }
 
 /* The second level directory (k1) a symlink to a directory outside that
@@ -406,7 +406,7 @@ Test(fault_entries, symlinked_second_level_directory_is_not_followed)
     ft_write_file(outside, entry, entry_size);
 
     ft_assert_miss(tier, VICTIM);
-    cr_assert(ft_exists(outside));
+    cr_assert(t_exists(outside));
     cr_assert_eq(ft_try_store(tier, VICTIM, NULL), ZC_ERR_IO);
     cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
     ft_census census = ft_take_census();
@@ -431,7 +431,7 @@ Test(fault_entries, file_in_place_of_a_level_directory_blocks_only_its_keys)
     ft_entry_path(path, VICTIM, ZC_ENTRY_SUFFIX);
     *strrchr(path, '/') = '\0';
     *strrchr(path, '/') = '\0'; /* .../k0 */
-    cr_assert(!ft_exists(path), "the test needs keys under different k0");
+    cr_assert(!t_exists(path), "the test needs keys under different k0");
     ft_write_file(path, "not a directory", 15);
     ft_assert_miss(tier, VICTIM);
     cr_assert_eq(ft_try_store(tier, VICTIM, NULL), ZC_ERR_IO);
@@ -626,7 +626,7 @@ Test(fault_entries, header_and_frame_claiming_the_whole_cap_are_a_miss)
     cr_log_info("1 GiB claim: %s", reason);
     cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
     ft_assert_miss(tier, VICTIM);
-    cr_assert(!ft_exists(path));
+    cr_assert(!t_exists(path));
     ft_assert_exact_and_clean("after the 1 GiB claim");
     free(bytes);
     zc_disk_tier_close(tier);

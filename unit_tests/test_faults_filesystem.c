@@ -115,7 +115,7 @@ Test(fault_fs, read_only_remount_keeps_loads_hitting_and_fails_writes_cleanly)
     for (uint64_t n = 1; n <= 4; n++)
         cr_assert_eq(load_big(tier, n), ZC_OK, "key %llu", (unsigned long long)n);
     cr_assert_eq(load_big(tier, 5), ZC_MISS);
-    cr_assert(ft_exists(bad), "cannot be removed on a read-only mount");
+    cr_assert(t_exists(bad), "cannot be removed on a read-only mount");
     cr_assert_eq(store_big(tier, 6, "trace"), ZC_ERR_IO);
     char rel[PATH_MAX];
     zc_key key = fc_key(1);
@@ -146,7 +146,7 @@ Test(fault_fs, read_only_remount_keeps_loads_hitting_and_fails_writes_cleanly)
 
     ft_remount(false);
     cr_assert_eq(load_big(tier, 5), ZC_MISS);
-    cr_assert(!ft_exists(bad), "removed once writable again");
+    cr_assert(!t_exists(bad), "removed once writable again");
     cr_assert_eq(store_big(tier, 6, "trace"), ZC_OK);
     cr_assert_eq(load_big(tier, 6), ZC_OK);
     ft_assert_exact_and_clean("after the remount read-write");
@@ -159,7 +159,7 @@ Test(fault_fs, read_only_remount_keeps_loads_hitting_and_fails_writes_cleanly)
 static void remove_cache_dir(void)
 {
     cr_assert_eq(nftw(ft_cache, ft_remove_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-    cr_assert(!ft_exists(ft_cache));
+    cr_assert(!t_exists(ft_cache));
 }
 
 /* Every operation on a tier whose directory is gone: no crash, loads miss,
@@ -186,7 +186,7 @@ Test(fault_fs, directory_removed_while_in_use_fails_cleanly)
         ft_store(tier, n);
     remove_cache_dir();
     exercise_orphaned_tier(tier);
-    cr_assert(!ft_exists(ft_cache) || ft_take_census().temps == 0);
+    cr_assert(!t_exists(ft_cache) || ft_take_census().temps == 0);
 
     /* Another process recreates it: the old tier must not write into the
      * new one wrongly; a new tier works there. */
@@ -343,7 +343,7 @@ Test(fault_fs, relative_home_or_xdg_is_ignored)
     setenv("HOME", "relative_home", 1);
     cr_assert_eq(open_from_environment(dir), ZC_ERR_DISABLED);
     cr_assert_str_eq(dir, "");
-    cr_assert(!ft_exists("relative_xdg") && !ft_exists("relative_home"));
+    cr_assert(!t_exists("relative_xdg") && !t_exists("relative_home"));
     cr_assert_eq(chdir("/"), 0);
 }
 
@@ -422,7 +422,7 @@ Test(fault_fs, cache_dir_without_permission_is_disabled)
     cr_assert_eq(WEXITSTATUS(status), 10 * ZC_ERR_DISABLED + ZC_ERR_DISABLED);
     char created[PATH_MAX];
     snprintf(created, sizeof created, "%s/private/cache", ft_root);
-    cr_assert(!ft_exists(created));
+    cr_assert(!t_exists(created));
 }
 
 /* ---- refusals say why ---- */

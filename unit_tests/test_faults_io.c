@@ -49,7 +49,7 @@ static bool entry_exists(uint64_t n, const char *suffix)
 {
     char path[PATH_MAX];
     ft_entry_path(path, n, suffix);
-    return ft_exists(path);
+    return t_exists(path);
 }
 
 /* ---- the operations ---- */

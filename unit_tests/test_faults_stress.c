@@ -22,12 +22,6 @@ enum {
     LIMIT = 48 << 10,
 };
 
-static uint64_t env_number(const char *name, uint64_t fallback)
-{
-    const char *text = getenv(name);
-    return text != NULL && text[0] != '\0' ? strtoull(text, NULL, 10) : fallback;
-}
-
 static pid_t start_worker(const char *stats_path, int slot, uint64_t seconds)
 {
     enum { ARGS = 10 };
@@ -96,8 +90,8 @@ static int verify_listed(void *context, const zc_disk_entry_info *info)
 
 Test(fault_stress, processes_and_threads_keep_the_cache_exact, .timeout = 600)
 {
-    uint64_t seconds = env_number("ZC_STRESS_SECONDS", 3);
-    uint64_t processes = env_number("ZC_STRESS_PROCESSES", 8);
+    uint64_t seconds = ft_env_number("ZC_STRESS_SECONDS", 3);
+    uint64_t processes = ft_env_number("ZC_STRESS_PROCESSES", 8);
     cr_assert(processes >= 1 && processes <= FM_STATS_SLOTS);
     cr_assert_eq(mkdir(ft_cache, 0700), 0);
     char stats_path[PATH_MAX];

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_support.h"
 #include "zecache/identity.h"
 
 #define SYSTEM_LIB_DIR "/usr/lib/x86_64-linux-gnu"
@@ -22,15 +23,9 @@ static void make_temp_dir(void)
     cr_assert_not_null(mkdtemp(temp_dir));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)type, (void)ftw;
-    return remove(path);
-}
-
 static void remove_temp_dir(void)
 {
-    nftw(temp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(temp_dir);
 }
 
 TestSuite(identity, .init = make_temp_dir, .fini = remove_temp_dir);
@@ -38,14 +33,6 @@ TestSuite(identity, .init = make_temp_dir, .fini = remove_temp_dir);
 static void temp_path(char *out, const char *relative)
 {
     snprintf(out, PATH_MAX, "%s/%s", temp_dir, relative);
-}
-
-static void write_file(const char *path, const void *bytes, size_t size)
-{
-    FILE *file = fopen(path, "wb");
-    cr_assert_not_null(file, "cannot create %s", path);
-    cr_assert_eq(fwrite(bytes, 1, size, file), size);
-    cr_assert_eq(fclose(file), 0);
 }
 
 static void copy_file(const char *from, const char *to)
@@ -158,7 +145,7 @@ static void write_elf(const char *path, uint16_t machine, bool in_sections, uint
     memcpy(file, &header, sizeof header);
     if (notes_size > 0)
         memcpy(file + notes_offset, notes, notes_size);
-    write_file(path, file, notes_offset + notes_size);
+    t_write_file(path, file, notes_offset + notes_size);
 }
 
 static const uint8_t sample_id[20] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
@@ -260,8 +247,8 @@ Test(identity, files_that_are_not_elf)
     temp_path(text, "text.so");
     temp_path(empty, "empty.so");
     temp_path(missing, "missing.so");
-    write_file(text, "this is not an ELF file, just text", 34);
-    write_file(empty, "", 0);
+    t_write_file(text, "this is not an ELF file, just text", 34);
+    t_write_file(empty, "", 0);
     uint8_t found[ZC_BUILD_ID_MAX];
     cr_assert_eq(zc_elf_read_build_id(text, found, sizeof found), -1);
     cr_assert_eq(zc_elf_read_build_id(empty, found, sizeof found), -1);
@@ -322,7 +309,7 @@ Test(identity, candidates_the_loader_would_reject_are_skipped)
     cr_assert_eq(mkdir(foreign_dir, 0700), 0);
     cr_assert_eq(mkdir(good_dir, 0700), 0);
     temp_path(path, "text/libzc_sample.so.1");
-    write_file(path, "INPUT(-lzstd)\n", 14);
+    t_write_file(path, "INPUT(-lzstd)\n", 14);
     temp_path(path, "foreign/libzc_sample.so.1");
     write_elf(path, EM_AARCH64, false, 4, NULL, 0);
     temp_path(path, "good/libzc_sample.so.1");
@@ -374,12 +361,12 @@ Test(identity, directories_of_ld_so_conf_and_its_includes)
     temp_path(path, "libs/libzc_sample.so.1");
     copy_file(SAMPLE_LIB, path);
     const char *main_conf = "# comment\n  include   ld.so.conf.d/*.conf  \nhwcap 0 nosegneg\n";
-    write_file(conf, main_conf, strlen(main_conf));
+    t_write_file(conf, main_conf, strlen(main_conf));
     temp_path(path, "ld.so.conf.d/a.conf");
-    write_file(path, "/nonexistent\n\n", 14);
+    t_write_file(path, "/nonexistent\n\n", 14);
     temp_path(path, "ld.so.conf.d/b.conf");
     int length = snprintf(text, sizeof text, "\t%s//  # trailing comment", lib_dir);
-    write_file(path, text, (size_t)length);
+    t_write_file(path, text, (size_t)length);
     temp_path(path, "libs/libzc_sample.so.1");
     zc_library_identity identity;
     cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", NULL, conf, &identity), ZC_OK);
@@ -390,7 +377,7 @@ Test(identity, include_loop_ends)
 {
     char conf[PATH_MAX];
     temp_path(conf, "loop.conf");
-    write_file(conf, "include loop.conf\ninclude\n", 26);
+    t_write_file(conf, "include loop.conf\ninclude\n", 26);
     zc_library_identity identity;
     cr_assert_eq(zc_library_identity_find_in("libzc_absent.so.1", NULL, conf, &identity), ZC_MISS);
 }
@@ -421,7 +408,7 @@ Test(identity, of_path)
     temp_path(copy, "libzc_sample.so.1");
     temp_path(text, "libzc_text.so.1");
     copy_file(SAMPLE_LIB, copy);
-    write_file(text, "text", 4);
+    t_write_file(text, "text", 4);
     zc_library_identity identity;
     cr_assert_eq(zc_library_identity_of_path(copy, &identity), ZC_OK);
     assert_identity_of(&identity, "libzc_sample.so.1", copy);

@@ -11,26 +11,11 @@
 
 #include <openssl/evp.h>
 
+#include "test_support.h"
 #include "zecache/key.h"
 
 #define WIDTHS_KERNEL "key_spec_widths"
 #define CONSTANT_COUNT 9
-
-static void *read_kernel(const char *name, size_t *size)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.spv", ZC_KERNEL_DIR, name);
-    FILE *file = fopen(path, "rb");
-    cr_assert_not_null(file, "cannot open %s", path);
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void *bytes = malloc((size_t)length);
-    cr_assert_eq(fread(bytes, 1, (size_t)length, file), (size_t)length);
-    fclose(file);
-    *size = (size_t)length;
-    return bytes;
-}
 
 typedef struct test_spirv {
     uint8_t *bytes;
@@ -92,7 +77,7 @@ static const uint32_t declared_widths[CONSTANT_COUNT] = {1, 1, 1, 2, 4, 8, 2, 4,
 static void base_inputs(key_inputs *in)
 {
     memset(in, 0, sizeof *in);
-    in->spirv = read_kernel(WIDTHS_KERNEL, &in->spirv_size);
+    in->spirv = t_read_kernel(WIDTHS_KERNEL, &in->spirv_size);
     in->flags = "-cl-opt-disable";
     in->constant_count = CONSTANT_COUNT;
     for (uint32_t i = 0; i < CONSTANT_COUNT; i++) {
@@ -473,7 +458,7 @@ static zc_key_builder *builder_with_constants(const char *kernel, uint32_t count
                                               const uint32_t *ids, zc_status expected)
 {
     size_t size;
-    void *spirv = read_kernel(kernel, &size);
+    void *spirv = t_read_kernel(kernel, &size);
     static const uint8_t value[8];
     const void *values[4] = {value, value, value, value};
     zc_spec_constants constants = {count, ids, values};
@@ -546,7 +531,7 @@ Test(key, garbage_with_constants_is_not_cacheable)
 Test(key, truncated_spirv_with_constants_is_not_cacheable)
 {
     size_t size;
-    uint8_t *spirv = read_kernel(WIDTHS_KERNEL, &size);
+    uint8_t *spirv = t_read_kernel(WIDTHS_KERNEL, &size);
     const uint32_t ids[] = {1};
     static const uint8_t value[8];
     const void *values[] = {value};
@@ -572,7 +557,7 @@ Test(key, truncated_spirv_with_constants_is_not_cacheable)
 Test(key, constant_without_value_is_refused)
 {
     size_t size;
-    void *spirv = read_kernel(WIDTHS_KERNEL, &size);
+    void *spirv = t_read_kernel(WIDTHS_KERNEL, &size);
     const uint32_t ids[] = {32};
     const void *values[] = {NULL};
     zc_spec_constants constants = {1, ids, values};

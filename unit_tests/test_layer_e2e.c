@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_support.h"
 #include "zecache/entry.h"
 
 #define KERNEL(name) ZC_KERNEL_DIR "/" name
@@ -48,27 +49,16 @@ static run_result run;
 
 /* ---- scratch directories ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        chmod(path, 0700);
-    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 static void scratch_create(void)
 {
-    snprintf(sc.root, sizeof(sc.root), "/tmp/zc_e2e.XXXXXX");
-    cr_assert_not_null(mkdtemp(sc.root));
-    snprintf(sc.cache, sizeof(sc.cache), "%s/cache", sc.root);
+    t_make_scratch(sc.root, sizeof sc.root, "/tmp/zc_e2e.XXXXXX", sc.cache, sizeof sc.cache);
     cr_assert_eq(mkdir(sc.cache, 0700), 0);
     sc.runs = 0;
 }
 
 static void scratch_remove(void)
 {
-    nftw(sc.root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(sc.root);
 }
 
 TestSuite(e2e, .init = scratch_create, .fini = scratch_remove, .timeout = 120);
@@ -142,15 +132,6 @@ static void env_free(environment *env)
     env->count = 0;
 }
 
-static void read_text(const char *path, char *text, size_t size)
-{
-    FILE *file = fopen(path, "r");
-    size_t length = file != NULL ? fread(text, 1, size - 1, file) : 0;
-    text[length] = '\0';
-    if (file != NULL)
-        fclose(file);
-}
-
 static void exec_probe(const char *out, const char *err, char *const *argv, char *const *envp)
 {
     int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -185,8 +166,8 @@ static void probe_run(bool with_layer, const char *const *overrides, const char 
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    read_text(out, run.out, sizeof(run.out));
-    read_text(err, run.err, sizeof(run.err));
+    t_read_text(out, run.out, sizeof(run.out));
+    t_read_text(err, run.err, sizeof(run.err));
 }
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_support.h"
+
 #define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
 #define MISS "[Cache]: miss "
 #define HIT_DISK "[Cache]: hit disk "
@@ -30,23 +32,15 @@ static char root[128];
 static char cache[PATH_MAX];
 static int batch; /* numbers each group of runs, so their files stay apart */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 static void scratch_create(void)
 {
-    snprintf(root, sizeof root, "/tmp/zc_e2e_mp.XXXXXX");
-    cr_assert_not_null(mkdtemp(root));
-    snprintf(cache, sizeof cache, "%s/cache", root);
+    t_make_scratch(root, sizeof root, "/tmp/zc_e2e_mp.XXXXXX", cache, sizeof cache);
     cr_assert_eq(mkdir(cache, 0700), 0);
 }
 
 static void scratch_remove(void)
 {
-    nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(root);
 }
 
 TestSuite(e2e_multiproc, .init = scratch_create, .fini = scratch_remove, .timeout = 300);
@@ -64,15 +58,6 @@ typedef struct probe_run {
 static void file_in(char *path, const probe_run *run, const char *name)
 {
     snprintf(path, PATH_MAX, "%s/%s", run->dir, name);
-}
-
-static void read_text(const char *path, char *text, size_t size)
-{
-    FILE *file = fopen(path, "r");
-    size_t length = file != NULL ? fread(text, 1, size - 1, file) : 0;
-    text[length] = '\0';
-    if (file != NULL)
-        fclose(file);
 }
 
 static uint8_t *read_bytes(const char *path, size_t *size)
@@ -155,9 +140,9 @@ static void finish_probe(probe_run *run)
     cr_assert_eq(waitpid(run->pid, &status, 0), run->pid);
     run->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     file_in(path, run, "out");
-    read_text(path, run->out, sizeof run->out);
+    t_read_text(path, run->out, sizeof run->out);
     file_in(path, run, "err");
-    read_text(path, run->err, sizeof run->err);
+    t_read_text(path, run->err, sizeof run->err);
 }
 
 /* Runs count probes (extra: one more environment setting, or NULL), and lets

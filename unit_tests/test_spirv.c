@@ -4,23 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_support.h"
 #include "zecache/spirv.h"
-
-static void *read_kernel(const char *name, size_t *size)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.spv", ZC_KERNEL_DIR, name);
-    FILE *file = fopen(path, "rb");
-    cr_assert_not_null(file, "cannot open %s", path);
-    fseek(file, 0, SEEK_END);
-    long length = ftell(file);
-    fseek(file, 0, SEEK_SET);
-    void *bytes = malloc((size_t)length);
-    cr_assert_eq(fread(bytes, 1, (size_t)length, file), (size_t)length);
-    fclose(file);
-    *size = (size_t)length;
-    return bytes;
-}
 
 static zc_status scan(const void *spirv, size_t size, zc_spirv_spec_constants *out, char *reason)
 {
@@ -44,7 +29,7 @@ static void assert_expected_widths(const zc_spirv_spec_constants *found)
 Test(spirv, widths_of_every_scalar_type)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_widths", &size);
+    void *spirv = t_read_kernel("key_spec_widths", &size);
     zc_spirv_spec_constants found;
     char reason[256] = "";
     cr_assert_eq(scan(spirv, size, &found, reason), ZC_OK, "%s", reason);
@@ -56,7 +41,7 @@ Test(spirv, widths_of_every_scalar_type)
 Test(spirv, width_lookup)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_widths", &size);
+    void *spirv = t_read_kernel("key_spec_widths", &size);
     zc_spirv_spec_constants found;
     char reason[256];
     cr_assert_eq(scan(spirv, size, &found, reason), ZC_OK);
@@ -78,7 +63,7 @@ Test(spirv, width_lookup)
 Test(spirv, unaligned_buffer_gives_the_same_widths)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_widths", &size);
+    void *spirv = t_read_kernel("key_spec_widths", &size);
     char *shifted = malloc(size + 1);
     memcpy(shifted + 1, spirv, size);
     zc_spirv_spec_constants found;
@@ -93,7 +78,7 @@ Test(spirv, unaligned_buffer_gives_the_same_widths)
 Test(spirv, big_endian_module_gives_the_same_widths)
 {
     size_t size;
-    uint32_t *words = read_kernel("key_spec_widths", &size);
+    uint32_t *words = t_read_kernel("key_spec_widths", &size);
     for (size_t i = 0; i < size / 4; i++)
         words[i] = __builtin_bswap32(words[i]);
     zc_spirv_spec_constants found;
@@ -107,7 +92,7 @@ Test(spirv, big_endian_module_gives_the_same_widths)
 static void assert_refused(const char *kernel, const char *expected_reason)
 {
     size_t size;
-    void *spirv = read_kernel(kernel, &size);
+    void *spirv = t_read_kernel(kernel, &size);
     zc_spirv_spec_constants found;
     char reason[256] = "";
     cr_assert_eq(scan(spirv, size, &found, reason), ZC_NOT_CACHEABLE);
@@ -146,7 +131,7 @@ Test(spirv, spec_id_on_a_24_bit_int_is_refused)
 Test(spirv, declarations_among_functions_are_refused)
 {
     size_t size;
-    uint32_t *words = read_kernel("key_spec_late", &size);
+    uint32_t *words = t_read_kernel("key_spec_late", &size);
     /* The decoration follows OpFunctionEnd, the module's last valid word. */
     size_t at = 0;
     for (size_t i = 0; i < size / 4; i++)
@@ -165,7 +150,7 @@ Test(spirv, declarations_among_functions_are_refused)
 Test(spirv, bad_instruction_length_among_functions_is_refused)
 {
     size_t size;
-    uint32_t *words = read_kernel("key_spec_widths", &size);
+    uint32_t *words = t_read_kernel("key_spec_widths", &size);
     /* OpLabel follows the 5-word OpFunction; give it a length of 0. */
     size_t label = 0;
     for (size_t i = 0; i < size / 4 && label == 0; i++)
@@ -201,7 +186,7 @@ Test(spirv, garbage_is_refused)
 Test(spirv, module_cut_inside_an_instruction_is_refused)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_widths", &size);
+    void *spirv = t_read_kernel("key_spec_widths", &size);
     zc_spirv_spec_constants found;
     char reason[256] = "";
     /* Header (5 words) and the first word of the two-word OpCapability. */
@@ -213,7 +198,7 @@ Test(spirv, module_cut_inside_an_instruction_is_refused)
 Test(spirv, size_not_a_multiple_of_four_is_refused)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_widths", &size);
+    void *spirv = t_read_kernel("key_spec_widths", &size);
     zc_spirv_spec_constants found;
     char reason[256] = "";
     cr_assert_eq(scan(spirv, size - 1, &found, reason), ZC_NOT_CACHEABLE);
@@ -235,7 +220,7 @@ Test(spirv, empty_input_is_refused)
 Test(spirv, reason_buffer_is_optional_and_bounded)
 {
     size_t size;
-    void *spirv = read_kernel("key_spec_duplicate", &size);
+    void *spirv = t_read_kernel("key_spec_duplicate", &size);
     zc_spirv_spec_constants found;
     cr_assert_eq(zc_spirv_scan_spec_constants(spirv, size, &found, NULL, 0), ZC_NOT_CACHEABLE);
     char reason[8];

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "disk_test_support.h"
+#include "test_support.h"
 #include "tool_support.h"
 #include "zecache/disk_tier.h"
 #include "zecache/stats.h"
@@ -39,15 +40,6 @@ static tool_run run;
 
 /* ---- scratch directories ---- */
 
-static int remove_path(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void clear_run(void)
 {
     free(run.out);
@@ -64,16 +56,14 @@ static void scratch_create(void)
                                            "ZECACHE_LAYER_DIR",    "NEO_CACHE_COMPRESSION_LEVEL"};
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
         unsetenv(settings[i]);
-    snprintf(scratch, sizeof scratch, "/tmp/zc_tool.XXXXXX");
-    cr_assert_not_null(mkdtemp(scratch));
-    snprintf(cache_dir, sizeof cache_dir, "%s/cache", scratch);
+    t_make_scratch(scratch, sizeof scratch, "/tmp/zc_tool.XXXXXX", cache_dir, sizeof cache_dir);
     setenv("HOME", scratch, 1);
 }
 
 static void scratch_remove(void)
 {
     clear_run();
-    nftw(scratch, remove_path, 16, FTW_DEPTH | FTW_PHYS);
+    t_remove_tree(scratch);
 }
 
 static const char *in_scratch(const char *name)
@@ -117,23 +107,9 @@ static char *read_text(const char *path, size_t *size)
     return text;
 }
 
-static void write_bytes(const char *path, const void *bytes, size_t size)
-{
-    FILE *file = fopen(path, "wb");
-    cr_assert_not_null(file, "cannot write %s", path);
-    cr_assert_eq(fwrite(bytes, 1, size, file), size);
-    cr_assert_eq(fclose(file), 0);
-}
-
 static void write_text(const char *path, const char *text)
 {
-    write_bytes(path, text, strlen(text));
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
+    t_write_file(path, text, strlen(text));
 }
 
 static uint64_t file_size(const char *path)
@@ -229,12 +205,7 @@ static int line_count(const char *text)
 
 static zc_disk_tier *open_cache(uint64_t max_size)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s", cache_dir);
-    config.max_size = max_size;
-    config.compression_level = 3;
+    zc_config config = t_disk_config(cache_dir, max_size, 3);
     zc_disk_tier *tier = NULL;
     cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
     return tier;
@@ -308,7 +279,7 @@ static uint64_t recorded_total(void)
 
 static void set_recorded_total(uint64_t total)
 {
-    write_bytes(in_scratch("cache/" ZC_CONFIG_FILE_NAME), &total, sizeof total);
+    t_write_file(in_scratch("cache/" ZC_CONFIG_FILE_NAME), &total, sizeof total);
 }
 
 static uint64_t scanned_bytes, scanned_entries;
@@ -339,7 +310,7 @@ static uint64_t add_driver_entry(void)
 {
     char bytes[100];
     memset(bytes, 'd', sizeof bytes);
-    write_bytes(in_scratch("cache/0123456789abcdef.l0_cache"), bytes, sizeof bytes);
+    t_write_file(in_scratch("cache/0123456789abcdef.l0_cache"), bytes, sizeof bytes);
     return sizeof bytes;
 }
 
@@ -626,7 +597,7 @@ Test(stats_file, a_missing_file_reads_as_zero_and_zero_deltas_write_nothing)
     cr_assert_eq(zc_stats_read(scratch, &counters), ZC_OK);
     cr_assert_arr_eq(&counters, &zero, sizeof zero);
     cr_assert_eq(zc_stats_merge(scratch, &zero), ZC_OK);
-    cr_assert_not(exists(stats_path()));
+    cr_assert_not(t_exists(stats_path()));
     cr_assert_eq(zc_stats_read(in_scratch("no/such/dir"), &counters), ZC_OK);
     zc_stats_counters delta = sample_delta();
     cr_assert_eq(zc_stats_merge(in_scratch("no/such/dir"), &delta), ZC_ERR_IO);
@@ -1086,7 +1057,7 @@ Test(tool, show_reports_a_failed_verification)
     size_t size;
     char *bytes = read_text(entry_path(&a), &size);
     bytes[size - 1] ^= 0x40;
-    write_bytes(entry_path(&a), bytes, size);
+    t_write_file(entry_path(&a), bytes, size);
     free(bytes);
     cr_assert_eq(tool_in_cache("show ab"), 0);
     cr_assert(strncmp(line_starting(run.out, "verification "), "verification     FAILED: ", 25) ==
@@ -1103,7 +1074,7 @@ static void damage_byte(const zc_key *key, long offset)
     cr_assert_not_null(bytes);
     size_t at = offset >= 0 ? (size_t)offset : size - (size_t)-offset;
     bytes[at] ^= 0x01;
-    write_bytes(entry_path(key), bytes, size);
+    t_write_file(entry_path(key), bytes, size);
     free(bytes);
 }
 
@@ -1143,12 +1114,12 @@ Test(tool, verify_finds_each_damaged_entry_and_fix_removes_them)
     cr_assert_not_null(line_starting(run.out, line));
     cr_assert(ends_with(run.out, "checked 5 entries: 4 bad\n"), "%s", run.out);
     for (int i = 0; i < 6; i++)
-        cr_assert_eq(exists(entry_path(&keys[i])), i != 3, "verify alone removed %d", i);
+        cr_assert_eq(t_exists(entry_path(&keys[i])), i != 3, "verify alone removed %d", i);
 
     cr_assert_eq(tool_in_cache("verify --fix"), 1);
     cr_assert_eq(count_of(run.out, "removed  "), 4, "%s", run.out);
     for (int i = 0; i < 6; i++)
-        cr_assert_eq(exists(entry_path(&keys[i])), i == 5, "entry %d", i);
+        cr_assert_eq(t_exists(entry_path(&keys[i])), i == 5, "entry %d", i);
     cr_assert(ends_with(run.out, "checked 5 entries: 4 bad, 4 removed\n"), "%s", run.out);
     cr_assert_eq(recorded_total(), scanned_total(NULL));
     cr_assert_eq(recorded_total(), file_size(entry_path(&keys[5])));
@@ -1221,7 +1192,7 @@ Test(tool, trim_evicts_least_recently_used_down_to_the_size)
                  run.err);
     cr_assert(strncmp(run.out, "removed 3 entries (", 19) == 0, "%s", run.out);
     for (int i = 0; i < 5; i++)
-        cr_assert_eq(exists(entry_path(&keys[i])), i >= 3, "entry %d", i);
+        cr_assert_eq(t_exists(entry_path(&keys[i])), i >= 3, "entry %d", i);
     cr_assert_eq(scanned_total(NULL), target);
     cr_assert_eq(recorded_total(), target);
 
@@ -1243,7 +1214,7 @@ Test(tool, trim_without_a_size_uses_the_configured_limit)
     setenv("NEO_CACHE_MAX_SIZE", limit, 1);
     cr_assert_eq(tool_in_cache("trim"), 0, "%s", run.err);
     for (int i = 0; i < 3; i++)
-        cr_assert_eq(exists(entry_path(&keys[i])), i >= 1, "entry %d", i);
+        cr_assert_eq(t_exists(entry_path(&keys[i])), i >= 1, "entry %d", i);
     setenv("NEO_CACHE_MAX_SIZE", "0", 1); /* unlimited: nothing goes */
     cr_assert_eq(tool_in_cache("trim"), 0);
     cr_assert_eq(scanned_total(NULL), sizes[1] + sizes[2]);
@@ -1258,12 +1229,12 @@ Test(tool, trim_older_than_removes_only_entries_unused_that_long)
     cr_assert_eq(tool_in_cache("trim --older-than 2d"), 0, "%s", run.err);
     cr_assert(strncmp(run.out, "removed 2 entries (", 19) == 0, "%s", run.out);
     for (int i = 0; i < 4; i++)
-        cr_assert_eq(exists(entry_path(&keys[i])), i >= 2, "entry %d", i);
+        cr_assert_eq(t_exists(entry_path(&keys[i])), i >= 2, "entry %d", i);
     cr_assert_eq(tool_in_cache("trim --older-than 1000000d"), 0); /* before 1970: none */
-    cr_assert(exists(entry_path(&keys[2])));
+    cr_assert(t_exists(entry_path(&keys[2])));
     cr_assert_eq(tool_in_cache("trim --older-than 12h"), 0);
-    cr_assert_not(exists(entry_path(&keys[2])));
-    cr_assert(exists(entry_path(&keys[3])));
+    cr_assert_not(t_exists(entry_path(&keys[2])));
+    cr_assert(t_exists(entry_path(&keys[3])));
     cr_assert_eq(recorded_total(), sizes[3]);
 }
 
@@ -1280,7 +1251,7 @@ Test(tool, clear_removes_every_entry_and_keeps_the_counters)
     char trace[PATH_MAX];
     snprintf(trace, sizeof trace, "%.*s.trace", (int)(strlen(entry_path(&keys[0])) - 9),
              entry_path(&keys[0]));
-    cr_assert(exists(trace));
+    cr_assert(t_exists(trace));
     zc_stats_counters delta = sample_delta();
     cr_assert_eq(zc_stats_merge(cache_dir, &delta), ZC_OK);
 
@@ -1291,7 +1262,7 @@ Test(tool, clear_removes_every_entry_and_keeps_the_counters)
     cr_assert_eq(scanned_total(&entries), 0);
     cr_assert_eq(entries, 0);
     cr_assert_eq(recorded_total(), 0);
-    cr_assert_not(exists(trace));
+    cr_assert_not(t_exists(trace));
     cr_assert_eq(tool_in_cache("stats --json"), 0);
     cr_assert_eq(json_u64(run.out, "d['entries']"), 0);
     cr_assert_eq(json_u64(run.out, "d['counters']['misses']"), 5);
@@ -1403,7 +1374,7 @@ Test(tool, exec_finds_the_layer_beside_the_tool)
 {
     unsetenv("LD_LIBRARY_PATH");
     int status = tool("exec -- sh -c 'echo \"$ZEL_LIBRARY_PATH\"'");
-    if (exists(LAYER_FILE)) {
+    if (t_exists(LAYER_FILE)) {
         char layer_dir[PATH_MAX], expected[PATH_MAX + 2];
         cr_assert_not_null(realpath(ZC_LAYER_BUILD_DIR, layer_dir));
         snprintf(expected, sizeof expected, "%s\n", layer_dir);
@@ -1434,7 +1405,7 @@ static int probe_through_tool(void)
 
 static void run_probe_twice(void)
 {
-    if (!exists(LAYER_FILE)) {
+    if (!t_exists(LAYER_FILE)) {
         scratch_remove(); /* a skipped test's fini does not run */
         cr_skip_test("the layer is not built (%s)", LAYER_FILE);
     }

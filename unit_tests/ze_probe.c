@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ze_common.h"
+
 #define MAX_INPUTS 4
 #define MAX_CONSTANTS 8
 #define MAX_THREADS 64
@@ -55,9 +57,7 @@ typedef struct probe_inputs {
 typedef struct probe {
     probe_options options;
     probe_inputs inputs;
-    ze_driver_handle_t driver;
-    ze_device_handle_t device;
-    ze_context_handle_t shared_context;
+    ze_common_device l0; /* its context is the one threads share */
     pthread_barrier_t start_line;
 } probe;
 
@@ -68,24 +68,6 @@ typedef struct thread_result {
     ze_module_handle_t module;
     ze_module_build_log_handle_t build_log;
 } thread_result;
-
-static uint8_t *read_file(const char *path, size_t *size)
-{
-    FILE *file = fopen(path, "rb");
-    uint8_t *data = NULL;
-    long length = -1;
-    if (file == NULL)
-        return NULL;
-    if (fseek(file, 0, SEEK_END) == 0 && (length = ftell(file)) > 0 &&
-        fseek(file, 0, SEEK_SET) == 0 && (data = malloc((size_t)length)) != NULL &&
-        fread(data, 1, (size_t)length, file) != (size_t)length) {
-        free(data);
-        data = NULL;
-    }
-    fclose(file);
-    *size = length > 0 ? (size_t)length : 0;
-    return data;
-}
 
 static bool write_file(const char *path, const void *data, size_t size)
 {
@@ -169,20 +151,7 @@ static bool parse_options(int argc, char **argv, probe_options *options)
 static ze_result_t create_context(const probe *probe, ze_context_handle_t *context)
 {
     ze_context_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_CONTEXT_DESC};
-    return zeContextCreate(probe->driver, &desc, context);
-}
-
-static ze_result_t start_level_zero(probe *probe)
-{
-    uint32_t count = 1;
-    ze_result_t result = zeInit(0);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDriverGet(&count, &probe->driver);
-    if (result == ZE_RESULT_SUCCESS)
-        result = zeDeviceGet(probe->driver, &count, &probe->device);
-    if (result == ZE_RESULT_SUCCESS)
-        result = create_context(probe, &probe->shared_context);
-    return result;
+    return zeContextCreate(probe->l0.driver, &desc, context);
 }
 
 static ze_result_t create_module(thread_result *thread)
@@ -215,7 +184,7 @@ static ze_result_t create_module(thread_result *thread)
                              .pInputModule = inputs->data[0],
                              .pBuildFlags = options->flags,
                              .pConstants = options->constant_count > 0 ? &constants : NULL};
-    return zeModuleCreate(thread->context, thread->probe->device, &desc, &thread->module,
+    return zeModuleCreate(thread->context, thread->probe->l0.device, &desc, &thread->module,
                           options->log_out != NULL ? &thread->build_log : NULL);
 }
 
@@ -309,7 +278,7 @@ static bool run_threads(probe *probe, thread_result *threads)
     pthread_t ids[MAX_THREADS];
     pthread_barrier_init(&probe->start_line, NULL, (unsigned)count);
     for (int i = 0; i < count; i++) {
-        threads[i] = (thread_result){.probe = probe, .context = probe->shared_context};
+        threads[i] = (thread_result){.probe = probe, .context = probe->l0.context};
         if (probe->options.context_per_thread &&
             create_context(probe, &threads[i].context) != ZE_RESULT_SUCCESS)
             return false;
@@ -332,12 +301,12 @@ int main(int argc, char **argv)
         return 2;
     }
     for (uint32_t i = 0; i < probe.options.input_count; i++)
-        if ((probe.inputs.data[i] =
-                 read_file(probe.options.spirv_paths[i], &probe.inputs.sizes[i])) == NULL) {
+        if ((probe.inputs.data[i] = ze_common_read_file(probe.options.spirv_paths[i],
+                                                        &probe.inputs.sizes[i])) == NULL) {
             fprintf(stderr, "ze_probe: cannot read %s\n", probe.options.spirv_paths[i]);
             return 2;
         }
-    ze_result_t result = start_level_zero(&probe);
+    ze_result_t result = ze_common_open(&probe.l0);
     if (result != ZE_RESULT_SUCCESS) {
         printf("init 0x%x\n", (unsigned)result);
         return 2;

@@ -1,0 +1,83 @@
+/* Helpers every kind of test file needs: scratch directories, whole files in
+ * and out, the test kernels. Header-only, as the other support headers, so a
+ * test stays one source file. */
+#ifndef ZC_TEST_SUPPORT_H
+#define ZC_TEST_SUPPORT_H
+
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static inline int t_remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    if (type == FTW_DP)
+        chmod(path, 0700); /* undo a test's chmod so rmdir works for non-root */
+    remove(path);          /* one that cannot go must not keep the rest */
+    return 0;
+}
+
+/* Removes dir and everything beneath it (a fixture's .fini). */
+static inline void t_remove_tree(const char *dir)
+{
+    nftw(dir, t_remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* root: a new directory made from pattern ("/tmp/zc_x_XXXXXX"); cache:
+ * root/cache, not created. */
+static inline void t_make_scratch(char *root, size_t root_size, const char *pattern, char *cache,
+                                  size_t cache_size)
+{
+    snprintf(root, root_size, "%s", pattern);
+    cr_assert_not_null(mkdtemp(root), "mkdtemp %s", pattern);
+    snprintf(cache, cache_size, "%s/cache", root);
+}
+
+static inline bool t_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* The text of path, cut to size - 1 bytes; "" when it cannot be read. */
+static inline void t_read_text(const char *path, char *text, size_t size)
+{
+    FILE *file = fopen(path, "r");
+    size_t length = file != NULL ? fread(text, 1, size - 1, file) : 0;
+    text[length] = '\0';
+    if (file != NULL)
+        fclose(file);
+}
+
+static inline void t_write_file(const char *path, const void *bytes, size_t size)
+{
+    FILE *file = fopen(path, "wb");
+    cr_assert_not_null(file, "cannot create %s", path);
+    cr_assert_eq(fwrite(bytes, 1, size, file), size);
+    cr_assert_eq(fclose(file), 0);
+}
+
+#ifdef ZC_KERNEL_DIR
+/* ZC_KERNEL_DIR/<name>.spv, malloc'd. */
+static inline void *t_read_kernel(const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.spv", ZC_KERNEL_DIR, name);
+    FILE *file = fopen(path, "rb");
+    cr_assert_not_null(file, "cannot open %s", path);
+    fseek(file, 0, SEEK_END);
+    long length = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    void *bytes = malloc((size_t)length);
+    cr_assert_eq(fread(bytes, 1, (size_t)length, file), (size_t)length);
+    fclose(file);
+    *size = (size_t)length;
+    return bytes;
+}
+#endif
+
+#endif
