@@ -44,6 +44,10 @@ void zcl_hook_module(ze_api_version_t version, void *table)
 {
     (void)version;
     ze_module_dditable_t *module = table;
+    /* Asked twice for the same table, the layer must not take its own
+     * function as the next one: every create would call itself. */
+    if (module->pfnCreate == zcl_module_create)
+        return;
     zcl_layer.next.module_create = module->pfnCreate;
     zcl_layer.next.module_destroy = module->pfnDestroy;
     zcl_layer.next.module_get_native_binary = module->pfnGetNativeBinary;
@@ -55,6 +59,8 @@ void zcl_hook_module_build_log(ze_api_version_t version, void *table)
 {
     (void)version;
     ze_module_build_log_dditable_t *build_log = table;
+    if (build_log->pfnDestroy == zcl_build_log_destroy)
+        return;
     zcl_layer.next.build_log_destroy = build_log->pfnDestroy;
     zcl_layer.next.build_log_get_string = build_log->pfnGetString;
     if (cache_active() && build_log->pfnDestroy != NULL && build_log->pfnGetString != NULL) {

@@ -56,7 +56,7 @@ enum record_tag {
 #define STACK_CONSTANTS 32
 #define STACK_ENV_VARS 64
 #define LIBRARY_ENCODING_MAX (4 + NAME_MAX + 1 + 8 + 8 + 8 + 4 + ZC_BUILD_ID_MAX)
-#define COMPILER_LIBRARY_COUNT 2
+#define COMPILER_LIBRARY_COUNT 4
 
 struct zc_key_builder {
     zc_sha256 *record;
@@ -432,12 +432,13 @@ static void trace_library(zc_key_builder *builder, const zc_library_identity *li
 static zc_library_identity compiler_libraries[COMPILER_LIBRARY_COUNT];
 static pthread_once_t compiler_libraries_once = PTHREAD_ONCE_INIT;
 
-/* IGC and its front end; their identity is what decides code generation even
- * when the driver's version stays the same. A missing library stays in the
- * record as missing (found = 0). */
+/* IGC and its front end (IGC 1.x and 2.x names); their identity is what
+ * decides code generation even when the driver's version stays the same. A
+ * missing library stays in the record as missing (found = 0). */
 static void find_compiler_libraries(void)
 {
-    static const char *const names[COMPILER_LIBRARY_COUNT] = {"libigc.so.1", "libigdfcl.so.1"};
+    static const char *const names[COMPILER_LIBRARY_COUNT] = {"libigc.so.1", "libigdfcl.so.1",
+                                                              "libigc.so.2", "libigdfcl.so.2"};
     for (size_t i = 0; i < COMPILER_LIBRARY_COUNT; i++)
         zc_library_identity_find(names[i], &compiler_libraries[i]);
 }
@@ -522,9 +523,12 @@ static int compare_env_entries(const void *a, const void *b)
     return strcmp(left, right);
 }
 
+/* IGC_* settings change code generation; with program debugging on, Intel's
+ * driver adds kernel-debug options to every compile. */
 static bool is_compiler_variable(const char *entry)
 {
-    return strncmp(entry, "IGC_", 4) == 0;
+    static const char debugging[] = "ZET_ENABLE_PROGRAM_DEBUGGING=";
+    return strncmp(entry, "IGC_", 4) == 0 || strncmp(entry, debugging, sizeof debugging - 1) == 0;
 }
 
 zc_status zc_key_add_compiler_environment(zc_key_builder *builder)
@@ -539,14 +543,14 @@ zc_status zc_key_add_compiler_environment(zc_key_builder *builder)
     const char **entries =
         count <= STACK_ENV_VARS ? stack_entries : malloc(count * sizeof *entries);
     if (entries == NULL)
-        return refuse(builder, ZC_ERR_NOMEM, "out of memory for %zu IGC_ variables", count);
+        return refuse(builder, ZC_ERR_NOMEM, "out of memory for %zu compiler variables", count);
     size_t found = 0;
     for (char **entry = environ; entry != NULL && *entry != NULL && found < count; entry++)
         if (is_compiler_variable(*entry))
             entries[found++] = *entry;
     qsort(entries, found, sizeof *entries, compare_env_entries);
     record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)found);
-    trace(builder, "---- compiler environment ----\nIGC_ variables: %zu\n", found);
+    trace(builder, "---- compiler environment ----\nvariables: %zu\n", found);
     for (size_t i = 0; i < found; i++) {
         record_field(builder, TAG_ENV_VAR, entries[i], strlen(entries[i]));
         trace(builder, "%s\n", entries[i]);

@@ -676,6 +676,19 @@ Test(key, igc_variables_count_and_others_do_not)
     cr_assert(zc_key_equal(&none, &removed));
 }
 
+Test(key, program_debugging_counts)
+{
+    unsetenv("ZET_ENABLE_PROGRAM_DEBUGGING");
+    zc_key none = key_of_environment();
+    setenv("ZET_ENABLE_PROGRAM_DEBUGGING", "1", 1);
+    zc_key debugging = key_of_environment();
+    cr_assert(!zc_key_equal(&none, &debugging));
+    setenv("ZET_ENABLE_PROGRAM_DEBUGGING_NOT", "1", 1);
+    unsetenv("ZET_ENABLE_PROGRAM_DEBUGGING");
+    zc_key lookalike = key_of_environment();
+    cr_assert(zc_key_equal(&none, &lookalike));
+}
+
 Test(key, igc_variables_are_sorted_by_name)
 {
     setenv("IGC_A", "1", 1);
@@ -694,10 +707,9 @@ Test(key, igc_variables_are_sorted_by_name)
     zc_key_builder *builder;
     cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
     cr_assert_eq(zc_key_add_compiler_environment(builder), ZC_OK);
-    cr_assert_str_eq(zc_key_builder_trace(builder),
-                     "---- format ----\nversion: 1\n"
-                     "---- compiler environment ----\nIGC_ variables: 3\n"
-                     "IGC_A=1\nIGC_A0=2\nIGC_B=3\n");
+    cr_assert_str_eq(zc_key_builder_trace(builder), "---- format ----\nversion: 1\n"
+                                                    "---- compiler environment ----\nvariables: 3\n"
+                                                    "IGC_A=1\nIGC_A0=2\nIGC_B=3\n");
     zc_key_builder_destroy(builder);
 }
 

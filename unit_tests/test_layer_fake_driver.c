@@ -199,6 +199,17 @@ Test(layer, miss_then_memory_hit_made_from_the_same_native_binary)
     destroy(cached);
 }
 
+Test(layer, hooking_the_same_tables_twice_keeps_the_drivers_functions)
+{
+    zcl_hook_module(ZE_API_VERSION_1_0, &app_module);
+    zcl_hook_module_build_log(ZE_API_VERSION_1_0, &app_build_log);
+    cr_assert_neq((void *)zcl_layer.next.module_create, (void *)zcl_module_create);
+    cr_assert_neq((void *)zcl_layer.next.build_log_destroy, (void *)zcl_build_log_destroy);
+    ze_module_handle_t compiled = create_ok(0, NULL);
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    destroy(compiled);
+}
+
 Test(layer, new_memory_tier_hits_on_disk)
 {
     destroy(create_ok(0, "-a"));
