@@ -11,6 +11,7 @@ packages=(
   clang-14 llvm-spirv-14 libclang-rt-14-dev
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
+  redis-server libhiredis-dev
 )
 
 missing=()
