@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "../source/byte_order.h"
 #include "fuzz_check.h"
 #include "zecache/entry.h"
 
@@ -19,17 +20,6 @@ enum {
     PREFIX = 8,
     MAX_PAYLOAD = 1 << 20, /* the limit a tier of 1 MiB passes */
 };
-
-static void put_u64(uint8_t *p, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* A valid header to start from: the fields the fuzzer does not choose. */
 static const uint8_t *template_header(zc_key *key)
@@ -84,16 +74,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < PREFIX)
         return 0;
-    uint32_t binary_size = get_u32(data), log_size = get_u32(data + 4);
+    uint32_t binary_size = zc_get_le32(data), log_size = zc_get_le32(data + 4);
     const uint8_t *frame = data + PREFIX;
     size_t frame_size = size - PREFIX;
     zc_key key;
     uint8_t *entry = malloc(ZC_ENTRY_HEADER_SIZE + frame_size);
     memcpy(entry, template_header(&key), ZC_ENTRY_HEADER_SIZE);
     memcpy(entry + ZC_ENTRY_HEADER_SIZE, frame, frame_size);
-    put_u64(entry + OFFSET_BINARY_SIZE, binary_size);
-    put_u64(entry + OFFSET_LOG_SIZE, log_size);
-    put_u64(entry + OFFSET_COMPRESSED_SIZE, frame_size);
+    zc_put_le64(entry + OFFSET_BINARY_SIZE, binary_size);
+    zc_put_le64(entry + OFFSET_LOG_SIZE, log_size);
+    zc_put_le64(entry + OFFSET_COMPRESSED_SIZE, frame_size);
     sign(entry);
 
     zc_artifact *artifact = NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../source/byte_order.h"
 #include "zecache/entry.h"
 
 static int write_seed(const char *root, const char *target, const char *name, const void *prefix,
@@ -22,12 +23,6 @@ static int write_seed(const char *root, const char *target, const char *name, co
         return 1;
     size_t written = fwrite(prefix, 1, prefix_size, file) + fwrite(data, 1, size, file);
     return fclose(file) != 0 || written != prefix_size + size;
-}
-
-static void put_u32(uint8_t *p, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
 }
 
 /* An entry as zc_entry_encode makes it, and its frame with the sizes the
@@ -48,8 +43,8 @@ static int entry_seeds(const char *root, const char *name, const void *binary, s
     if (artifact == NULL || zc_entry_encode(&key, artifact, 3, &entry, &size) != ZC_OK)
         return 1;
     uint8_t sizes[8];
-    put_u32(sizes, (uint32_t)binary_size);
-    put_u32(sizes + 4, (uint32_t)log_size);
+    zc_put_le32(sizes, (uint32_t)binary_size);
+    zc_put_le32(sizes + 4, (uint32_t)log_size);
     int failed = write_seed(root, "fuzz_entry", name, "", 0, entry, size) |
                  write_seed(root, "fuzz_entry_frame", name, sizes, sizeof sizes,
                             entry + ZC_ENTRY_HEADER_SIZE, size - ZC_ENTRY_HEADER_SIZE);

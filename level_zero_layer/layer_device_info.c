@@ -45,36 +45,31 @@ static void put_bytes(byte_writer *writer, const void *bytes, size_t size)
     writer->size += size;
 }
 
-static void put_u32(byte_writer *writer, uint32_t value)
-{
-    put_bytes(writer, &value, sizeof(value));
-}
-
-static void put_u64(byte_writer *writer, uint64_t value)
-{
-    put_bytes(writer, &value, sizeof(value));
-}
+/* A field's bytes as the driver gave them (native order): the record only
+ * has to tell devices apart on the host that wrote it. */
+#define put_field(writer, field) put_bytes((writer), &(field), sizeof(field))
+_Static_assert(sizeof(ze_device_type_t) == sizeof(uint32_t), "type is keyed as 4 bytes");
 
 static void serialise_device_properties(const ze_device_properties_t *p, zcl_device_info *info)
 {
     byte_writer w = {info->properties, sizeof(info->properties), 0};
-    put_u32(&w, (uint32_t)p->type);
-    put_u32(&w, p->vendorId);
-    put_u32(&w, p->deviceId);
-    put_u32(&w, p->flags);
-    put_u32(&w, p->subdeviceId);
-    put_u32(&w, p->coreClockRate);
-    put_u64(&w, p->maxMemAllocSize);
-    put_u32(&w, p->maxHardwareContexts);
-    put_u32(&w, p->maxCommandQueuePriority);
-    put_u32(&w, p->numThreadsPerEU);
-    put_u32(&w, p->physicalEUSimdWidth);
-    put_u32(&w, p->numEUsPerSubslice);
-    put_u32(&w, p->numSubslicesPerSlice);
-    put_u32(&w, p->numSlices);
-    put_u64(&w, p->timerResolution);
-    put_u32(&w, p->timestampValidBits);
-    put_u32(&w, p->kernelTimestampValidBits);
+    put_field(&w, p->type);
+    put_field(&w, p->vendorId);
+    put_field(&w, p->deviceId);
+    put_field(&w, p->flags);
+    put_field(&w, p->subdeviceId);
+    put_field(&w, p->coreClockRate);
+    put_field(&w, p->maxMemAllocSize);
+    put_field(&w, p->maxHardwareContexts);
+    put_field(&w, p->maxCommandQueuePriority);
+    put_field(&w, p->numThreadsPerEU);
+    put_field(&w, p->physicalEUSimdWidth);
+    put_field(&w, p->numEUsPerSubslice);
+    put_field(&w, p->numSubslicesPerSlice);
+    put_field(&w, p->numSlices);
+    put_field(&w, p->timerResolution);
+    put_field(&w, p->timestampValidBits);
+    put_field(&w, p->kernelTimestampValidBits);
     put_bytes(&w, p->uuid.id, sizeof(p->uuid.id));
     put_bytes(&w, p->name, strnlen(p->name, sizeof(p->name)));
     info->properties_size = w.size;
@@ -84,13 +79,13 @@ static void serialise_module_properties(const ze_device_module_properties_t *p,
                                         zcl_device_info *info)
 {
     byte_writer w = {info->module_properties, sizeof(info->module_properties), 0};
-    put_u32(&w, p->spirvVersionSupported);
-    put_u32(&w, p->flags);
-    put_u32(&w, p->fp16flags);
-    put_u32(&w, p->fp32flags);
-    put_u32(&w, p->fp64flags);
-    put_u32(&w, p->maxArgumentsSize);
-    put_u32(&w, p->printfBufferSize);
+    put_field(&w, p->spirvVersionSupported);
+    put_field(&w, p->flags);
+    put_field(&w, p->fp16flags);
+    put_field(&w, p->fp32flags);
+    put_field(&w, p->fp64flags);
+    put_field(&w, p->maxArgumentsSize);
+    put_field(&w, p->printfBufferSize);
     put_bytes(&w, p->nativeKernelSupported.id, sizeof(p->nativeKernelSupported.id));
     info->module_properties_size = w.size;
 }

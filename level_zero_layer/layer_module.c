@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../source/monotonic_clock.h"
 #include "layer_internal.h"
 #include "zecache/log.h"
 
@@ -28,13 +29,6 @@ typedef struct driver_compile {
 static ze_module_build_log_handle_t *log_pointer_of(driver_compile *compile)
 {
     return compile->app_log != NULL ? compile->app_log : &compile->own_log;
-}
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
 static void *native_binary_of(ze_module_handle_t module, size_t *size)
@@ -99,10 +93,10 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     driver_compile *compile = context;
     compile->ran = true;
     compile->own_log = NULL;
-    uint64_t start = monotonic_ns();
+    uint64_t start = zc_monotonic_ns();
     compile->result = zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
                                                    compile->module, log_pointer_of(compile));
-    uint64_t compile_ns = monotonic_ns() - start;
+    uint64_t compile_ns = zc_monotonic_ns() - start;
     if (compile->result != ZE_RESULT_SUCCESS)
         return ZC_ERR_BUILD;
     return capture_artifact(compile, compile_ns, out);

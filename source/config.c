@@ -9,21 +9,32 @@
 
 #include "zecache/log.h"
 
+bool zc_config_parse_digits(const char **text, uint64_t *value)
+{
+    const char *p = *text;
+    if (!isdigit((unsigned char)*p))
+        return false; /* empty, a sign, or garbage */
+    uint64_t result = 0;
+    for (; isdigit((unsigned char)*p); p++) {
+        unsigned digit = (unsigned)(*p - '0');
+        if (result > (UINT64_MAX - digit) / 10)
+            return false;
+        result = result * 10 + digit;
+    }
+    *text = p;
+    *value = result;
+    return true;
+}
+
 bool zc_config_parse_u64(const char *text, uint64_t *value)
 {
     if (text == NULL)
         return false;
     while (isspace((unsigned char)*text))
         text++;
-    if (!isdigit((unsigned char)*text))
-        return false; /* empty, a sign, or garbage */
-    uint64_t result = 0;
-    for (; isdigit((unsigned char)*text); text++) {
-        unsigned digit = (unsigned)(*text - '0');
-        if (result > (UINT64_MAX - digit) / 10)
-            return false;
-        result = result * 10 + digit;
-    }
+    uint64_t result;
+    if (!zc_config_parse_digits(&text, &result))
+        return false;
     while (isspace((unsigned char)*text))
         text++;
     if (*text != '\0')

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "disk_internal.h"
+#include "monotonic_clock.h"
 #include "zecache/log.h"
 
 enum {
@@ -49,13 +50,6 @@ typedef struct claim_wait {
     long delay_ms;
     bool said_waiting;
 } claim_wait;
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * UINT64_C(1000000000) + (uint64_t)now.tv_nsec;
-}
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {
@@ -124,7 +118,7 @@ static lock_attempt try_lock(claim_wait *wait)
 /* False once the deadline has passed. */
 static bool pause_before_retry(claim_wait *wait)
 {
-    uint64_t now = monotonic_ns();
+    uint64_t now = zc_monotonic_ns();
     if (now >= wait->deadline_ns)
         return false;
     if (!wait->said_waiting)
@@ -172,7 +166,7 @@ static zc_status wait_for_claim(claim_wait *wait, zc_disk_claim_result *result)
 static uint64_t deadline_after(uint64_t timeout_ms)
 {
     const uint64_t max_ms = UINT64_C(1) << 40; /* about 35 years: no overflow below */
-    return monotonic_ns() + (timeout_ms < max_ms ? timeout_ms : max_ms) * 1000000;
+    return zc_monotonic_ns() + (timeout_ms < max_ms ? timeout_ms : max_ms) * 1000000;
 }
 
 zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t timeout_ms,

@@ -144,13 +144,6 @@ zc_status zc_disk_pread_upto(const zc_fs_ops *ops, int fd, void *data, size_t si
 
 static const int dir_open_flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
 
-static void close_keeping_errno(const zc_fs_ops *ops, int fd)
-{
-    int saved = errno;
-    ops->close(fd);
-    errno = saved;
-}
-
 /* Level by level, each mkdirat relative to a directory already opened without
  * symlinks, so a symlink planted at any level is refused, never followed. A
  * concurrent creator makes mkdirat fail with EEXIST, which is fine. */
@@ -168,11 +161,11 @@ static int create_dir_levels(zc_disk_tier *tier, const char *rel_dir)
     for (char *level = strtok_r(copy, "/", &saveptr); level != NULL && current >= 0;
          level = strtok_r(NULL, "/", &saveptr)) {
         if (tier->ops->mkdirat(current, level, 0700) != 0 && errno != EEXIST) {
-            close_keeping_errno(tier->ops, current);
+            zc_disk_close_keeping_errno(tier->ops, current);
             return -1;
         }
         int next = tier->ops->openat(current, level, dir_open_flags, 0);
-        close_keeping_errno(tier->ops, current);
+        zc_disk_close_keeping_errno(tier->ops, current);
         current = next;
     }
     return current;

@@ -35,6 +35,8 @@ struct zc_disk_tier {
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
  * tests can check it refuses symlinks as openat2 does. */
 int zc_fs_openat_by_components(int dirfd, const char *path, int flags, mode_t mode);
+/* ops->close(fd) that leaves errno as it was, for clean-up on error paths. */
+void zc_disk_close_keeping_errno(const zc_fs_ops *ops, int fd);
 
 /* ---- disk_files.c ---- */
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "byte_order.h"
 #include "zecache/sha256.h"
 
 enum {
@@ -63,34 +64,6 @@ static zc_status miss(char *reason, size_t reason_size, const char *fmt, ...)
     return ZC_MISS;
 }
 
-static void put_u32(uint8_t *p, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t value = 0;
-    for (int i = 3; i >= 0; i--)
-        value = value << 8 | p[i];
-    return value;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t value = 0;
-    for (int i = 7; i >= 0; i--)
-        value = value << 8 | p[i];
-    return value;
-}
-
 /* The first CHECKSUM_SIZE bytes of the SHA-256 of the header before it. */
 static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
 {
@@ -125,14 +98,14 @@ static bool write_header(uint8_t *header, const zc_key *key, uint64_t binary_siz
 {
     memset(header, 0, ZC_ENTRY_HEADER_SIZE);
     memcpy(header + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE);
-    put_u32(header + OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION);
-    put_u32(header + OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE);
+    zc_put_le32(header + OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION);
+    zc_put_le32(header + OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE);
     memcpy(header + OFFSET_KEY, key->bytes, ZC_KEY_SIZE);
-    put_u64(header + OFFSET_BINARY_SIZE, binary_size);
-    put_u64(header + OFFSET_LOG_SIZE, log_size);
-    put_u64(header + OFFSET_COMPRESSED_SIZE, compressed_size);
-    put_u64(header + OFFSET_COMPILE_NS, meta->compile_ns);
-    put_u64(header + OFFSET_CREATED, meta->created_unix);
+    zc_put_le64(header + OFFSET_BINARY_SIZE, binary_size);
+    zc_put_le64(header + OFFSET_LOG_SIZE, log_size);
+    zc_put_le64(header + OFFSET_COMPRESSED_SIZE, compressed_size);
+    zc_put_le64(header + OFFSET_COMPILE_NS, meta->compile_ns);
+    zc_put_le64(header + OFFSET_CREATED, meta->created_unix);
     put_text_field(header + OFFSET_DEVICE_NAME, sizeof meta->device_name, meta->device_name);
     put_text_field(header + OFFSET_DRIVER_VERSION, sizeof meta->driver_version,
                    meta->driver_version);
@@ -202,11 +175,11 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
         return miss(reason, reason_size, "file of %zu bytes is shorter than a header", size);
     if (memcmp(bytes + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE) != 0)
         return miss(reason, reason_size, "bad magic: not a zecache entry");
-    uint32_t version = get_u32(bytes + OFFSET_VERSION);
+    uint32_t version = zc_get_le32(bytes + OFFSET_VERSION);
     if (version != ZC_ENTRY_FORMAT_VERSION)
         return miss(reason, reason_size, "format version %u, expected %u", version,
                     ZC_ENTRY_FORMAT_VERSION);
-    uint32_t header_size = get_u32(bytes + OFFSET_HEADER_SIZE);
+    uint32_t header_size = zc_get_le32(bytes + OFFSET_HEADER_SIZE);
     if (header_size != ZC_ENTRY_HEADER_SIZE)
         return miss(reason, reason_size, "header size %u, expected %u", header_size,
                     ZC_ENTRY_HEADER_SIZE);
@@ -215,14 +188,14 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
         return miss(reason, reason_size, "cannot compute the header checksum");
     if (memcmp(checksum, bytes + OFFSET_CHECKSUM, CHECKSUM_SIZE) != 0)
         return miss(reason, reason_size, "header checksum mismatch");
-    uint32_t flags = get_u32(bytes + OFFSET_FLAGS);
-    uint32_t reserved = get_u32(bytes + OFFSET_RESERVED);
+    uint32_t flags = zc_get_le32(bytes + OFFSET_FLAGS);
+    uint32_t reserved = zc_get_le32(bytes + OFFSET_RESERVED);
     if (flags != 0 || reserved != 0)
         return miss(reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags, reserved);
     if (!text_field_valid(bytes + OFFSET_DEVICE_NAME, sizeof header->meta.device_name) ||
         !text_field_valid(bytes + OFFSET_DRIVER_VERSION, sizeof header->meta.driver_version))
         return miss(reason, reason_size, "device name or driver version not NUL-padded");
-    uint64_t compressed_size = get_u64(bytes + OFFSET_COMPRESSED_SIZE);
+    uint64_t compressed_size = zc_get_le64(bytes + OFFSET_COMPRESSED_SIZE);
     if (compressed_size != size - ZC_ENTRY_HEADER_SIZE)
         return miss(reason, reason_size, "compressed size %llu but %zu bytes follow the header",
                     (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE);
@@ -231,12 +204,12 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
         memset(header, 0, sizeof *header);
         header->format_version = version;
         memcpy(header->key.bytes, bytes + OFFSET_KEY, ZC_KEY_SIZE);
-        header->binary_size = get_u64(bytes + OFFSET_BINARY_SIZE);
-        header->log_size = get_u64(bytes + OFFSET_LOG_SIZE);
+        header->binary_size = zc_get_le64(bytes + OFFSET_BINARY_SIZE);
+        header->log_size = zc_get_le64(bytes + OFFSET_LOG_SIZE);
         header->compressed_size = compressed_size;
         header->flags = flags;
-        header->meta.compile_ns = get_u64(bytes + OFFSET_COMPILE_NS);
-        header->meta.created_unix = get_u64(bytes + OFFSET_CREATED);
+        header->meta.compile_ns = zc_get_le64(bytes + OFFSET_COMPILE_NS);
+        header->meta.created_unix = zc_get_le64(bytes + OFFSET_CREATED);
         memcpy(header->meta.device_name, bytes + OFFSET_DEVICE_NAME,
                sizeof header->meta.device_name);
         memcpy(header->meta.driver_version, bytes + OFFSET_DRIVER_VERSION,
@@ -263,7 +236,7 @@ static zc_status check_payload_size(const zc_entry_header *header, uint64_t max_
 static zc_status check_frame(const uint8_t *frame, size_t frame_size, uint64_t payload_size,
                              char *reason, size_t reason_size)
 {
-    if (frame_size <= ZSTD_DESCRIPTOR_OFFSET || get_u32(frame) != ZSTD_MAGICNUMBER)
+    if (frame_size <= ZSTD_DESCRIPTOR_OFFSET || zc_get_le32(frame) != ZSTD_MAGICNUMBER)
         return miss(reason, reason_size, "payload is not a zstd frame");
     if (!(frame[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_CHECKSUM_FLAG))
         return miss(reason, reason_size, "zstd frame has no content checksum");

@@ -22,14 +22,6 @@
  * calls go straight to the fallback. */
 static atomic_bool openat2_missing;
 
-static int close_keeping_errno(int fd)
-{
-    int saved = errno;
-    int result = close(fd);
-    errno = saved;
-    return result;
-}
-
 /* With O_DIRECTORY, a symlink fails as ENOTDIR; say ELOOP as openat2 does. */
 static int open_directory_nofollow(int dirfd, const char *name)
 {
@@ -65,7 +57,7 @@ int zc_fs_openat_by_components(int dirfd, const char *path, int flags, mode_t mo
             *slash = '\0';
         if (strcmp(component, "..") == 0) {
             if (current != dirfd)
-                close_keeping_errno(current);
+                zc_disk_close_keeping_errno(zc_fs_ops_default(), current);
             errno = EXDEV;
             return -1;
         }
@@ -73,7 +65,7 @@ int zc_fs_openat_by_components(int dirfd, const char *path, int flags, mode_t mo
         int next = last ? openat(current, component, flags | O_NOFOLLOW, mode)
                         : open_directory_nofollow(current, component);
         if (current != dirfd)
-            close_keeping_errno(current);
+            zc_disk_close_keeping_errno(zc_fs_ops_default(), current);
         if (next < 0 || last)
             return next;
         current = next;
@@ -82,7 +74,7 @@ int zc_fs_openat_by_components(int dirfd, const char *path, int flags, mode_t mo
             component++;
         if (*component == '\0') { /* a trailing slash names the directory itself */
             int result = openat(current, ".", flags, mode);
-            close_keeping_errno(current);
+            zc_disk_close_keeping_errno(zc_fs_ops_default(), current);
             return result;
         }
     }
@@ -121,6 +113,13 @@ static const zc_fs_ops default_ops = {
     .futimens = futimens,
     .ftruncate = ftruncate,
 };
+
+void zc_disk_close_keeping_errno(const zc_fs_ops *ops, int fd)
+{
+    int saved = errno;
+    ops->close(fd);
+    errno = saved;
+}
 
 const zc_fs_ops *zc_fs_ops_default(void)
 {

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byte_order.h"
 #include "zecache/sha256.h"
 #include "zecache/spirv.h"
 #include "zecache/spirv_digest_memo.h"
@@ -97,20 +98,6 @@ static void record_bytes(zc_key_builder *builder, const void *bytes, size_t size
     builder->pending_size += size;
 }
 
-static uint8_t *put_u32(uint8_t *out, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-    return out + 4;
-}
-
-static uint8_t *put_u64(uint8_t *out, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        out[i] = (uint8_t)(value >> (8 * i));
-    return out + 8;
-}
-
 static uint8_t *put_bytes(uint8_t *out, const void *bytes, size_t size)
 {
     if (size > 0)
@@ -121,7 +108,7 @@ static uint8_t *put_bytes(uint8_t *out, const void *bytes, size_t size)
 static void record_field_start(zc_key_builder *builder, uint32_t tag, uint64_t length)
 {
     uint8_t header[12];
-    put_u64(put_u32(header, tag), length);
+    zc_put_le64(zc_put_le32(header, tag), length);
     record_bytes(builder, header, sizeof header);
 }
 
@@ -134,7 +121,7 @@ static void record_field(zc_key_builder *builder, uint32_t tag, const void *byte
 static void record_u32_field(zc_key_builder *builder, uint32_t tag, uint32_t value)
 {
     uint8_t bytes[4];
-    put_u32(bytes, value);
+    zc_put_le32(bytes, value);
     record_field(builder, tag, bytes, sizeof bytes);
 }
 
@@ -312,7 +299,7 @@ static zc_status record_spec_constants(zc_key_builder *builder, const given_cons
                           "spec constant id %u is not declared in SPIR-V input %u", sorted[i].id,
                           builder->spirv_inputs - 1);
         uint8_t id[4];
-        put_u32(id, sorted[i].id);
+        zc_put_le32(id, sorted[i].id);
         record_field_start(builder, TAG_SPEC_CONSTANT, 4 + (uint64_t)width);
         record_bytes(builder, id, sizeof id);
         record_bytes(builder, sorted[i].value, width);
@@ -386,7 +373,7 @@ zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t sp
     if (!zc_spirv_digest(spirv, spirv_size, digest))
         return refuse(builder, ZC_ERR_NOMEM, "SHA-256 of the SPIR-V failed");
     uint8_t field[8 + ZC_SHA256_SIZE];
-    put_bytes(put_u64(field, spirv_size), digest, sizeof digest);
+    put_bytes(zc_put_le64(field, spirv_size), digest, sizeof digest);
     record_field(builder, TAG_SPIRV, field, sizeof field);
     trace(builder, "---- spirv %u ----\nsize: %zu\nsha256: ", builder->spirv_inputs, spirv_size);
     trace_hex(builder, digest, sizeof digest);
@@ -403,13 +390,13 @@ zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t sp
 static size_t encode_library(const zc_library_identity *library, uint8_t *out)
 {
     size_t name_length = strnlen(library->name, sizeof library->name);
-    uint8_t *end = put_u32(out, (uint32_t)name_length);
+    uint8_t *end = zc_put_le32(out, (uint32_t)name_length);
     end = put_bytes(end, library->name, name_length);
     *end++ = library->path[0] != '\0';
-    end = put_u64(end, library->size);
-    end = put_u64(end, (uint64_t)library->mtime_sec);
-    end = put_u64(end, (uint64_t)library->mtime_nsec);
-    end = put_u32(end, (uint32_t)library->build_id_size);
+    end = zc_put_le64(end, library->size);
+    end = zc_put_le64(end, (uint64_t)library->mtime_sec);
+    end = zc_put_le64(end, (uint64_t)library->mtime_nsec);
+    end = zc_put_le32(end, (uint32_t)library->build_id_size);
     end = put_bytes(end, library->build_id, library->build_id_size);
     return (size_t)(end - out);
 }
@@ -469,7 +456,7 @@ zc_status zc_key_add_driver(zc_key_builder *builder, const zc_library_identity *
         return refuse(builder, ZC_ERR_INVALID_ARG, "driver identity is incomplete");
     uint8_t encoded[LIBRARY_ENCODING_MAX + 4 + 16];
     uint8_t *end = encoded + encode_library(library, encoded);
-    end = put_bytes(put_u32(end, driver_version), uuid, 16);
+    end = put_bytes(zc_put_le32(end, driver_version), uuid, 16);
     record_field(builder, TAG_DRIVER, encoded, (size_t)(end - encoded));
     trace(builder, "---- driver ----\n");
     trace_library(builder, library);
@@ -491,7 +478,7 @@ zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const v
         return refuse(builder, ZC_ERR_INVALID_ARG, "hardware part without name or bytes");
     size_t name_length = strlen(name);
     uint8_t name_header[4];
-    put_u32(name_header, (uint32_t)name_length);
+    zc_put_le32(name_header, (uint32_t)name_length);
     record_field_start(builder, TAG_HARDWARE, 4 + (uint64_t)name_length + size);
     record_bytes(builder, name_header, sizeof name_header);
     record_bytes(builder, name, name_length);

@@ -3,7 +3,7 @@
  * list through the same entries, and a list of builds in flight. One mutex
  * guards all of it. Nothing slow happens while it is held: builds, table
  * growth allocations and the last unref of artifacts all happen outside it. */
-#include "zecache/memory_tier.h"
+#include "memory_tier_internal.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * only to find, link and unlink entries: comparing, hashing and copying
  * megabytes run outside it, on an entry kept alive by a reference, so they
  * do not hold up other keys. */
-#include "zecache/spirv_digest_memo.h"
+#include "spirv_digest_memo_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,28 +1,10 @@
 /* Sizes, durations and times on the command line and in the output. */
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "tool_support.h"
-
-/* Leading decimal digits; false when there are none or they overflow. */
-static bool parse_digits(const char **text, uint64_t *value)
-{
-    const char *p = *text;
-    if (!isdigit((unsigned char)*p))
-        return false;
-    uint64_t result = 0;
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned digit = (unsigned)(*p - '0');
-        if (result > (UINT64_MAX - digit) / 10)
-            return false;
-        result = result * 10 + digit;
-    }
-    *text = p;
-    *value = result;
-    return true;
-}
+#include "zecache/config.h"
 
 /* value * factor, false on overflow of limit. */
 static bool scale(uint64_t value, uint64_t factor, uint64_t limit, uint64_t *out)
@@ -48,7 +30,7 @@ bool tool_parse_size(const char *text, uint64_t *bytes)
         UINT64_C(1) << 10, UINT64_C(1) << 20, UINT64_C(1) << 30, UINT64_C(1) << 40,
     };
     uint64_t value;
-    if (text == NULL || !parse_digits(&text, &value))
+    if (text == NULL || !zc_config_parse_digits(&text, &value))
         return false;
     if (text[0] == '\0') {
         *bytes = value;
@@ -63,7 +45,7 @@ bool tool_parse_duration(const char *text, int64_t *seconds)
     static const char units[] = "smhd";
     static const uint64_t factors[] = {1, 60, 3600, 86400};
     uint64_t value, result;
-    if (text == NULL || !parse_digits(&text, &value))
+    if (text == NULL || !zc_config_parse_digits(&text, &value))
         return false;
     uint64_t factor = unit_factor(text[0], units, factors);
     if (factor == 0 || text[1] != '\0' || !scale(value, factor, INT64_MAX, &result))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../source/byte_order.h"
 #include "zecache/artifact.h"
 #include "zecache/config.h"
 #include "zecache/entry.h"
@@ -97,18 +98,6 @@ static inline void t_assert_same_artifact(const zc_artifact *actual, const zc_ar
     cr_assert_str_eq(a->driver_version, e->driver_version);
     cr_assert_eq(a->compile_ns, e->compile_ns);
     cr_assert_eq(a->created_unix, e->created_unix);
-}
-
-static inline void t_put_u32(uint8_t *p, uint32_t value)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
-}
-
-static inline void t_put_u64(uint8_t *p, uint64_t value)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(value >> (8 * i));
 }
 
 /* Recomputes the header checksum after a deliberate edit, so the test

@@ -381,7 +381,7 @@ static void set_version_2(const char *path)
 {
     size_t size;
     uint8_t *data = read_file(path, &size);
-    t_put_u32(data + T_OFFSET_VERSION, 2);
+    zc_put_le32(data + T_OFFSET_VERSION, 2);
     t_resign_header(data);
     t_write_file(path, data, size);
     free(data);
@@ -391,7 +391,7 @@ static void claim_huge_sizes(const char *path)
 {
     size_t size;
     uint8_t *data = read_file(path, &size);
-    t_put_u64(data + T_OFFSET_BINARY_SIZE, UINT64_C(1) << 40);
+    zc_put_le64(data + T_OFFSET_BINARY_SIZE, UINT64_C(1) << 40);
     t_resign_header(data);
     t_write_file(path, data, size);
     free(data);

@@ -179,7 +179,7 @@ Test(entry, every_truncation_and_an_extension_is_a_miss)
 Test(entry, wrong_version_is_a_miss)
 {
     encoded e = encode(100, 7);
-    t_put_u32(e.bytes + T_OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION + 1);
+    zc_put_le32(e.bytes + T_OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION + 1);
     assert_miss(e.bytes, e.size, &e.key, 0, "format version 2");
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "format version 2");
@@ -189,7 +189,7 @@ Test(entry, wrong_version_is_a_miss)
 Test(entry, wrong_header_size_is_a_miss)
 {
     encoded e = encode(100, 8);
-    t_put_u32(e.bytes + T_OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE + 8);
+    zc_put_le32(e.bytes + T_OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE + 8);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "header size");
     release(&e);
@@ -206,12 +206,12 @@ Test(entry, wrong_key_is_a_miss)
 Test(entry, unknown_flags_or_reserved_bits_are_a_miss)
 {
     encoded e = encode(100, 11);
-    t_put_u32(e.bytes + T_OFFSET_FLAGS, 1);
+    zc_put_le32(e.bytes + T_OFFSET_FLAGS, 1);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "flags");
     release(&e);
     e = encode(100, 11);
-    t_put_u32(e.bytes + T_OFFSET_RESERVED, 0x80000000u);
+    zc_put_le32(e.bytes + T_OFFSET_RESERVED, 0x80000000u);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "reserved");
     release(&e);
@@ -229,14 +229,14 @@ Test(entry, unterminated_device_name_is_a_miss)
 Test(entry, header_claiming_huge_sizes_is_a_miss)
 {
     encoded e = encode(100, 13);
-    t_put_u64(e.bytes + T_OFFSET_BINARY_SIZE, UINT64_MAX - 10);
+    zc_put_le64(e.bytes + T_OFFSET_BINARY_SIZE, UINT64_MAX - 10);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "exceeds the limit");
     release(&e);
     e = encode(100, 13);
     /* Each size below the cap, their sum above it (and no wrap-around). */
-    t_put_u64(e.bytes + T_OFFSET_BINARY_SIZE, ZC_ENTRY_MAX_PAYLOAD);
-    t_put_u64(e.bytes + T_OFFSET_LOG_SIZE, UINT64_MAX);
+    zc_put_le64(e.bytes + T_OFFSET_BINARY_SIZE, ZC_ENTRY_MAX_PAYLOAD);
+    zc_put_le64(e.bytes + T_OFFSET_LOG_SIZE, UINT64_MAX);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "exceeds the limit");
     release(&e);
@@ -245,7 +245,7 @@ Test(entry, header_claiming_huge_sizes_is_a_miss)
 Test(entry, sizes_disagreeing_with_the_frame_are_a_miss)
 {
     encoded e = encode(100, 14);
-    t_put_u64(e.bytes + T_OFFSET_BINARY_SIZE, 99);
+    zc_put_le64(e.bytes + T_OFFSET_BINARY_SIZE, 99);
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "content size");
     release(&e);
@@ -268,7 +268,7 @@ static uint8_t *entry_with_frame(const encoded *e, const void *frame, size_t fra
     uint8_t *bytes = malloc(ZC_ENTRY_HEADER_SIZE + frame_size);
     memcpy(bytes, e->bytes, ZC_ENTRY_HEADER_SIZE);
     memcpy(bytes + ZC_ENTRY_HEADER_SIZE, frame, frame_size);
-    t_put_u64(bytes + T_OFFSET_COMPRESSED_SIZE, frame_size);
+    zc_put_le64(bytes + T_OFFSET_COMPRESSED_SIZE, frame_size);
     t_resign_header(bytes);
     return bytes;
 }

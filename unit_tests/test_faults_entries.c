@@ -190,7 +190,7 @@ Test(fault_entries, zero_length_entry_is_a_miss_and_removed)
 
 static void set_version(uint8_t *entry, uint32_t version)
 {
-    t_put_u32(entry + T_OFFSET_VERSION, version);
+    zc_put_le32(entry + T_OFFSET_VERSION, version);
     t_resign_header(entry);
 }
 
@@ -212,7 +212,7 @@ static void plant_future_longer_header(const char *path, const uint8_t *entry, s
     memcpy(copy, entry, ZC_ENTRY_HEADER_SIZE);
     memcpy(copy + ZC_ENTRY_HEADER_SIZE + EXTRA, entry + ZC_ENTRY_HEADER_SIZE,
            entry_size - ZC_ENTRY_HEADER_SIZE);
-    t_put_u32(copy + T_OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE + EXTRA);
+    zc_put_le32(copy + T_OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE + EXTRA);
     set_version(copy, ZC_ENTRY_FORMAT_VERSION + 1);
     ft_write_file(path, copy, entry_size + EXTRA);
     free(copy);
@@ -508,8 +508,8 @@ static void plant_hostile_frame(const char *path, const frame_spec *spec)
     uint8_t *bytes = malloc(ZC_ENTRY_HEADER_SIZE + frame_size);
     memcpy(bytes, entry, ZC_ENTRY_HEADER_SIZE);
     memcpy(bytes + ZC_ENTRY_HEADER_SIZE, frame, frame_size);
-    t_put_u64(bytes + T_OFFSET_BINARY_SIZE, (uint64_t)((long)binary_size + spec->header_delta));
-    t_put_u64(bytes + T_OFFSET_COMPRESSED_SIZE, frame_size);
+    zc_put_le64(bytes + T_OFFSET_BINARY_SIZE, (uint64_t)((long)binary_size + spec->header_delta));
+    zc_put_le64(bytes + T_OFFSET_COMPRESSED_SIZE, frame_size);
     t_resign_header(bytes);
     ft_write_file(path, bytes, ZC_ENTRY_HEADER_SIZE + frame_size);
     free(bytes);
@@ -611,9 +611,9 @@ Test(fault_entries, header_and_frame_claiming_the_whole_cap_are_a_miss)
     uint8_t *bytes = ft_encode(VICTIM, &template_size);
     bytes = realloc(bytes, ZC_ENTRY_HEADER_SIZE + sizeof frame);
     memcpy(bytes + ZC_ENTRY_HEADER_SIZE, frame, sizeof frame);
-    t_put_u64(bytes + T_OFFSET_BINARY_SIZE, ZC_ENTRY_MAX_PAYLOAD);
-    t_put_u64(bytes + T_OFFSET_LOG_SIZE, 0);
-    t_put_u64(bytes + T_OFFSET_COMPRESSED_SIZE, sizeof frame);
+    zc_put_le64(bytes + T_OFFSET_BINARY_SIZE, ZC_ENTRY_MAX_PAYLOAD);
+    zc_put_le64(bytes + T_OFFSET_LOG_SIZE, 0);
+    zc_put_le64(bytes + T_OFFSET_COMPRESSED_SIZE, sizeof frame);
     t_resign_header(bytes);
     cr_assert_eq(ZSTD_getFrameContentSize(frame, sizeof frame), ZC_ENTRY_MAX_PAYLOAD);
     ft_write_file(path, bytes, ZC_ENTRY_HEADER_SIZE + sizeof frame);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "zecache/memory_tier.h"
+#include "../source/memory_tier_internal.h"
 
 /* Distinct keys whose first 8 bytes (the hash) differ too. */
 static zc_key key_of(uint32_t n)

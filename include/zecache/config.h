@@ -49,4 +49,10 @@ void zc_config_from_env(zc_config *config);
  * trailing text and overflow. */
 bool zc_config_parse_u64(const char *text, uint64_t *value);
 
+/* Parses the decimal digits at the start of *text and moves *text past them.
+ * Returns false, leaving *text alone, when there are none or they overflow
+ * uint64_t. The building block of zc_config_parse_u64 and of numbers with a
+ * unit suffix (the tool's sizes and durations). */
+bool zc_config_parse_digits(const char **text, uint64_t *value);
+
 #endif

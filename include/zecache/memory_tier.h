@@ -18,10 +18,6 @@ typedef struct zc_memory_tier zc_memory_tier;
 zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out);
 void zc_memory_tier_destroy(zc_memory_tier *tier);
 
-/* A new reference to the artifact for key, or ZC_MISS. A hit makes the entry
- * the most recently used. */
-zc_status zc_memory_tier_get(zc_memory_tier *tier, const zc_key *key, zc_artifact **out);
-
 /* Inserts (or replaces) key's artifact; takes its own reference. An artifact
  * larger than the whole budget is not kept. */
 zc_status zc_memory_tier_put(zc_memory_tier *tier, const zc_key *key, zc_artifact *artifact);
@@ -42,10 +38,6 @@ typedef enum zc_memory_outcome {
  * its caller and one waiter builds again. outcome may be NULL. */
 zc_status zc_memory_tier_get_or_build(zc_memory_tier *tier, const zc_key *key, zc_build_fn build,
                                       void *context, zc_artifact **out, zc_memory_outcome *outcome);
-
-/* How many threads are waiting right now for a build of key (not counting the
- * builder): for diagnostics, and for tests to wait until threads have piled up. */
-size_t zc_memory_tier_waiting(zc_memory_tier *tier, const zc_key *key);
 
 typedef struct zc_memory_tier_stats {
     size_t entries;

@@ -30,16 +30,4 @@
  * (and remembered). False only when hashing fails. Thread-safe. */
 bool zc_spirv_digest(const void *spirv, size_t size, uint8_t digest[ZC_SHA256_SIZE]);
 
-typedef struct zc_spirv_digest_memo_stats {
-    uint64_t hits;   /* digests confirmed against a copy */
-    uint64_t hashed; /* inputs of a remembered size that were hashed */
-    size_t entries;  /* contents remembered */
-    size_t copies;   /* of them, with a copy (seen twice) */
-    size_t bytes;    /* held in copies */
-} zc_spirv_digest_memo_stats;
-
-void zc_spirv_digest_memo_stats_get(zc_spirv_digest_memo_stats *stats);
-/* Forgets every entry and zeroes the counters. */
-void zc_spirv_digest_memo_clear(void);
-
 #endif
