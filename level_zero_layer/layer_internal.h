@@ -6,6 +6,7 @@
 
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,9 @@ typedef struct zcl_state {
     /* The layer may hand out its own build logs only once the loader has let
      * it wrap the build log functions that will be given them. */
     bool build_log_wrapped;
+    /* Set once the driver did not load a cached binary unchanged (see
+     * layer_module.c): no more hits in this process. */
+    atomic_bool hits_not_reproduced;
 } zcl_state;
 
 extern zcl_state zcl_layer;
@@ -134,6 +138,14 @@ const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t
                                                           bool *supported);
 
 /* ---- layer_module.c ---- */
+
+/* layer_module_parity.c: false, with the reason in detail, for a module
+ * whose hit (a module made from its native binary) the application could
+ * tell apart from the driver's compile. */
+bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size);
+/* The build flags a hit passes with the native binary (the driver reads
+ * some, e.g. -zet-profile-flags, when it loads one). */
+const char *zcl_native_build_flags(const ze_module_desc_t *desc);
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
                                          const ze_module_desc_t *desc, ze_module_handle_t *module,

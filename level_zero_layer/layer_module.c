@@ -112,18 +112,31 @@ static ze_result_t finish_compile(driver_compile *compile)
     return compile->result;
 }
 
-/* Native binaries are made with the flags the application gave (the driver
- * reads a few, such as -library-compilation, when it loads them). */
-static const char *flags_for_native(const ze_module_desc_t *desc)
+/* Whether module's native binary is binary: the driver loaded it as it is
+ * rather than rebuilding it from the IR inside (RebuildPrecompiledKernels,
+ * a debugger, newer drivers' cache-policy and workaround checks), which can
+ * give other code than the compile that stored it. */
+static bool loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size)
 {
-    bool supported;
-    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
-    if (program == NULL)
-        return desc->pBuildFlags;
-    return program->pBuildFlags != NULL ? program->pBuildFlags[0] : NULL;
+    size_t loaded_size = 0;
+    if (zcl_layer.next.module_get_native_binary(module, &loaded_size, NULL) != ZE_RESULT_SUCCESS ||
+        loaded_size != size)
+        return false;
+    size_t copy_size;
+    void *loaded = native_binary_of(module, &copy_size);
+    bool same = loaded != NULL && copy_size == size && memcmp(loaded, binary, size) == 0;
+    free(loaded);
+    return same;
 }
 
-static ze_result_t create_from_artifact(const driver_compile *compile, const zc_artifact *artifact)
+typedef enum hit_outcome {
+    HIT_CREATED, /* the application has the module */
+    HIT_REFUSED, /* the driver returned an error for the binary */
+    HIT_REBUILT, /* the driver did not load the binary unchanged */
+} hit_outcome;
+
+static hit_outcome create_from_artifact(const driver_compile *compile, const zc_artifact *artifact,
+                                        ze_result_t *result)
 {
     size_t binary_size, log_size;
     const uint8_t *binary = zc_artifact_binary(artifact, &binary_size);
@@ -131,23 +144,28 @@ static ze_result_t create_from_artifact(const driver_compile *compile, const zc_
                                .format = ZE_MODULE_FORMAT_NATIVE,
                                .inputSize = binary_size,
                                .pInputModule = binary,
-                               .pBuildFlags = flags_for_native(compile->desc)};
+                               .pBuildFlags = zcl_native_build_flags(compile->desc)};
     ze_module_handle_t created = NULL;
-    ze_result_t result =
+    *result =
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
-    if (result != ZE_RESULT_SUCCESS)
-        return result;
+    if (*result != ZE_RESULT_SUCCESS)
+        return HIT_REFUSED;
+    if (!loaded_unchanged(created, binary, binary_size)) {
+        zcl_layer.next.module_destroy(created);
+        return HIT_REBUILT;
+    }
     if (compile->app_log != NULL) {
         const char *log = zc_artifact_build_log(artifact, &log_size);
         ze_module_build_log_handle_t layer_log = zcl_build_log_create(log, log_size);
         if (layer_log == NULL) {
             zcl_layer.next.module_destroy(created);
-            return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+            *result = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+            return HIT_REFUSED;
         }
         *compile->app_log = layer_log;
     }
     *compile->module = created;
-    return ZE_RESULT_SUCCESS;
+    return HIT_CREATED;
 }
 
 /* The driver refused a verified entry (say, hardware the key did not tell
@@ -176,10 +194,22 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
         return zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
                                             compile->module, compile->app_log);
     }
-    ze_result_t result = create_from_artifact(compile, artifact);
+    ze_result_t result;
+    hit_outcome outcome = create_from_artifact(compile, artifact, &result);
     zc_artifact_unref(artifact);
-    if (result == ZE_RESULT_SUCCESS)
-        return result;
+    if (outcome == HIT_CREATED)
+        return ZE_RESULT_SUCCESS;
+    if (outcome == HIT_REBUILT) {
+        /* Whatever made the driver rebuild (a debug key, a debugger) holds
+         * for the whole process: later modules go straight to the driver
+         * instead of paying for a rebuild and a compile. */
+        atomic_store(&zcl_layer.hits_not_reproduced, true);
+        zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_REJECTED_BINARY,
+                              "the driver rebuilt the cached binary instead of loading it; "
+                              "compiling, and no more hits in this process");
+        return zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
+                                            compile->module, compile->app_log);
+    }
     char detail[64];
     snprintf(detail, sizeof(detail), "the driver returned 0x%x; compiling", (unsigned)result);
     zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_REJECTED_BINARY, detail);
@@ -217,7 +247,13 @@ static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_hand
         snprintf(detail, detail_size, "the loader did not give the module functions needed");
         return false;
     }
-    return true;
+    *reason = ZC_BYPASS_NOT_CACHEABLE;
+    if (atomic_load(&zcl_layer.hits_not_reproduced)) {
+        snprintf(detail, detail_size,
+                 "the driver does not load cached binaries unchanged in this process");
+        return false;
+    }
+    return zcl_hit_reproducible(desc, detail, detail_size);
 }
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,

@@ -134,7 +134,9 @@ static ze_result_t create_native(const ze_module_desc_t *desc, ze_module_handle_
         return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
     }
     atomic_fetch_add(&counters.native_creates, 1);
-    *module = (ze_module_handle_t)new_module(desc->pInputModule, desc->inputSize, "", 0);
+    const char *rebuilt = atomic_load(&counters.rebuild_native) ? "R" : "";
+    *module = (ze_module_handle_t)new_module(desc->pInputModule, desc->inputSize, rebuilt,
+                                             strlen(rebuilt));
     return ZE_RESULT_SUCCESS;
 }
 

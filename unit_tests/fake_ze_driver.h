@@ -14,6 +14,9 @@ typedef struct fake_driver_counters {
     atomic_int live_modules;
     atomic_int live_build_logs;
     atomic_bool reject_native; /* set by tests: refuse every native binary */
+    /* Set by tests: make modules from native binaries as a driver that
+     * rebuilds them from their IR does (their native binary differs). */
+    atomic_bool rebuild_native;
 } fake_driver_counters;
 
 typedef fake_driver_counters *(*fake_driver_get_counters_fn)(void);

@@ -75,6 +75,7 @@ static void set_up(void)
     atomic_store(&counters->native_creates, 0);
     atomic_store(&counters->native_rejected, 0);
     atomic_store(&counters->reject_native, false);
+    atomic_store(&counters->rebuild_native, false);
     read_spirv();
     snprintf(scratch, sizeof(scratch), "/tmp/zc_layer_test.XXXXXX");
     cr_assert_not_null(mkdtemp(scratch));
@@ -276,6 +277,35 @@ Test(layer, binary_the_driver_refuses_is_compiled_again_and_replaced)
     destroy(create_ok(0, "-r"));
     cr_assert_eq(stats().disk_hits, 1);
     cr_assert_eq(atomic_load(&counters->compiles), 2);
+}
+
+/* A driver that rebuilds native binaries from their IR (a debug key, a
+ * debugger) could give other code than the compile that stored them: the
+ * application gets the driver's compile, and later modules skip the cache. */
+Test(layer, binary_the_driver_rebuilds_is_compiled_instead_and_hits_stop)
+{
+    uint8_t first[128 * 1024], second[128 * 1024];
+    size_t first_size = sizeof(first), second_size = sizeof(second);
+    int live = atomic_load(&counters->live_modules);
+    ze_module_handle_t compiled = create_ok(0, "-b");
+    native_binary(compiled, first, &first_size);
+    destroy(compiled);
+    atomic_store(&counters->rebuild_native, true);
+    ze_module_handle_t again = create_ok(0, "-b");
+    cr_assert_eq(atomic_load(&counters->native_creates), 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    native_binary(again, second, &second_size);
+    cr_assert_eq(second_size, first_size);
+    cr_assert_eq(memcmp(first, second, first_size), 0);
+    destroy(again);
+    destroy(create_ok(0, "-b"));
+    destroy(create_ok(0, "-other"));
+    cr_assert_eq(atomic_load(&counters->native_creates), 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 4);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 2);
+    cr_assert_eq(stats().stores, 1);
+    cr_assert_eq(atomic_load(&counters->live_modules), live);
 }
 
 /* ---- build logs ---- */

@@ -6,6 +6,16 @@
  *   --native            pass the first input as ZE_MODULE_FORMAT_NATIVE
  *   --program           use ze_module_program_exp_desc_t
  *   --flags TEXT        build flags for every input (default NULL)
+ *   --input-flags TEXT  build flags of the next input of --program (repeat;
+ *                       "NULL" for none), instead of --flags
+ *   --describe          print everything an application can ask of the module
+ *                       (see ze_probe_describe.h) after a "describe N" line
+ *   --repeat N          with --describe: create and describe the module N
+ *                       times, one after the other, in this process
+ *   --function NAME     with --describe: look NAME up as a function pointer
+ *   --global NAME       with --describe: look NAME up as a global pointer
+ *   --image-argument    with --describe: set images of several formats as
+ *                       argument 0 of every kernel
  *   --spec ID=VALUE     a 32-bit specialization constant (in the order given)
  *   --spec64 ID=VALUE   a 64-bit one
  *   --unknown-pnext     chain a structure the layer does not know
@@ -29,6 +39,7 @@
 #include <unistd.h>
 
 #include "ze_common.h"
+#include "ze_probe_describe.h"
 
 #define MAX_INPUTS 4
 #define MAX_CONSTANTS 8
@@ -40,6 +51,11 @@ typedef struct probe_options {
     uint32_t input_count;
     bool native, program, unknown_pnext, context_per_thread;
     const char *flags;
+    const char *input_flags[MAX_INPUTS];
+    uint32_t input_flags_count;
+    bool describe;
+    int repeat;
+    describe_lookups lookups;
     uint32_t constant_ids[MAX_CONSTANTS];
     uint64_t constant_storage[MAX_CONSTANTS];
     const void *constant_values[MAX_CONSTANTS];
@@ -107,6 +123,10 @@ static bool parse_switch(const char *arg, probe_options *options)
         options->unknown_pnext = true;
     else if (strcmp(arg, "--context-per-thread") == 0)
         options->context_per_thread = true;
+    else if (strcmp(arg, "--describe") == 0)
+        options->describe = true;
+    else if (strcmp(arg, "--image-argument") == 0)
+        options->lookups.image_argument = true;
     else
         return false;
     return true;
@@ -119,6 +139,15 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
         options->spirv_paths[options->input_count++] = value;
     else if (strcmp(arg, "--flags") == 0)
         options->flags = value;
+    else if (strcmp(arg, "--input-flags") == 0 && options->input_flags_count < MAX_INPUTS)
+        options->input_flags[options->input_flags_count++] =
+            strcmp(value, "NULL") == 0 ? NULL : value;
+    else if (strcmp(arg, "--repeat") == 0)
+        options->repeat = atoi(value);
+    else if (strcmp(arg, "--function") == 0 && options->lookups.function_count < DESCRIBE_MAX_NAMES)
+        options->lookups.functions[options->lookups.function_count++] = value;
+    else if (strcmp(arg, "--global") == 0 && options->lookups.global_count < DESCRIBE_MAX_NAMES)
+        options->lookups.globals[options->lookups.global_count++] = value;
     else if (strcmp(arg, "--spec") == 0 || strcmp(arg, "--spec64") == 0)
         return parse_constant(options, value, strcmp(arg, "--spec64") == 0);
     else if (strcmp(arg, "--native-out") == 0)
@@ -137,6 +166,7 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
 static bool parse_options(int argc, char **argv, probe_options *options)
 {
     options->threads = 1;
+    options->repeat = 1;
     options->ready_fd = options->go_fd = -1;
     for (int i = 1; i < argc; i++) {
         if (parse_switch(argv[i], options))
@@ -145,7 +175,8 @@ static bool parse_options(int argc, char **argv, probe_options *options)
             return false;
         i++;
     }
-    return options->input_count > 0 && options->threads >= 1 && options->threads <= MAX_THREADS;
+    return options->input_count > 0 && options->threads >= 1 && options->threads <= MAX_THREADS &&
+           options->repeat >= 1;
 }
 
 static ze_result_t create_context(const probe *probe, ze_context_handle_t *context)
@@ -164,7 +195,8 @@ static ze_result_t create_module(thread_result *thread)
     const char *flags_of_inputs[MAX_INPUTS];
     for (uint32_t i = 0; i < options->input_count; i++) {
         constants_of_inputs[i] = options->constant_count > 0 ? &constants : NULL;
-        flags_of_inputs[i] = options->flags;
+        flags_of_inputs[i] =
+            i < options->input_flags_count ? options->input_flags[i] : options->flags;
     }
     ze_module_program_exp_desc_t program = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC,
                                             .count = options->input_count,
@@ -184,8 +216,9 @@ static ze_result_t create_module(thread_result *thread)
                              .pInputModule = inputs->data[0],
                              .pBuildFlags = options->flags,
                              .pConstants = options->constant_count > 0 ? &constants : NULL};
+    bool want_log = options->log_out != NULL || options->describe;
     return zeModuleCreate(thread->context, thread->probe->l0.device, &desc, &thread->module,
-                          options->log_out != NULL ? &thread->build_log : NULL);
+                          want_log ? &thread->build_log : NULL);
 }
 
 static void *run_thread(void *context)
@@ -258,6 +291,24 @@ static void report(const probe *probe, thread_result *threads)
         save_native_binary(threads[0].module, probe->options.native_out);
 }
 
+/* The first thread's module, then repeat - 1 more made one after the other. */
+static void describe_creations(probe *probe, thread_result *first)
+{
+    probe->options.lookups.context = probe->l0.context;
+    probe->options.lookups.device = probe->l0.device;
+    for (int n = 1; n <= probe->options.repeat; n++) {
+        thread_result again = {.probe = probe, .context = probe->l0.context};
+        thread_result *creation = n == 1 ? first : &again;
+        if (n > 1)
+            creation->result = create_module(creation);
+        printf("describe %d\n", n);
+        describe_module(stdout, creation->result, creation->module, creation->build_log,
+                        &probe->options.lookups);
+        if (creation->build_log != NULL)
+            zeModuleBuildLogDestroy(creation->build_log);
+    }
+}
+
 /* The other processes are at the same point once G reaches end of file. */
 static bool wait_at_start_line(const probe_options *options)
 {
@@ -313,6 +364,9 @@ int main(int argc, char **argv)
     }
     if (!wait_at_start_line(&probe.options) || !run_threads(&probe, threads))
         return 2;
-    report(&probe, threads);
+    if (probe.options.describe)
+        describe_creations(&probe, threads);
+    else
+        report(&probe, threads);
     return 0;
 }

@@ -1,0 +1,237 @@
+#include "ze_probe_describe.h"
+
+#include <level_zero/zet_api.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DESCRIBE_MAX_KERNELS 16
+
+/* FNV-1a: enough to tell two byte strings apart in a test's output. */
+static uint64_t fnv1a(const uint8_t *bytes, size_t size)
+{
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < size; i++)
+        hash = (hash ^ bytes[i]) * 1099511628211ull;
+    return hash;
+}
+
+/* text on one line, with anything but printable ASCII escaped. */
+static void print_escaped(FILE *out, const char *text, size_t length)
+{
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\\')
+            fputs("\\\\", out);
+        else if (c >= 0x20 && c < 0x7f)
+            fputc(c, out);
+        else
+            fprintf(out, "\\x%02x", c);
+    }
+}
+
+static void describe_build_log(FILE *out, ze_module_build_log_handle_t build_log)
+{
+    size_t size = 0;
+    char *text = NULL;
+    if (build_log == NULL)
+        return;
+    ze_result_t result = zeModuleBuildLogGetString(build_log, &size, NULL);
+    if (result == ZE_RESULT_SUCCESS && (text = calloc(1, size + 1)) != NULL)
+        result = zeModuleBuildLogGetString(build_log, &size, text);
+    fprintf(out, "build-log 0x%x \"", (unsigned)result);
+    if (text != NULL)
+        print_escaped(out, text, strlen(text));
+    fprintf(out, "\"\n");
+    free(text);
+}
+
+static void describe_properties(FILE *out, ze_kernel_handle_t kernel)
+{
+    ze_kernel_preferred_group_size_properties_t preferred = {
+        .stype = ZE_STRUCTURE_TYPE_KERNEL_PREFERRED_GROUP_SIZE_PROPERTIES};
+    ze_kernel_properties_t p = {.stype = ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES, .pNext = &preferred};
+    ze_result_t result = zeKernelGetProperties(kernel, &p);
+    fprintf(out,
+            "  properties 0x%x args %u required-group %u,%u,%u required-subgroups %u "
+            "required-subgroup-size %u max-subgroup-size %u max-subgroups %u local %u "
+            "private %u spill %u uuid-hash %016llx preferred-multiple %u\n",
+            (unsigned)result, p.numKernelArgs, p.requiredGroupSizeX, p.requiredGroupSizeY,
+            p.requiredGroupSizeZ, p.requiredNumSubGroups, p.requiredSubgroupSize, p.maxSubgroupSize,
+            p.maxNumSubgroups, p.localMemSize, p.privateMemSize, p.spillMemSize,
+            (unsigned long long)fnv1a((const uint8_t *)&p.uuid, sizeof(p.uuid)),
+            preferred.preferredMultiple);
+}
+
+static void describe_attributes(FILE *out, ze_kernel_handle_t kernel)
+{
+    uint32_t size = 0;
+    char *text = NULL;
+    ze_result_t result = zeKernelGetSourceAttributes(kernel, &size, NULL);
+    if (result == ZE_RESULT_SUCCESS && (text = calloc(1, (size_t)size + 1)) != NULL)
+        result = zeKernelGetSourceAttributes(kernel, &size, &text);
+    fprintf(out, "  attributes 0x%x size %u \"", (unsigned)result, size);
+    if (text != NULL)
+        print_escaped(out, text, strlen(text));
+    fprintf(out, "\"\n");
+    free(text);
+}
+
+/* Formats the driver maps to an OpenCL channel type and ones it does not. */
+static const ze_image_format_t image_formats[] = {
+    {ZE_IMAGE_FORMAT_LAYOUT_8_8_8_8, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
+     ZE_IMAGE_FORMAT_SWIZZLE_G, ZE_IMAGE_FORMAT_SWIZZLE_B, ZE_IMAGE_FORMAT_SWIZZLE_A},
+    {ZE_IMAGE_FORMAT_LAYOUT_32, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
+     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
+    {ZE_IMAGE_FORMAT_LAYOUT_8, ZE_IMAGE_FORMAT_TYPE_FLOAT, ZE_IMAGE_FORMAT_SWIZZLE_R,
+     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
+    {ZE_IMAGE_FORMAT_LAYOUT_Y8, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
+     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
+};
+
+static void describe_image_arguments(FILE *out, ze_kernel_handle_t kernel,
+                                     const describe_lookups *lookups)
+{
+    for (size_t i = 0; i < sizeof(image_formats) / sizeof(image_formats[0]); i++) {
+        ze_image_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_IMAGE_DESC,
+                                .type = ZE_IMAGE_TYPE_2D,
+                                .format = image_formats[i],
+                                .width = 4,
+                                .height = 4,
+                                .depth = 1};
+        ze_image_handle_t image = NULL;
+        ze_result_t created = zeImageCreate(lookups->context, lookups->device, &desc, &image);
+        ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED;
+        if (created == ZE_RESULT_SUCCESS) {
+            set = zeKernelSetArgumentValue(kernel, 0, sizeof(image), &image);
+            zeImageDestroy(image);
+        }
+        fprintf(out, "  image-argument layout %u type %u create 0x%x set 0x%x\n",
+                (unsigned)desc.format.layout, (unsigned)desc.format.type, (unsigned)created,
+                (unsigned)set);
+    }
+}
+
+static void describe_kernel(FILE *out, ze_module_handle_t module, const char *name,
+                            const describe_lookups *lookups)
+{
+    ze_kernel_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = name};
+    ze_kernel_handle_t kernel = NULL;
+    ze_result_t result = zeKernelCreate(module, &desc, &kernel);
+    fprintf(out, "kernel %s create 0x%x\n", name, (unsigned)result);
+    if (result != ZE_RESULT_SUCCESS)
+        return;
+    describe_properties(out, kernel);
+    describe_attributes(out, kernel);
+    uint32_t x = 0, y = 0, z = 0;
+    result = zeKernelSuggestGroupSize(kernel, 1024, 6, 1, &x, &y, &z);
+    fprintf(out, "  suggested-group 0x%x %u,%u,%u\n", (unsigned)result, x, y, z);
+    zet_profile_properties_t profile = {.stype = ZET_STRUCTURE_TYPE_PROFILE_PROPERTIES};
+    result = zetKernelGetProfileInfo(kernel, &profile);
+    fprintf(out, "  profile 0x%x flags 0x%x tokens %u\n", (unsigned)result, (unsigned)profile.flags,
+            profile.numTokens);
+    if (lookups != NULL && lookups->image_argument)
+        describe_image_arguments(out, kernel, lookups);
+    zeKernelDestroy(kernel);
+}
+
+static void describe_kernels(FILE *out, ze_module_handle_t module, const describe_lookups *lookups)
+{
+    uint32_t count = 0;
+    const char *names[DESCRIBE_MAX_KERNELS];
+    ze_result_t result = zeModuleGetKernelNames(module, &count, NULL);
+    if (count > DESCRIBE_MAX_KERNELS)
+        count = DESCRIBE_MAX_KERNELS;
+    if (result == ZE_RESULT_SUCCESS)
+        result = zeModuleGetKernelNames(module, &count, names);
+    fprintf(out, "kernel-names 0x%x", (unsigned)result);
+    for (uint32_t i = 0; result == ZE_RESULT_SUCCESS && i < count; i++)
+        fprintf(out, " %s", names[i]);
+    fprintf(out, "\n");
+    for (uint32_t i = 0; result == ZE_RESULT_SUCCESS && i < count; i++)
+        describe_kernel(out, module, names[i], lookups);
+}
+
+static void describe_lookups_of(FILE *out, ze_module_handle_t module,
+                                const describe_lookups *lookups)
+{
+    for (int i = 0; lookups != NULL && i < lookups->function_count; i++) {
+        void *pointer = NULL;
+        ze_result_t result = zeModuleGetFunctionPointer(module, lookups->functions[i], &pointer);
+        fprintf(out, "function %s 0x%x %s\n", lookups->functions[i], (unsigned)result,
+                pointer != NULL ? "found" : "null");
+    }
+    for (int i = 0; lookups != NULL && i < lookups->global_count; i++) {
+        void *pointer = NULL;
+        size_t size = 0;
+        ze_result_t result = zeModuleGetGlobalPointer(module, lookups->globals[i], &size, &pointer);
+        fprintf(out, "global %s 0x%x size %zu %s\n", lookups->globals[i], (unsigned)result, size,
+                pointer != NULL ? "found" : "null");
+    }
+}
+
+static void describe_linkage(FILE *out, ze_module_handle_t module)
+{
+    ze_linkage_inspection_ext_desc_t desc = {
+        .stype = ZE_STRUCTURE_TYPE_LINKAGE_INSPECTION_EXT_DESC,
+        .flags = ZE_LINKAGE_INSPECTION_EXT_FLAG_IMPORTS |
+                 ZE_LINKAGE_INSPECTION_EXT_FLAG_UNRESOLVABLE_IMPORTS |
+                 ZE_LINKAGE_INSPECTION_EXT_FLAG_EXPORTS};
+    ze_module_build_log_handle_t log = NULL;
+    ze_result_t result = zeModuleInspectLinkageExt(&desc, 1, &module, &log);
+    fprintf(out, "linkage 0x%x\n", (unsigned)result);
+    if (result == ZE_RESULT_SUCCESS && log != NULL) {
+        describe_build_log(out, log);
+        zeModuleBuildLogDestroy(log);
+    }
+}
+
+static void describe_bytes(FILE *out, const char *what, ze_result_t result, const uint8_t *bytes,
+                           size_t size)
+{
+    fprintf(out, "%s 0x%x size %zu fnv %016llx\n", what, (unsigned)result, size,
+            (unsigned long long)(bytes != NULL ? fnv1a(bytes, size) : 0));
+}
+
+static void describe_native_binary(FILE *out, ze_module_handle_t module)
+{
+    size_t size = 0;
+    uint8_t *bytes = NULL;
+    ze_result_t result = zeModuleGetNativeBinary(module, &size, NULL);
+    if (result == ZE_RESULT_SUCCESS && (bytes = malloc(size + 1)) != NULL)
+        result = zeModuleGetNativeBinary(module, &size, bytes);
+    describe_bytes(out, "native-binary", result, bytes, size);
+    free(bytes);
+}
+
+static void describe_debug_info(FILE *out, ze_module_handle_t module)
+{
+    size_t size = 0;
+    uint8_t *bytes = NULL;
+    zet_module_handle_t tools_module = (zet_module_handle_t)module;
+    ze_result_t result =
+        zetModuleGetDebugInfo(tools_module, ZET_MODULE_DEBUG_INFO_FORMAT_ELF_DWARF, &size, NULL);
+    if (result == ZE_RESULT_SUCCESS && (bytes = malloc(size + 1)) != NULL)
+        result = zetModuleGetDebugInfo(tools_module, ZET_MODULE_DEBUG_INFO_FORMAT_ELF_DWARF, &size,
+                                       bytes);
+    describe_bytes(out, "debug-info", result, bytes, size);
+    free(bytes);
+}
+
+void describe_module(FILE *out, ze_result_t created, ze_module_handle_t module,
+                     ze_module_build_log_handle_t build_log, const describe_lookups *lookups)
+{
+    fprintf(out, "create 0x%x\n", (unsigned)created);
+    describe_build_log(out, build_log);
+    if (created != ZE_RESULT_SUCCESS)
+        return;
+    ze_module_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROPERTIES};
+    ze_result_t result = zeModuleGetProperties(module, &properties);
+    fprintf(out, "module-properties 0x%x flags 0x%x\n", (unsigned)result,
+            (unsigned)properties.flags);
+    describe_kernels(out, module, lookups);
+    describe_lookups_of(out, module, lookups);
+    describe_linkage(out, module);
+    describe_debug_info(out, module);
+    describe_native_binary(out, module);
+}

@@ -1,0 +1,32 @@
+/* ze_probe's --describe: everything an application can ask of a module,
+ * printed as text without addresses, so that a module created by the driver
+ * from SPIR-V and one the layer made from a cached native binary can be
+ * compared line by line. */
+#ifndef ZE_PROBE_DESCRIBE_H
+#define ZE_PROBE_DESCRIBE_H
+
+#include <level_zero/ze_api.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#define DESCRIBE_MAX_NAMES 8
+
+typedef struct describe_lookups {
+    const char *functions[DESCRIBE_MAX_NAMES]; /* zeModuleGetFunctionPointer */
+    int function_count;
+    const char *globals[DESCRIBE_MAX_NAMES]; /* zeModuleGetGlobalPointer */
+    int global_count;
+    /* Set: argument 0 of every kernel is given images of several formats. */
+    bool image_argument;
+    ze_context_handle_t context;
+    ze_device_handle_t device;
+} describe_lookups;
+
+/* Prints the creation's result and build log; for a created module also its
+ * properties, kernels (properties, attributes, suggested group size, profile
+ * information, image arguments when asked), the symbol lookups asked for, linkage inspection, debug
+ * information and native binary (size and FNV-1a hash). */
+void describe_module(FILE *out, ze_result_t created, ze_module_handle_t module,
+                     ze_module_build_log_handle_t build_log, const describe_lookups *lookups);
+
+#endif
