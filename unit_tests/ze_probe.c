@@ -6,6 +6,8 @@
  *   --native            pass the first input as ZE_MODULE_FORMAT_NATIVE
  *   --program           use ze_module_program_exp_desc_t
  *   --flags TEXT        build flags for every input (default NULL)
+ *   --module-flags TEXT with --program: the module description's own build
+ *                       flags (default NULL; --flags does not set them)
  *   --input-flags TEXT  build flags of the next input of --program (repeat;
  *                       "NULL" for none), instead of --flags
  *   --describe          print everything an application can ask of the module
@@ -50,7 +52,7 @@ typedef struct probe_options {
     const char *spirv_paths[MAX_INPUTS];
     uint32_t input_count;
     bool native, program, unknown_pnext, context_per_thread;
-    const char *flags;
+    const char *flags, *module_flags;
     const char *input_flags[MAX_INPUTS];
     uint32_t input_flags_count;
     bool describe;
@@ -139,6 +141,8 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
         options->spirv_paths[options->input_count++] = value;
     else if (strcmp(arg, "--flags") == 0)
         options->flags = value;
+    else if (strcmp(arg, "--module-flags") == 0)
+        options->module_flags = value;
     else if (strcmp(arg, "--input-flags") == 0 && options->input_flags_count < MAX_INPUTS)
         options->input_flags[options->input_flags_count++] =
             strcmp(value, "NULL") == 0 ? NULL : value;
@@ -206,16 +210,16 @@ static ze_result_t create_module(thread_result *thread)
                                             .pConstants = constants_of_inputs};
     /* A structure type no extension uses. */
     ze_base_desc_t unknown = {.stype = (ze_structure_type_t)0x7ffe0001};
-    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
-                             .pNext = options->program         ? (const void *)&program
-                                      : options->unknown_pnext ? (const void *)&unknown
-                                                               : NULL,
-                             .format = options->native ? ZE_MODULE_FORMAT_NATIVE
-                                                       : ZE_MODULE_FORMAT_IL_SPIRV,
-                             .inputSize = inputs->sizes[0],
-                             .pInputModule = inputs->data[0],
-                             .pBuildFlags = options->flags,
-                             .pConstants = options->constant_count > 0 ? &constants : NULL};
+    ze_module_desc_t desc = {
+        .stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+        .pNext = options->program         ? (const void *)&program
+                 : options->unknown_pnext ? (const void *)&unknown
+                                          : NULL,
+        .format = options->native ? ZE_MODULE_FORMAT_NATIVE : ZE_MODULE_FORMAT_IL_SPIRV,
+        .inputSize = inputs->sizes[0],
+        .pInputModule = inputs->data[0],
+        .pBuildFlags = options->program ? options->module_flags : options->flags,
+        .pConstants = options->constant_count > 0 ? &constants : NULL};
     bool want_log = options->log_out != NULL || options->describe;
     return zeModuleCreate(thread->context, thread->probe->l0.device, &desc, &thread->module,
                           want_log ? &thread->build_log : NULL);

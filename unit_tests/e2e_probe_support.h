@@ -1,0 +1,213 @@
+/* Running ze_probe for the end-to-end tests (test_layer_e2e.c,
+ * test_layer_parity.c): a scratch directory per test, a controlled
+ * environment with Intel's real driver pretending to have a Tiger Lake GPU
+ * (see real-driver-without-gpu.md), the probe's output and the layer's
+ * PrintDebugMessages lines. Header-only, as the other support headers. */
+#ifndef ZC_E2E_PROBE_SUPPORT_H
+#define ZC_E2E_PROBE_SUPPORT_H
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_support.h"
+
+#define KERNEL(name) ZC_KERNEL_DIR "/" name
+#define SAXPY KERNEL("e2e_saxpy.spv")
+#define VECTOR_ADD KERNEL("e2e_vector_add.spv")
+#define SPEC_CONSTANTS KERNEL("e2e_spec_constants.spv")
+#define FP64 KERNEL("e2e_fp64.spv")
+
+#define MISS "[Cache]: miss "
+#define HIT_DISK "[Cache]: hit disk "
+#define HIT_MEMORY "[Cache]: hit memory "
+#define MAX_ENV 48
+#define OUTPUT_MAX (256 * 1024)
+
+typedef struct scratch {
+    char root[128]; /* mkdtemp's short name, so paths under it always fit */
+    char cache[PATH_MAX];
+    int runs;
+} scratch;
+
+typedef struct run_result {
+    int exit_status; /* exit code, or 128 + signal */
+    char out[OUTPUT_MAX];
+    char err[OUTPUT_MAX];
+} run_result;
+
+static scratch sc;
+static run_result run;
+
+/* ---- scratch directories ---- */
+
+static inline void scratch_create(void)
+{
+    t_make_scratch(sc.root, sizeof sc.root, "/tmp/zc_e2e.XXXXXX", sc.cache, sizeof sc.cache);
+    cr_assert_eq(mkdir(sc.cache, 0700), 0);
+    sc.runs = 0;
+}
+
+static inline void scratch_remove(void)
+{
+    t_remove_tree(sc.root);
+}
+
+static inline const char *in_scratch(const char *name)
+{
+    static char paths[8][PATH_MAX];
+    static int next;
+    char *path = paths[next++ % 8];
+    snprintf(path, PATH_MAX, "%s/%s", sc.root, name);
+    return path;
+}
+
+/* ---- running the probe ---- */
+
+typedef struct environment {
+    char *entries[MAX_ENV + 1];
+    int count;
+} environment;
+
+/* "NAME=VALUE" sets, "NAME" removes. */
+static inline void env_apply(environment *env, const char *setting)
+{
+    size_t name_length = strcspn(setting, "=");
+    for (int i = 0; i < env->count; i++) {
+        if (strncmp(env->entries[i], setting, name_length) == 0 &&
+            env->entries[i][name_length] == '=') {
+            free(env->entries[i]);
+            env->entries[i] = env->entries[--env->count];
+            break;
+        }
+    }
+    if (setting[name_length] == '=' && env->count < MAX_ENV)
+        env->entries[env->count++] = strdup(setting);
+    env->entries[env->count] = NULL;
+}
+
+static inline void env_apply_format(environment *env, const char *name, const char *value)
+{
+    char setting[PATH_MAX + 64];
+    snprintf(setting, sizeof(setting), "%s=%s", name, value);
+    env_apply(env, setting);
+}
+
+static inline void env_build(environment *env, bool with_layer, const char *const *overrides)
+{
+    static const char *const passed_through[] = {"PATH", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                                 "LSAN_OPTIONS", "TSAN_OPTIONS"};
+    env->count = 0;
+    for (size_t i = 0; i < sizeof(passed_through) / sizeof(passed_through[0]); i++)
+        if (getenv(passed_through[i]) != NULL)
+            env_apply_format(env, passed_through[i], getenv(passed_through[i]));
+    env_apply(env, "NEOReadDebugKeys=1");
+    env_apply(env, "SetCommandStreamReceiver=1");
+    env_apply(env, "ProductFamilyOverride=tgllp");
+    env_apply(env, "PrintDebugMessages=1");
+    env_apply_format(env, "HOME", sc.root);
+    env_apply_format(env, "NEO_CACHE_DIR", sc.cache);
+    if (with_layer) {
+        env_apply_format(env, "LD_LIBRARY_PATH", ZC_LAYER_DIR);
+        env_apply(env, "ZE_ENABLE_VALIDATION_LAYER=1");
+    }
+    for (int i = 0; overrides != NULL && overrides[i] != NULL; i++)
+        env_apply(env, overrides[i]);
+}
+
+static inline void env_free(environment *env)
+{
+    for (int i = 0; i < env->count; i++)
+        free(env->entries[i]);
+    env->count = 0;
+}
+
+static inline void exec_probe(const char *out, const char *err, char *const *argv,
+                              char *const *envp)
+{
+    int out_fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err_fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out_fd < 0 || err_fd < 0 || chdir(sc.root) != 0 || dup2(out_fd, 1) < 0 ||
+        dup2(err_fd, 2) < 0)
+        _exit(126);
+    execve(ZC_PROBE_PATH, argv, envp);
+    _exit(127);
+}
+
+/* Runs ze_probe with args (NULL-terminated) and the base environment plus
+ * overrides; fills run. */
+static inline void probe_run(bool with_layer, const char *const *overrides, const char *const *args)
+{
+    char out[PATH_MAX], err[PATH_MAX];
+    char *argv[32] = {(char *)ZC_PROBE_PATH};
+    int argc = 1;
+    for (int i = 0; args[i] != NULL && argc < 31; i++)
+        argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    environment env;
+    env_build(&env, with_layer, overrides);
+    snprintf(out, sizeof(out), "%s/run%d.out", sc.root, sc.runs);
+    snprintf(err, sizeof(err), "%s/run%d.err", sc.root, sc.runs);
+    sc.runs++;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        exec_probe(out, err, argv, env.entries);
+    env_free(&env);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    t_read_text(out, run.out, sizeof(run.out));
+    t_read_text(err, run.err, sizeof(run.err));
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define ENV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- looking at the results ---- */
+
+static inline int count_of(const char *text, const char *needle)
+{
+    int count = 0;
+    for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle))
+        count++;
+    return count;
+}
+
+static int counted_entries;
+static int counted_files;
+
+static inline int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    size_t length = strlen(path);
+    if (flag == FTW_F && ftw->level > 0) {
+        counted_files++;
+        counted_entries += length > 9 && strcmp(path + length - 9, ".l0_cache") == 0;
+    }
+    return 0;
+}
+
+/* The .l0_cache files under dir. */
+static inline int entries_in(const char *dir)
+{
+    counted_entries = counted_files = 0;
+    nftw(dir, count_entry, 16, FTW_PHYS);
+    return counted_entries;
+}
+
+/* Every file under dir, whatever its name. */
+static inline int files_in(const char *dir)
+{
+    entries_in(dir);
+    return counted_files;
+}
+
+#endif

@@ -1,0 +1,233 @@
+/* A hit behaves like a miss, on Intel's real driver. For each class of
+ * module, ze_probe --describe prints everything an application can ask of
+ * the module it got (result codes, build log, module and kernel properties,
+ * source attributes, suggested group sizes, profile information, function
+ * and global pointer lookups, linkage inspection, debug information, native
+ * binary; image arguments for image kernels), and the test compares:
+ *
+ *   - the driver alone (no layer),
+ *   - the layer's miss (cold cache) and, in the same process, its memory hit,
+ *   - the layer's disk hit in a new process.
+ *
+ * The three layer descriptions must be identical to the byte, native binary
+ * included. The driver alone must match them too; only for classes where IGC
+ * itself gives different bytes in two processes (-library-compilation, -g) is the
+ * native binary's hash left out of that comparison. Classes the layer cannot
+ * reproduce from a native binary must be counted bypasses. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "e2e_probe_support.h"
+
+#define SYMBOLS KERNEL("e2e_symbols.spv")
+#define IMAGE KERNEL("e2e_image.spv")
+#define BYPASS "[Cache]: bypass not-cacheable: "
+#define MAX_ARGS 28
+
+TestSuite(parity, .init = scratch_create, .fini = scratch_remove, .timeout = 240);
+
+typedef enum expected_path {
+    CACHED,   /* miss, then memory hit, then disk hit */
+    BYPASSED, /* every creation goes around the cache, counted */
+    FAILED,   /* the driver's build fails: compiled each time, never stored */
+} expected_path;
+
+typedef enum native_bytes {
+    SAME_BYTES,       /* IGC gives the same binary in every process */
+    BYTES_MAY_DIFFER, /* not across processes: compare sizes only */
+} native_bytes;
+
+static char plain[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX], disk_hit[OUTPUT_MAX];
+
+/* Runs ze_probe --describe --repeat <repeat> args. */
+static void describe_run(bool with_layer, const char *repeat, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 1] = {"--describe", "--repeat", repeat};
+    int argc = 3;
+    for (int i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(argc, MAX_ARGS);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    probe_run(with_layer, NULL, argv);
+    cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
+                 run.err);
+}
+
+/* The lines after "describe <number>" up to the next "describe" line. */
+static void description(int number, char *text, size_t size)
+{
+    char marker[32];
+    snprintf(marker, sizeof(marker), "describe %d\n", number);
+    const char *start = strstr(run.out, marker);
+    cr_assert_not_null(start, "no \"%s\" in: %s", marker, run.out);
+    start += strlen(marker);
+    const char *end = strstr(start, "describe ");
+    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
+    cr_assert_lt(length, size);
+    memcpy(text, start, length);
+    text[length] = '\0';
+    cr_assert_not_null(strstr(text, "create 0x"), "%s", text);
+}
+
+/* Cuts the hash off the native-binary line (its size stays). */
+static void without_native_hash(char *text)
+{
+    char *line = strstr(text, "native-binary ");
+    char *hash = line != NULL ? strstr(line, " fnv ") : NULL;
+    if (hash != NULL)
+        memmove(hash, hash + strcspn(hash, "\n"), strlen(hash + strcspn(hash, "\n")) + 1);
+}
+
+static void assert_same(const char *what, const char *expected, const char *actual)
+{
+    cr_assert_str_eq(actual, expected, "%s differs.\n--- expected:\n%s--- got:\n%s", what, expected,
+                     actual);
+}
+
+static void assert_lookups(int misses, int disk_hits, int memory_hits, int bypasses)
+{
+    cr_assert_eq(count_of(run.err, MISS), misses, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), disk_hits, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_MEMORY), memory_hits, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, BYPASS), bypasses, "stderr: %s", run.err);
+}
+
+/* The two layer runs' lookups for path: cold (two creations), then warm. */
+static void assert_cold_lookups(expected_path path)
+{
+    if (path == CACHED)
+        assert_lookups(1, 0, 1, 0);
+    else if (path == BYPASSED)
+        assert_lookups(0, 0, 0, 2);
+    else
+        assert_lookups(2, 0, 0, 0);
+}
+
+static void assert_warm_lookups(expected_path path)
+{
+    if (path == CACHED)
+        assert_lookups(0, 1, 0, 0);
+    else if (path == BYPASSED)
+        assert_lookups(0, 0, 0, 1);
+    else
+        assert_lookups(1, 0, 0, 0);
+}
+
+/* The driver alone, the layer cold (miss, memory hit), the layer warm. */
+static void assert_hit_like_miss(const char *const *args, expected_path path, native_bytes bytes)
+{
+    describe_run(false, "1", args);
+    description(1, plain, sizeof(plain));
+    describe_run(true, "2", args);
+    description(1, missed, sizeof(missed));
+    description(2, memory_hit, sizeof(memory_hit));
+    assert_cold_lookups(path);
+    describe_run(true, "1", args);
+    description(1, disk_hit, sizeof(disk_hit));
+    assert_warm_lookups(path);
+    cr_assert_eq(entries_in(sc.cache), path == CACHED ? 1 : 0);
+
+    assert_same("the memory hit", missed, memory_hit);
+    assert_same("the disk hit", missed, disk_hit);
+    if (bytes == BYTES_MAY_DIFFER) {
+        without_native_hash(plain);
+        without_native_hash(missed);
+    }
+    assert_same("the layer's compile", plain, missed);
+}
+
+#define ARGS_OF(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+Test(parity, plain_kernel)
+{
+    assert_hit_like_miss(ARGS_OF("--spirv", SAXPY, "--function", "saxpy", "--function", "absent",
+                                 "--global", "absent"),
+                         CACHED, SAME_BYTES);
+    cr_assert_not_null(strstr(disk_hit, "kernel saxpy create 0x0\n"), "%s", disk_hit);
+}
+
+/* Program-scope variables and a function that is not a kernel, looked up
+ * with and without the flag that exports symbols. */
+#define SYMBOL_LOOKUPS                                                                             \
+    "--spirv", SYMBOLS, "--function", "scaled", "--function", "use_symbols", "--function",         \
+        "absent", "--global", "counter", "--global", "table", "--global", "limits", "--global",    \
+        "absent"
+
+Test(parity, exported_functions_and_globals)
+{
+    assert_hit_like_miss(ARGS_OF(SYMBOL_LOOKUPS, "--flags", "-library-compilation"), CACHED,
+                         BYTES_MAY_DIFFER);
+    /* The control: the symbols really are there to be found. */
+    cr_assert_not_null(strstr(disk_hit, "function scaled 0x0 found\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "global counter 0x0 size 4 found\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "global limits 0x0 size 16 found\n"), "%s", disk_hit);
+}
+
+Test(parity, symbols_not_exported)
+{
+    assert_hit_like_miss(ARGS_OF(SYMBOL_LOOKUPS), CACHED, SAME_BYTES);
+    cr_assert_not_null(strstr(disk_hit, "function scaled 0x78000012 null\n"), "%s", disk_hit);
+}
+
+/* Flags the driver turns into compiler options, and one it reads when it
+ * loads the module (-zet-profile-flags, zetKernelGetProfileInfo). */
+Test(parity, build_flags)
+{
+    /* With -g, IGC's bytes differ from process to process. */
+    assert_hit_like_miss(ARGS_OF("--spirv", SYMBOLS, "--flags", "-ze-opt-disable -g"), CACHED,
+                         BYTES_MAY_DIFFER);
+    scratch_remove();
+    scratch_create();
+    assert_hit_like_miss(ARGS_OF("--spirv", SAXPY, "--flags", "-zet-profile-flags 0x3"), CACHED,
+                         SAME_BYTES);
+    cr_assert_not_null(strstr(disk_hit, "profile 0x0 flags 0x3 "), "%s", disk_hit);
+}
+
+Test(parity, program_with_the_same_flags_for_every_input)
+{
+    assert_hit_like_miss(ARGS_OF("--program", "--spirv", SAXPY, "--spirv", VECTOR_ADD, "--flags",
+                                 "-zet-profile-flags 0x5"),
+                         CACHED, SAME_BYTES);
+    cr_assert_not_null(strstr(disk_hit, "kernel-names 0x0 saxpy vector_add\n"), "%s", disk_hit);
+    cr_assert_eq(count_of(disk_hit, "profile 0x0 flags 0x5 "), 2, "%s", disk_hit);
+}
+
+/* The driver takes -zet-profile-flags from the last input that has it; a
+ * module made from a native binary takes one flags string. */
+Test(parity, program_with_different_flags_per_input_bypasses)
+{
+    assert_hit_like_miss(ARGS_OF("--program", "--spirv", SAXPY, "--spirv", VECTOR_ADD,
+                                 "--input-flags", "NULL", "--input-flags",
+                                 "-zet-profile-flags 0x2"),
+                         BYPASSED, SAME_BYTES);
+    cr_assert_eq(count_of(disk_hit, "profile 0x0 flags 0x2 "), 2, "%s", disk_hit);
+    cr_assert_eq(count_of(run.err, "inputs with different build flags"), 1, "%s", run.err);
+}
+
+Test(parity, program_with_flags_on_the_description_bypasses)
+{
+    assert_hit_like_miss(
+        ARGS_OF("--program", "--spirv", SAXPY, "--module-flags", "", "--flags", "-ze-opt-level=1"),
+        BYPASSED, SAME_BYTES);
+    cr_assert_eq(count_of(run.err, "build flags on the module description"), 1, "%s", run.err);
+}
+
+/* zeKernelSetArgumentValue refuses image formats without an OpenCL channel
+ * type only for modules built from SPIR-V: a native module would accept
+ * them. */
+Test(parity, image_kernel_bypasses)
+{
+    assert_hit_like_miss(ARGS_OF("--spirv", IMAGE, "--image-argument"), BYPASSED, SAME_BYTES);
+    /* The control: some formats are refused, one is taken. */
+    cr_assert_eq(count_of(disk_hit, "set 0x7800000e\n"), 3, "%s", disk_hit);
+    cr_assert_eq(count_of(disk_hit, "set 0x0\n"), 1, "%s", disk_hit);
+    cr_assert_eq(count_of(run.err, "declares image types"), 1, "%s", run.err);
+}
+
+Test(parity, failing_build)
+{
+    assert_hit_like_miss(ARGS_OF("--spirv", FP64), FAILED, SAME_BYTES);
+    cr_assert_eq(strstr(disk_hit, "create 0x0\n"), NULL, "%s", disk_hit);
+    cr_assert_neq(strstr(disk_hit, "build-log 0x0 \""), NULL, "%s", disk_hit);
+}
