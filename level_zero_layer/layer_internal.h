@@ -147,6 +147,10 @@ bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t det
  * some, e.g. -zet-profile-flags, when it loads one). */
 const char *zcl_native_build_flags(const ze_module_desc_t *desc);
 
+/* layer_native_check.c: whether module, made from binary, gives back exactly
+ * binary (the driver did not rebuild it from its IR). */
+bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size);
+
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
                                          const ze_module_desc_t *desc, ze_module_handle_t *module,
                                          ze_module_build_log_handle_t *build_log);

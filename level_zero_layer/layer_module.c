@@ -112,23 +112,6 @@ static ze_result_t finish_compile(driver_compile *compile)
     return compile->result;
 }
 
-/* Whether module's native binary is binary: the driver loaded it as it is
- * rather than rebuilding it from the IR inside (RebuildPrecompiledKernels,
- * a debugger, newer drivers' cache-policy and workaround checks), which can
- * give other code than the compile that stored it. */
-static bool loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size)
-{
-    size_t loaded_size = 0;
-    if (zcl_layer.next.module_get_native_binary(module, &loaded_size, NULL) != ZE_RESULT_SUCCESS ||
-        loaded_size != size)
-        return false;
-    size_t copy_size;
-    void *loaded = native_binary_of(module, &copy_size);
-    bool same = loaded != NULL && copy_size == size && memcmp(loaded, binary, size) == 0;
-    free(loaded);
-    return same;
-}
-
 typedef enum hit_outcome {
     HIT_CREATED, /* the application has the module */
     HIT_REFUSED, /* the driver returned an error for the binary */
@@ -150,7 +133,7 @@ static hit_outcome create_from_artifact(const driver_compile *compile, const zc_
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
     if (*result != ZE_RESULT_SUCCESS)
         return HIT_REFUSED;
-    if (!loaded_unchanged(created, binary, binary_size)) {
+    if (!zcl_native_loaded_unchanged(created, binary, binary_size)) {
         zcl_layer.next.module_destroy(created);
         return HIT_REBUILT;
     }

@@ -1,0 +1,59 @@
+/* Whether the driver loaded a cached native binary as it is. A driver that
+ * rebuilds it from the IR inside instead (RebuildPrecompiledKernels, a
+ * debugger, newer drivers' cache-policy and workaround checks) can give other
+ * code than the compile that stored it: the module's own native binary then
+ * differs from the one it was made from.
+ *
+ * The driver copies the whole binary out, so the comparison needs a buffer
+ * that large. A fresh multi-megabyte malloc costs more in page faults than the
+ * copy and the compare (measured on a 2 MB memory hit: +70% with a new buffer
+ * each time, a few percent with a reused one), so one buffer, as large as the
+ * largest binary compared, is kept for the process; a thread that finds it
+ * busy uses one of its own. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer_internal.h"
+
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *spare;
+static size_t spare_size;
+
+/* The spare buffer grown to size, or NULL (then the caller allocates). */
+static uint8_t *take_spare(size_t size)
+{
+    if (pthread_mutex_trylock(&spare_lock) != 0)
+        return NULL;
+    if (spare_size < size) {
+        free(spare);
+        spare = malloc(size);
+        spare_size = spare != NULL ? size : 0;
+    }
+    if (spare == NULL) {
+        pthread_mutex_unlock(&spare_lock);
+        return NULL;
+    }
+    return spare;
+}
+
+bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size)
+{
+    size_t loaded_size = 0;
+    if (zcl_layer.next.module_get_native_binary(module, &loaded_size, NULL) != ZE_RESULT_SUCCESS ||
+        loaded_size != size)
+        return false;
+    uint8_t *buffer = take_spare(size);
+    bool shared = buffer != NULL;
+    if (!shared)
+        buffer = malloc(size > 0 ? size : 1);
+    bool same = buffer != NULL &&
+                zcl_layer.next.module_get_native_binary(module, &loaded_size, buffer) ==
+                    ZE_RESULT_SUCCESS &&
+                loaded_size == size && memcmp(buffer, binary, size) == 0;
+    if (shared)
+        pthread_mutex_unlock(&spare_lock);
+    else
+        free(buffer);
+    return same;
+}
