@@ -3,7 +3,8 @@
  * the module it got (result codes, build log, module and kernel properties,
  * source attributes, suggested group sizes, profile information, function
  * and global pointer lookups, linkage inspection, debug information, native
- * binary; image arguments for image kernels), and the test compares:
+ * binary; image arguments for image kernels; zeModuleDynamicLink with a
+ * second module), and the test compares:
  *
  *   - the driver alone (no layer),
  *   - the layer's miss (cold cache) and, in the same process, its memory hit,
@@ -11,7 +12,8 @@
  *
  * The three layer descriptions must be identical to the byte, native binary
  * included. The driver alone must match them too; only for classes where IGC
- * itself gives different bytes in two processes (-library-compilation, -g) is the
+ * itself gives different bytes in two processes (-library-compilation, -g,
+ * unresolved imports) is the
  * native binary's hash left out of that comparison. Classes the layer cannot
  * reproduce from a native binary must be counted bypasses. */
 #include <criterion/criterion.h>
@@ -93,40 +95,51 @@ static void assert_lookups(int misses, int disk_hits, int memory_hits, int bypas
     cr_assert_eq(count_of(run.err, BYPASS), bypasses, "stderr: %s", run.err);
 }
 
-/* The two layer runs' lookups for path: cold (two creations), then warm. */
-static void assert_cold_lookups(expected_path path)
+/* The two layer runs' lookups for path and the number of modules each
+ * creation makes: cold (two creations), then warm. */
+static void assert_cold_lookups(expected_path path, int n)
 {
     if (path == CACHED)
-        assert_lookups(1, 0, 1, 0);
+        assert_lookups(n, 0, n, 0);
     else if (path == BYPASSED)
-        assert_lookups(0, 0, 0, 2);
+        assert_lookups(0, 0, 0, 2 * n);
     else
-        assert_lookups(2, 0, 0, 0);
+        assert_lookups(2 * n, 0, 0, 0);
 }
 
-static void assert_warm_lookups(expected_path path)
+static void assert_warm_lookups(expected_path path, int n)
 {
     if (path == CACHED)
-        assert_lookups(0, 1, 0, 0);
+        assert_lookups(0, n, 0, 0);
     else if (path == BYPASSED)
-        assert_lookups(0, 0, 0, 1);
+        assert_lookups(0, 0, 0, n);
     else
-        assert_lookups(1, 0, 0, 0);
+        assert_lookups(n, 0, 0, 0);
+}
+
+/* 1, or 2 with --link-with. */
+static int modules_per_creation(const char *const *args)
+{
+    int modules = 1;
+    for (int i = 0; args[i] != NULL; i++)
+        modules += strcmp(args[i], "--link-with") == 0;
+    return modules;
 }
 
 /* The driver alone, the layer cold (miss, memory hit), the layer warm. */
 static void assert_hit_like_miss(const char *const *args, expected_path path, native_bytes bytes)
 {
+    int n = modules_per_creation(args);
     describe_run(false, "1", args);
     description(1, plain, sizeof(plain));
     describe_run(true, "2", args);
     description(1, missed, sizeof(missed));
     description(2, memory_hit, sizeof(memory_hit));
-    assert_cold_lookups(path);
+    assert_cold_lookups(path, n);
     describe_run(true, "1", args);
     description(1, disk_hit, sizeof(disk_hit));
-    assert_warm_lookups(path);
-    cr_assert_eq(entries_in(sc.cache), path == CACHED ? 1 : 0);
+    assert_warm_lookups(path, n);
+    cr_assert_eq(entries_in(sc.cache), path == CACHED ? n : 0);
 
     assert_same("the memory hit", missed, memory_hit);
     assert_same("the disk hit", missed, disk_hit);
@@ -168,6 +181,20 @@ Test(parity, symbols_not_exported)
 {
     assert_hit_like_miss(ARGS_OF(SYMBOL_LOOKUPS), CACHED, SAME_BYTES);
     cr_assert_not_null(strstr(disk_hit, "function scaled 0x78000012 null\n"), "%s", disk_hit);
+}
+
+/* A module with an unresolved import, linked at run time with the module
+ * that exports it (both built to export symbols). */
+Test(parity, dynamic_link)
+{
+    assert_hit_like_miss(ARGS_OF("--spirv", KERNEL("e2e_import.spv"), "--link-with",
+                                 KERNEL("e2e_export.spv"), "--flags", "-library-compilation",
+                                 "--function", "exported_twice"),
+                         CACHED, BYTES_MAY_DIFFER);
+    /* The control: the import is there, and the link resolves it. */
+    cr_assert_not_null(strstr(disk_hit, "module-properties 0x0 flags 0x1\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "dynamic-link 0x0\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "kernel call_import create 0x0\n"), "%s", disk_hit);
 }
 
 /* Flags the driver turns into compiler options, and one it reads when it

@@ -16,6 +16,8 @@
  *                       times, one after the other, in this process
  *   --function NAME     with --describe: look NAME up as a function pointer
  *   --global NAME       with --describe: look NAME up as a global pointer
+ *   --link-with FILE    with --describe: also create a module from SPIR-V FILE
+ *                       (same flags) and link the two with zeModuleDynamicLink
  *   --image-argument    with --describe: set images of several formats as
  *                       argument 0 of every kernel
  *   --spec ID=VALUE     a 32-bit specialization constant (in the order given)
@@ -58,6 +60,7 @@ typedef struct probe_options {
     bool describe;
     int repeat;
     describe_lookups lookups;
+    const char *link_with;
     uint32_t constant_ids[MAX_CONSTANTS];
     uint64_t constant_storage[MAX_CONSTANTS];
     const void *constant_values[MAX_CONSTANTS];
@@ -141,6 +144,8 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
         options->spirv_paths[options->input_count++] = value;
     else if (strcmp(arg, "--flags") == 0)
         options->flags = value;
+    else if (strcmp(arg, "--link-with") == 0)
+        options->link_with = value;
     else if (strcmp(arg, "--module-flags") == 0)
         options->module_flags = value;
     else if (strcmp(arg, "--input-flags") == 0 && options->input_flags_count < MAX_INPUTS)
@@ -295,6 +300,27 @@ static void report(const probe *probe, thread_result *threads)
         save_native_binary(threads[0].module, probe->options.native_out);
 }
 
+/* The --link-with module, made as the application would (build log and all). */
+static void create_partner(probe *probe, describe_lookups *lookups)
+{
+    size_t size = 0;
+    void *spirv = ze_common_read_file(probe->options.link_with, &size);
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                             .inputSize = size,
+                             .pInputModule = spirv,
+                             .pBuildFlags = probe->options.flags};
+    ze_module_build_log_handle_t build_log = NULL;
+    lookups->has_partner = true;
+    lookups->partner = NULL;
+    lookups->partner_result = spirv == NULL ? ZE_RESULT_ERROR_INVALID_ARGUMENT
+                                            : zeModuleCreate(probe->l0.context, probe->l0.device,
+                                                             &desc, &lookups->partner, &build_log);
+    if (build_log != NULL)
+        zeModuleBuildLogDestroy(build_log);
+    free(spirv);
+}
+
 /* The first thread's module, then repeat - 1 more made one after the other. */
 static void describe_creations(probe *probe, thread_result *first)
 {
@@ -305,6 +331,8 @@ static void describe_creations(probe *probe, thread_result *first)
         thread_result *creation = n == 1 ? first : &again;
         if (n > 1)
             creation->result = create_module(creation);
+        if (probe->options.link_with != NULL)
+            create_partner(probe, &probe->options.lookups);
         printf("describe %d\n", n);
         describe_module(stdout, creation->result, creation->module, creation->build_log,
                         &probe->options.lookups);

@@ -30,7 +30,26 @@ static void print_escaped(FILE *out, const char *text, size_t length)
     }
 }
 
-static void describe_build_log(FILE *out, ze_module_build_log_handle_t build_log)
+/* text, with "<0x...>" (a link log's module addresses) as "<address>". */
+static void print_without_addresses(FILE *out, const char *text)
+{
+    for (const char *at = text; *at != '\0';) {
+        const char *hex = strstr(at, "<0x");
+        size_t digits = hex != NULL ? strspn(hex + 3, "0123456789abcdefABCDEF") : 0;
+        if (hex == NULL || hex[3 + digits] != '>') {
+            size_t length = hex != NULL ? (size_t)(hex - at) + 1 : strlen(at);
+            print_escaped(out, at, length);
+            at += length;
+            continue;
+        }
+        print_escaped(out, at, (size_t)(hex - at));
+        fputs("<address>", out);
+        at = hex + 3 + digits + 1;
+    }
+}
+
+static void describe_log_text(FILE *out, ze_module_build_log_handle_t build_log,
+                              bool without_addresses)
 {
     size_t size = 0;
     char *text = NULL;
@@ -40,10 +59,17 @@ static void describe_build_log(FILE *out, ze_module_build_log_handle_t build_log
     if (result == ZE_RESULT_SUCCESS && (text = calloc(1, size + 1)) != NULL)
         result = zeModuleBuildLogGetString(build_log, &size, text);
     fprintf(out, "build-log 0x%x \"", (unsigned)result);
-    if (text != NULL)
+    if (text != NULL && without_addresses)
+        print_without_addresses(out, text);
+    else if (text != NULL)
         print_escaped(out, text, strlen(text));
     fprintf(out, "\"\n");
     free(text);
+}
+
+static void describe_build_log(FILE *out, ze_module_build_log_handle_t build_log)
+{
+    describe_log_text(out, build_log, false);
 }
 
 static void describe_properties(FILE *out, ze_kernel_handle_t kernel)
@@ -218,6 +244,33 @@ static void describe_debug_info(FILE *out, ze_module_handle_t module)
     free(bytes);
 }
 
+static void describe_module_properties(FILE *out, ze_module_handle_t module)
+{
+    ze_module_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROPERTIES};
+    ze_result_t result = zeModuleGetProperties(module, &properties);
+    fprintf(out, "module-properties 0x%x flags 0x%x\n", (unsigned)result,
+            (unsigned)properties.flags);
+}
+
+/* zeModuleDynamicLink of module and the partner, with its log. */
+static void describe_dynamic_link(FILE *out, ze_module_handle_t module,
+                                  const describe_lookups *lookups)
+{
+    if (lookups == NULL || !lookups->has_partner)
+        return;
+    fprintf(out, "partner create 0x%x\n", (unsigned)lookups->partner_result);
+    if (lookups->partner == NULL)
+        return;
+    ze_module_handle_t modules[2] = {module, lookups->partner};
+    ze_module_build_log_handle_t log = NULL;
+    ze_result_t result = zeModuleDynamicLink(2, modules, &log);
+    fprintf(out, "dynamic-link 0x%x\n", (unsigned)result);
+    describe_log_text(out, log, true);
+    if (log != NULL)
+        zeModuleBuildLogDestroy(log);
+    describe_module_properties(out, module);
+}
+
 void describe_module(FILE *out, ze_result_t created, ze_module_handle_t module,
                      ze_module_build_log_handle_t build_log, const describe_lookups *lookups)
 {
@@ -225,10 +278,8 @@ void describe_module(FILE *out, ze_result_t created, ze_module_handle_t module,
     describe_build_log(out, build_log);
     if (created != ZE_RESULT_SUCCESS)
         return;
-    ze_module_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROPERTIES};
-    ze_result_t result = zeModuleGetProperties(module, &properties);
-    fprintf(out, "module-properties 0x%x flags 0x%x\n", (unsigned)result,
-            (unsigned)properties.flags);
+    describe_module_properties(out, module);
+    describe_dynamic_link(out, module, lookups);
     describe_kernels(out, module, lookups);
     describe_lookups_of(out, module, lookups);
     describe_linkage(out, module);

@@ -20,11 +20,17 @@ typedef struct describe_lookups {
     bool image_argument;
     ze_context_handle_t context;
     ze_device_handle_t device;
+    /* Set: a second module, linked with the described one by
+     * zeModuleDynamicLink before its kernels are described. */
+    bool has_partner;
+    ze_module_handle_t partner; /* NULL when its creation failed */
+    ze_result_t partner_result;
 } describe_lookups;
 
 /* Prints the creation's result and build log; for a created module also its
  * properties, kernels (properties, attributes, suggested group size, profile
- * information, image arguments when asked), the symbol lookups asked for, linkage inspection, debug
+ * information, image arguments when asked; after a dynamic link with the
+ * partner module when there is one), the symbol lookups asked for, linkage inspection, debug
  * information and native binary (size and FNV-1a hash). */
 void describe_module(FILE *out, ze_result_t created, ze_module_handle_t module,
                      ze_module_build_log_handle_t build_log, const describe_lookups *lookups);
