@@ -367,6 +367,120 @@ Test(layer, native_input_and_unknown_extension_go_to_the_driver)
     cr_assert_eq(atomic_load(&counters->compiles), 0);
 }
 
+/* ---- modules a native binary cannot reproduce ---- */
+
+enum { SPIRV_WORDS = 5 + 2 + 9 + 5 };
+
+/* Header, OpTypeVoid, OpTypeImage (or a second OpTypeVoid), OpFunction. */
+static void make_spirv(uint32_t *words, bool with_image, bool byte_swapped)
+{
+    uint32_t module[SPIRV_WORDS] = {0x07230203,
+                                    0x00010000,
+                                    0,
+                                    10,
+                                    0,
+                                    (2u << 16) | 19,
+                                    1,
+                                    (9u << 16) | 25,
+                                    2,
+                                    1,
+                                    1,
+                                    0,
+                                    0,
+                                    0,
+                                    0,
+                                    0,
+                                    (5u << 16) | 54,
+                                    1,
+                                    3,
+                                    0,
+                                    4};
+    if (!with_image)
+        module[7] = (9u << 16) | 1; /* OpUndef-sized filler: not a type */
+    for (int i = 0; i < SPIRV_WORDS; i++)
+        words[i] = byte_swapped ? __builtin_bswap32(module[i]) : module[i];
+}
+
+static bool reproducible(const void *spirv, size_t size)
+{
+    char detail[256] = "";
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                             .inputSize = size,
+                             .pInputModule = spirv};
+    bool result = zcl_hit_reproducible(&desc, detail, sizeof(detail));
+    cr_assert(result || detail[0] != '\0');
+    return result;
+}
+
+Test(layer, image_types_are_found_in_either_byte_order)
+{
+    uint32_t words[SPIRV_WORDS];
+    for (int swapped = 0; swapped < 2; swapped++) {
+        make_spirv(words, true, swapped);
+        cr_assert_not(reproducible(words, sizeof(words)));
+        make_spirv(words, false, swapped);
+        cr_assert(reproducible(words, sizeof(words)));
+    }
+    /* Types come before functions: what follows the first one is not read. */
+    uint32_t late[SPIRV_WORDS];
+    make_spirv(words, true, false);
+    memcpy(late, words, 7 * 4);
+    memcpy(late + 7, words + 16, 5 * 4);
+    memcpy(late + 12, words + 7, 9 * 4);
+    cr_assert(reproducible(late, sizeof(late)));
+    late[12] = 0;
+    cr_assert(reproducible(late, sizeof(late)));
+    /* What cannot be walked is not cached: bad magic, a zero-length or
+     * overlong instruction, a size that is not whole words. */
+    make_spirv(words, false, false);
+    cr_assert(reproducible(words, sizeof(words)));
+    cr_assert_not(reproducible(words, sizeof(words) - 1));
+    words[0] = 0x12345678;
+    cr_assert_not(reproducible(words, sizeof(words)));
+    make_spirv(words, false, false);
+    words[5] = 19; /* length 0 */
+    cr_assert_not(reproducible(words, sizeof(words)));
+    make_spirv(words, false, false);
+    words[5] = (200u << 16) | 19;
+    cr_assert_not(reproducible(words, sizeof(words)));
+}
+
+static bool program_reproducible(const char *module_flags, const char *first, const char *second)
+{
+    uint32_t words[SPIRV_WORDS];
+    make_spirv(words, false, false);
+    const uint8_t *inputs[2] = {(const uint8_t *)words, (const uint8_t *)words};
+    size_t sizes[2] = {sizeof(words), sizeof(words)};
+    const char *flags[2] = {first, second};
+    ze_module_program_exp_desc_t program = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC,
+                                            .count = 2,
+                                            .inputSizes = sizes,
+                                            .pInputModules = inputs,
+                                            .pBuildFlags = flags};
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .pNext = &program,
+                             .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                             .pBuildFlags = module_flags};
+    char detail[256] = "";
+    bool result = zcl_hit_reproducible(&desc, detail, sizeof(detail));
+    cr_assert(result || detail[0] != '\0');
+    if (result)
+        cr_assert_eq(zcl_native_build_flags(&desc), first);
+    return result;
+}
+
+Test(layer, programs_are_cached_only_with_one_flags_string)
+{
+    cr_assert(program_reproducible(NULL, NULL, NULL));
+    cr_assert(program_reproducible(NULL, "-a -b", "-a -b"));
+    cr_assert_not(program_reproducible(NULL, "-a", "-b"));
+    cr_assert_not(program_reproducible(NULL, NULL, ""));
+    cr_assert_not(program_reproducible(NULL, "-a", NULL));
+    cr_assert_not(program_reproducible("", NULL, NULL));
+    cr_assert_not(program_reproducible("-a", "-a", "-a"));
+}
+
 /* ---- threads ---- */
 
 typedef struct thread_job {
