@@ -160,6 +160,14 @@ Test(parity, plain_kernel)
     cr_assert_not_null(strstr(disk_hit, "kernel saxpy create 0x0\n"), "%s", disk_hit);
 }
 
+/* Specialization constants are baked into the native binary. */
+Test(parity, spec_constants)
+{
+    assert_hit_like_miss(ARGS_OF("--spirv", SPEC_CONSTANTS, "--spec", "1=3", "--spec64", "2=5"),
+                         CACHED, SAME_BYTES);
+    cr_assert_not_null(strstr(disk_hit, "kernel spec_fill create 0x0\n"), "%s", disk_hit);
+}
+
 /* Program-scope variables and a function that is not a kernel, looked up
  * with and without the flag that exports symbols. */
 #define SYMBOL_LOOKUPS                                                                             \
