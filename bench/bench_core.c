@@ -280,7 +280,7 @@ static zc_status add_module_parts(const module_key_bench *bench, zc_key_builder 
         status = zc_key_add_hardware(builder, "device IP version", &bench->ip_version,
                                      sizeof bench->ip_version);
     if (status == ZC_OK)
-        status = zc_key_add_compiler_environment(builder);
+        status = zc_key_add_environment(builder);
     return status;
 }
 
@@ -308,9 +308,9 @@ static void bench_module_key(const uint8_t *spirv, size_t spirv_size)
     double first_ns = median_ns(time_module_key, &bench, 1, "first module key");
     double warm_ns = median_ns(time_module_key, &bench, MODULE_KEY_REPS, "module key");
     printf("2. full key of a typical module: %zu B SPIR-V + flags + compiler identity + driver\n"
-           "   + 3 hardware parts (436 B) + IGC_* environment\n",
+           "   + 3 hardware parts (436 B) + driver and compiler environment\n",
            spirv_size);
-    printf("  %-34s %9.1f us  (includes finding libigc once per process)\n",
+    printf("  %-34s %9.1f us  (includes finding libigc and the environment snapshot)\n",
            "first key in the process", first_ns / NS_PER_US);
     printf("  %-34s %9.1f us  N=%d\n\n", "every later key", warm_ns / NS_PER_US, MODULE_KEY_REPS);
 }

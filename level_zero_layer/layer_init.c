@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "layer_internal.h"
+#include "zecache/environment.h"
 #include "zecache/log.h"
 #include "zecache/stats.h"
 
@@ -42,6 +43,9 @@ static void start_cache(void)
 
 __attribute__((constructor)) static void zcl_layer_load(void)
 {
+    /* The driver has just read its settings (when loaded); zeInit reads the
+     * rest right after. The layer's own writes below are none of them. */
+    zc_environment_snapshot_driver();
     /* Our own configuration comes from the user's values, even in a child of
      * a process whose layer hid them from the driver. */
     zcl_driver_cache_restore_user_env();

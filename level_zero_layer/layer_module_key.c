@@ -91,7 +91,7 @@ static zc_status add_parts(zc_key_builder *builder, const ze_module_desc_t *desc
     if (status == ZC_OK)
         status = add_hardware(builder, device);
     if (status == ZC_OK)
-        status = zc_key_add_compiler_environment(builder);
+        status = zc_key_add_environment(builder);
     return status;
 }
 

@@ -7,13 +7,16 @@
  *
  *   FORMAT          u32 ZC_KEY_FORMAT_VERSION (always first)
  *   SPIRV           u64 size, SHA-256 of the SPIR-V bytes    } per input,
- *   BUILD_FLAGS     u8 0 (NULL) | u8 1, normalized flags     } in the
+ *   BUILD_FLAGS     u8 0 (NULL) | u8 1, the flags' bytes     } in the
  *   SPEC_CONSTANTS  u32 count                                } order added
  *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
  *   LIBRARY         library encoding (below), per compiler library
  *   DRIVER          library encoding, u32 version, uuid[16]
  *   HARDWARE        u32 name length, name, bytes
- *   ENVIRONMENT     u32 count, then ENV_VAR "name=value" x count, by name
+ *   ENVIRONMENT     u32 count, then ENV_VAR "name=value" x count: the
+ *                   driver's settings by name, then the compiler's by name
+ *   SETTINGS_FILE   u32 path length, path, u8 present, SHA-256 if present;
+ *                   the driver's files, then the compiler's
  *
  * Library encoding: u32 name length, name, u8 found, u64 size, i64 mtime
  * seconds, i64 mtime nanoseconds, u32 build-id length, build-id. The path is
@@ -32,6 +35,7 @@
 #include <string.h>
 
 #include "byte_order.h"
+#include "environment_internal.h"
 #include "zecache/sha256.h"
 #include "zecache/spirv.h"
 #include "zecache/spirv_digest_memo.h"
@@ -49,13 +53,12 @@ enum record_tag {
     TAG_HARDWARE = 8,
     TAG_ENVIRONMENT = 9,
     TAG_ENV_VAR = 10,
+    TAG_SETTINGS_FILE = 11,
 };
 
 #define REASON_SIZE 256
 /* Sizes up to which per-part scratch lives on the stack, not the heap. */
-#define STACK_FLAGS_SIZE 512
 #define STACK_CONSTANTS 32
-#define STACK_ENV_VARS 64
 #define LIBRARY_ENCODING_MAX (4 + NAME_MAX + 1 + 8 + 8 + 8 + 4 + ZC_BUILD_ID_MAX)
 #define COMPILER_LIBRARY_COUNT 4
 
@@ -153,6 +156,27 @@ static void trace_hex(zc_key_builder *builder, const void *bytes, size_t size)
     }
 }
 
+/* Text with white space other than ' ', quotes, backslashes and other
+ * control bytes escaped, so the trace shows what is keyed. */
+static void trace_escaped(zc_key_builder *builder, const char *text, size_t length)
+{
+    if (builder->trace == NULL)
+        return;
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\t')
+            fputs("\\t", builder->trace);
+        else if (c == '\n')
+            fputs("\\n", builder->trace);
+        else if (c == '"' || c == '\\')
+            fprintf(builder->trace, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(builder->trace, "\\x%02x", c);
+        else
+            fputc(c, builder->trace);
+    }
+}
+
 /* ---- builder state ---- */
 
 static zc_status refuse(zc_key_builder *builder, zc_status status, const char *fmt, ...)
@@ -214,48 +238,23 @@ void zc_key_builder_destroy(zc_key_builder *builder)
 
 /* ---- SPIR-V inputs ---- */
 
-static bool is_flag_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/* Writes flags with white space runs collapsed to one space and none at
- * either end; out has room for strlen(flags) + 1. Returns the length. */
-static size_t normalize_flags(const char *flags, char *out)
-{
-    size_t length = 0;
-    for (const char *c = flags; *c != '\0'; c++) {
-        if (!is_flag_space(*c))
-            out[length++] = *c;
-        else if (length > 0 && out[length - 1] != ' ')
-            out[length++] = ' ';
-    }
-    if (length > 0 && out[length - 1] == ' ')
-        length--;
-    out[length] = '\0';
-    return length;
-}
-
+/* The flags byte for byte: the driver splits them on single spaces only, so
+ * "-a\t-b" is one option to it and "-a  -b" has an empty one; any
+ * normalising would give two different compiles one key. */
 static zc_status add_build_flags(zc_key_builder *builder, const char *flags)
 {
     uint8_t present = flags != NULL;
+    size_t length = present ? strlen(flags) : 0;
+    record_field_start(builder, TAG_BUILD_FLAGS, 1 + (uint64_t)length);
+    record_bytes(builder, &present, 1);
     if (!present) {
-        record_field(builder, TAG_BUILD_FLAGS, &present, 1);
         trace(builder, "flags: NULL\n");
         return ZC_OK;
     }
-    char stack_buffer[STACK_FLAGS_SIZE];
-    size_t raw_length = strlen(flags);
-    char *normalized = raw_length < sizeof stack_buffer ? stack_buffer : malloc(raw_length + 1);
-    if (normalized == NULL)
-        return refuse(builder, ZC_ERR_NOMEM, "out of memory for build flags");
-    size_t length = normalize_flags(flags, normalized);
-    record_field_start(builder, TAG_BUILD_FLAGS, 1 + (uint64_t)length);
-    record_bytes(builder, &present, 1);
-    record_bytes(builder, normalized, length);
-    trace(builder, "flags: \"%s\"\n", normalized);
-    if (normalized != stack_buffer)
-        free(normalized);
+    record_bytes(builder, flags, length);
+    trace(builder, "flags: \"");
+    trace_escaped(builder, flags, length);
+    trace(builder, "\"\n");
     return ZC_OK;
 }
 
@@ -489,61 +488,54 @@ zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const v
     return ZC_OK;
 }
 
-/* ---- compiler environment ---- */
+/* ---- driver and compiler environment ---- */
 
-extern char **environ;
-
-/* Orders "NAME=value" strings by NAME (a plain strcmp would put "IGC_A0"
- * before "IGC_A", since '=' sorts after digits), then by value. */
-static int compare_env_entries(const void *a, const void *b)
+static void record_settings_file(zc_key_builder *builder, const zc_settings_file *file)
 {
-    const char *left = *(const char *const *)a;
-    const char *right = *(const char *const *)b;
-    size_t left_name = strcspn(left, "=");
-    size_t right_name = strcspn(right, "=");
-    size_t shorter = left_name < right_name ? left_name : right_name;
-    int order = memcmp(left, right, shorter);
-    if (order != 0)
-        return order;
-    if (left_name != right_name)
-        return left_name < right_name ? -1 : 1;
-    return strcmp(left, right);
+    size_t path_length = strlen(file->path);
+    uint8_t header[4];
+    zc_put_le32(header, (uint32_t)path_length);
+    uint8_t present = file->present;
+    record_field_start(builder, TAG_SETTINGS_FILE,
+                       4 + (uint64_t)path_length + 1 + (present ? ZC_SHA256_SIZE : 0));
+    record_bytes(builder, header, sizeof header);
+    record_bytes(builder, file->path, path_length);
+    record_bytes(builder, &present, 1);
+    if (present)
+        record_bytes(builder, file->sha256, ZC_SHA256_SIZE);
+    trace(builder, "settings file %s: ", file->path);
+    if (!present)
+        trace(builder, "absent");
+    trace_hex(builder, file->sha256, present ? ZC_SHA256_SIZE : 0);
+    trace(builder, "\n");
 }
 
-/* IGC_* settings change code generation; with program debugging on, Intel's
- * driver adds kernel-debug options to every compile. */
-static bool is_compiler_variable(const char *entry)
+static void record_variables(zc_key_builder *builder, const zc_environment_part *part)
 {
-    static const char debugging[] = "ZET_ENABLE_PROGRAM_DEBUGGING=";
-    return strncmp(entry, "IGC_", 4) == 0 || strncmp(entry, debugging, sizeof debugging - 1) == 0;
+    for (size_t i = 0; i < part->count; i++) {
+        record_field(builder, TAG_ENV_VAR, part->variables[i], strlen(part->variables[i]));
+        trace(builder, "%s\n", part->variables[i]);
+    }
 }
 
-zc_status zc_key_add_compiler_environment(zc_key_builder *builder)
+zc_status zc_key_add_environment(zc_key_builder *builder)
 {
     zc_status status = check_usable(builder);
     if (status != ZC_OK)
         return status;
-    size_t count = 0;
-    for (char **entry = environ; entry != NULL && *entry != NULL; entry++)
-        count += is_compiler_variable(*entry);
-    const char *stack_entries[STACK_ENV_VARS];
-    const char **entries =
-        count <= STACK_ENV_VARS ? stack_entries : malloc(count * sizeof *entries);
-    if (entries == NULL)
-        return refuse(builder, ZC_ERR_NOMEM, "out of memory for %zu compiler variables", count);
-    size_t found = 0;
-    for (char **entry = environ; entry != NULL && *entry != NULL && found < count; entry++)
-        if (is_compiler_variable(*entry))
-            entries[found++] = *entry;
-    qsort(entries, found, sizeof *entries, compare_env_entries);
-    record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)found);
-    trace(builder, "---- compiler environment ----\nvariables: %zu\n", found);
-    for (size_t i = 0; i < found; i++) {
-        record_field(builder, TAG_ENV_VAR, entries[i], strlen(entries[i]));
-        trace(builder, "%s\n", entries[i]);
-    }
-    if (entries != stack_entries)
-        free(entries);
+    const zc_environment_part *parts[] = {zc_environment_driver_part(),
+                                          zc_environment_compiler_part()};
+    if (parts[0]->failed || parts[1]->failed)
+        return refuse(builder, ZC_NOT_CACHEABLE,
+                      "the driver's or the compiler's settings could not be read");
+    size_t count = parts[0]->count + parts[1]->count;
+    record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)count);
+    trace(builder, "---- environment ----\nvariables: %zu\n", count);
+    for (size_t p = 0; p < 2; p++)
+        record_variables(builder, parts[p]);
+    for (size_t p = 0; p < 2; p++)
+        for (size_t i = 0; i < parts[p]->file_count; i++)
+            record_settings_file(builder, &parts[p]->files[i]);
     return ZC_OK;
 }
 

@@ -12,7 +12,8 @@
 
 #define ZC_KEY_SIZE 32
 #define ZC_KEY_HEX_SIZE 65 /* 64 hex digits and a NUL */
-#define ZC_KEY_FORMAT_VERSION 1
+/* 2: flags byte for byte; driver settings and settings files keyed. */
+#define ZC_KEY_FORMAT_VERSION 2
 
 typedef struct zc_key {
     uint8_t bytes[ZC_KEY_SIZE];
@@ -41,9 +42,9 @@ void zc_key_builder_destroy(zc_key_builder *builder);
  * Every function returns ZC_NOT_CACHEABLE (with zc_key_builder_reason) when the
  * input cannot be keyed safely; after that the builder stays refused. */
 
-/* One SPIR-V input with its build flags (NULL and "" are distinct; runs of
- * white space collapse to one space, leading/trailing white space dropped,
- * order kept) and its specialization constants (sorted by id, each value read
+/* One SPIR-V input with its build flags (byte for byte, as the driver
+ * splits them on single spaces; NULL and "" are distinct) and its
+ * specialization constants (sorted by id, each value read
  * at the width its SPIR-V declaration gives; unknown or duplicate ids and
  * invalid SPIR-V are not cacheable). constants may be NULL. An input without a
  * SPIR-V header (five words, the magic number) is not cacheable either. */
@@ -62,8 +63,11 @@ zc_status zc_key_add_driver(zc_key_builder *builder, const zc_library_identity *
 zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const void *bytes,
                               size_t size);
 
-/* Every IGC_* environment variable, sorted, as name=value. */
-zc_status zc_key_add_compiler_environment(zc_key_builder *builder);
+/* The process's snapshot of what the driver and the compiler read from the
+ * environment (zecache/environment.h): the driver's settings, the IGC_*
+ * variables, each as name=value sorted by name, and the settings files they
+ * read. Not cacheable when the snapshot could not be taken. */
+zc_status zc_key_add_environment(zc_key_builder *builder);
 
 /* Finishes the record and writes the key. Fails with ZC_NOT_CACHEABLE if any
  * part was refused. */

@@ -1,0 +1,360 @@
+/* The driver and compiler environment in the key: each class of setting
+ * changes the key when set and only then, the layer's own variables and
+ * ordinary ones never do, and the snapshot is taken once per process.
+ *
+ * Criterion runs each test in its own process; tests that compare keys
+ * before and after a change forget the snapshot in between, as a new
+ * process would start without one. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../source/environment_internal.h"
+#include "test_support.h"
+#include "zecache/key.h"
+
+/* Every test starts in an empty working directory (no igdrcl.config) with
+ * no variable of any keyed class set. */
+static char scratch[64];
+
+static void clear_keyed_variables(void)
+{
+    extern char **environ;
+    for (;;) {
+        char **entry = environ;
+        while (entry != NULL && *entry != NULL && !zc_environment_is_driver_setting(*entry, true) &&
+               strncmp(*entry, "IGC_", 4) != 0 && strncmp(*entry, "NEOReadDebugKeys=", 17) != 0)
+            entry++;
+        if (entry == NULL || *entry == NULL)
+            return;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(*entry, "="), *entry);
+        cr_assert_eq(unsetenv(name), 0);
+    }
+}
+
+static void enter_scratch(void)
+{
+    snprintf(scratch, sizeof scratch, "/tmp/zc_env_test.XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch));
+    cr_assert_eq(chdir(scratch), 0);
+    clear_keyed_variables();
+}
+
+static void leave_scratch(void)
+{
+    cr_assert_eq(chdir("/"), 0);
+    t_remove_tree(scratch);
+}
+
+TestSuite(environment, .init = enter_scratch, .fini = leave_scratch);
+
+/* The key of the environment part alone, from a fresh snapshot. */
+static zc_key fresh_key(void)
+{
+    zc_environment_forget();
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+/* The key from whatever snapshot the process holds. */
+static zc_key key_now(void)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+/* Setting name=value changes the key (and unsetting it restores it), or
+ * leaves it alone, as expected. */
+static void assert_setting_counts(const char *name, const char *value, bool counts)
+{
+    zc_key before = fresh_key();
+    cr_assert_eq(setenv(name, value, 1), 0);
+    zc_key with = fresh_key();
+    cr_assert_eq(!zc_key_equal(&before, &with), counts, "%s=%s %s the key", name, value,
+                 counts ? "does not change" : "changes");
+    if (counts) {
+        cr_assert_eq(setenv(name, "another value", 1), 0);
+        zc_key other_value = fresh_key();
+        cr_assert(!zc_key_equal(&with, &other_value), "%s: the value does not count", name);
+    }
+    cr_assert_eq(unsetenv(name), 0);
+    zc_key after = fresh_key();
+    cr_assert(zc_key_equal(&before, &after), "%s: unsetting does not restore the key", name);
+}
+
+/* Debug key names as the driver declares them (22.43 and newer; the last one
+ * starts in lower case), each also with the Level Zero prefixes. */
+static const char *const debug_keys[] = {
+    "InjectInternalBuildOptions",
+    "InjectApiBuildOptions",
+    "DisableStatelessToStatefulOptimization",
+    "ProductFamilyOverride",
+    "RebuildPrecompiledKernels",
+    "ForceAuxTranslationMode",
+    "UseBindlessMode",
+    "sipFifoValidNodeMaxTimeoutMs",
+    "EnableDebugBreak",
+    "Enable64kbpages",
+};
+#define DEBUG_KEY_COUNT (sizeof debug_keys / sizeof debug_keys[0])
+static const char *const prefixes[] = {"", "NEO_", "NEO_L0_"};
+
+static void assert_debug_keys_count(bool counts)
+{
+    for (size_t k = 0; k < DEBUG_KEY_COUNT; k++)
+        for (size_t p = 0; p < 3; p++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", prefixes[p], debug_keys[k]);
+            assert_setting_counts(name, "-ze-opt-disable", counts);
+        }
+}
+
+Test(environment, debug_keys_count_when_the_driver_reads_them)
+{
+    static const char *const on[] = {"1", "-1", "2", " 1", "1abc", "+7"};
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        cr_assert_eq(setenv("NEOReadDebugKeys", on[i], 1), 0);
+        cr_assert(zc_environment_debug_keys_on(on[i]));
+        assert_debug_keys_count(true);
+    }
+}
+
+/* The driver parses NEOReadDebugKeys with atoll: these are all off. */
+Test(environment, debug_keys_do_not_count_when_the_driver_ignores_them)
+{
+    assert_debug_keys_count(false);
+    static const char *const off[] = {"0", "", "abc", "0x1", "-0", " ", "true"};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        cr_assert_eq(setenv("NEOReadDebugKeys", off[i], 1), 0);
+        cr_assert_not(zc_environment_debug_keys_on(off[i]), "%s", off[i]);
+        assert_debug_keys_count(false);
+    }
+    cr_assert_not(zc_environment_debug_keys_on(NULL));
+}
+
+/* Only the unprefixed NEOReadDebugKeys switches debug keys on. */
+Test(environment, prefixed_switch_does_not_turn_debug_keys_on)
+{
+    cr_assert_eq(setenv("NEO_NEOReadDebugKeys", "1", 1), 0);
+    cr_assert_eq(setenv("NEO_L0_NEOReadDebugKeys", "1", 1), 0);
+    assert_setting_counts("InjectInternalBuildOptions", "-ze-opt-disable", false);
+}
+
+/* What the layer reads for its own output does not split the cache. */
+Test(environment, output_only_debug_keys_do_not_count)
+{
+    cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+    static const char *const names[] = {"PrintDebugMessages", "BinaryCacheTrace"};
+    for (size_t n = 0; n < 2; n++)
+        for (size_t p = 0; p < 3; p++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", prefixes[p], names[n]);
+            assert_setting_counts(name, "1", false);
+        }
+}
+
+/* Read by the driver whatever NEOReadDebugKeys says, and able to change
+ * what reaches the compiler. */
+Test(environment, ungated_settings_count_with_and_without_debug_keys)
+{
+    static const char *const unprefixed[] = {
+        "ZET_ENABLE_PROGRAM_DEBUGGING",
+        "ZET_ENABLE_PROGRAM_INSTRUMENTATION",
+        "ONEAPI_PVC_SEND_WAR_WA",
+        "NEO_FP64_EMULATION",
+    };
+    static const char *const release[] = {"OverrideDefaultFP64Settings", "ZEX_NUMBER_OF_CCS"};
+    for (int gate = 0; gate < 2; gate++) {
+        if (gate)
+            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+        for (size_t i = 0; i < sizeof unprefixed / sizeof unprefixed[0]; i++)
+            assert_setting_counts(unprefixed[i], "1", true);
+        for (size_t i = 0; i < 2; i++)
+            for (size_t p = 0; p < 3; p++) {
+                char name[128];
+                snprintf(name, sizeof name, "%s%s", prefixes[p], release[i]);
+                assert_setting_counts(name, "0:4", true);
+            }
+    }
+}
+
+/* Names the driver does not read as settings, and the variables the layer
+ * itself writes: none of them counts, debug keys on or off. */
+Test(environment, other_variables_do_not_count)
+{
+    static const char *const names[] = {
+        "HOME",
+        "PATH",
+        "LD_LIBRARY_PATH",
+        "NEO_CACHE_PERSISTENT",
+        "NEO_CACHE_DIR",
+        "NEO_CACHE_MAX_SIZE",
+        "l0_cache_dir",
+        "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT",
+        "ZECACHE_ORIGINAL_l0_cache_dir",
+        "ZE_ENABLE_VALIDATION_LAYER",
+        "ZE_ENABLE_LAYERS",
+        "ZE_AFFINITY_MASK",
+        "ZET_ENABLE_METRICS",
+        "ZET_ENABLE_PROGRAM_DEBUGGING_NOT",
+        "XZET_ENABLE_PROGRAM_DEBUGGING",
+        "NEO_OCL_InjectInternalBuildOptions",
+        "NEO_",
+        "NEO_L0_",
+        "lowercase",
+        "UPPERCASE",
+        "Camel_Case",
+        "1Camel",
+        "Camel-Case",
+        "igc_ShaderDumpEnable",
+        "NOT_IGC_Option",
+    };
+    for (int gate = 0; gate < 2; gate++) {
+        if (gate)
+            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            assert_setting_counts(names[i], "1", false);
+    }
+}
+
+Test(environment, igc_variables_count_always)
+{
+    for (int gate = 0; gate < 2; gate++) {
+        if (gate)
+            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+        assert_setting_counts("IGC_ShaderDumpEnable", "1", true);
+        assert_setting_counts("IGC_", "", true);
+        assert_setting_counts("IGC_VISAOptions", "-nocompaction", true);
+    }
+}
+
+Test(environment, variables_are_keyed_by_name_whatever_their_order)
+{
+    cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+    static const char *const names[] = {"IGC_A", "IGC_A0", "IGC_B", "Aa", "Aa0", "Bb"};
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(setenv(names[i], "1", 1), 0);
+    zc_key forward = fresh_key();
+    for (size_t i = 0; i < 6; i++)
+        cr_assert_eq(unsetenv(names[i]), 0);
+    for (size_t i = 6; i-- > 0;)
+        cr_assert_eq(setenv(names[i], "1", 1), 0);
+    zc_key backward = fresh_key();
+    cr_assert(zc_key_equal(&forward, &backward));
+
+    zc_environment_forget();
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
+    const char *trace = zc_key_builder_trace(builder);
+    const char *expected = "---- format ----\nversion: 2\n"
+                           "---- environment ----\nvariables: 7\n"
+                           "Aa=1\nAa0=1\nBb=1\nNEOReadDebugKeys=1\n"
+                           "IGC_A=1\nIGC_A0=1\nIGC_B=1\n"
+                           "settings file igdrcl.config: absent\n"
+                           "settings file neo.config: absent\n"
+                           "settings file /tmp/IntelIGC/debugFlags/Options.txt: ";
+    cr_assert_eq(strncmp(trace, expected, strlen(expected)), 0, "%s", trace);
+    zc_key_builder_destroy(builder);
+}
+
+Test(environment, many_variables)
+{
+    zc_key before = fresh_key();
+    char name[32];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "IGC_Many%03d", i);
+        cr_assert_eq(setenv(name, "x", 1), 0);
+    }
+    zc_key many = fresh_key();
+    cr_assert(!zc_key_equal(&before, &many));
+    cr_assert_eq(setenv("IGC_Many050", "y", 1), 0);
+    zc_key one_changed = fresh_key();
+    cr_assert(!zc_key_equal(&many, &one_changed));
+}
+
+/* IGC reads its settings once, before its first compile, and the driver its
+ * own when it starts: later changes in the process reach neither, so they
+ * must not change the key either. */
+Test(environment, snapshot_is_taken_once_per_process)
+{
+    cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key first = fresh_key();
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "0", 1), 0);
+    cr_assert_eq(setenv("IGC_Another", "1", 1), 0);
+    cr_assert_eq(setenv("InjectInternalBuildOptions", "-ze-opt-disable", 1), 0);
+    cr_assert_eq(setenv("ZET_ENABLE_PROGRAM_DEBUGGING", "1", 1), 0);
+    cr_assert_eq(unsetenv("NEOReadDebugKeys"), 0);
+    zc_key later = key_now();
+    cr_assert(zc_key_equal(&first, &later));
+    zc_key retaken = fresh_key();
+    cr_assert(!zc_key_equal(&first, &retaken));
+}
+
+/* The layer takes the driver's part when the driver has read its settings;
+ * the compiler's part waits for the first key. */
+Test(environment, driver_part_taken_early_keeps_its_values)
+{
+    cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key expected = fresh_key();
+    cr_assert_eq(unsetenv("IGC_ShaderDumpEnable"), 0);
+
+    zc_environment_forget();
+    zc_environment_snapshot_driver();
+    cr_assert_eq(setenv("InjectInternalBuildOptions", "-ze-opt-disable", 1), 0);
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key late = key_now();
+    cr_assert(zc_key_equal(&expected, &late),
+              "the driver's part must be the one taken early, the compiler's the first key's");
+}
+
+/* The driver reads igdrcl.config (newer drivers also neo.config) from the
+ * working directory instead of the environment: its bytes count. */
+Test(environment, driver_settings_files_count)
+{
+    static const char *const files[] = {"igdrcl.config", "neo.config"};
+    for (size_t f = 0; f < 2; f++) {
+        zc_key none = fresh_key();
+        t_write_file(files[f], "InjectInternalBuildOptions = -ze-opt-disable\n", 45);
+        zc_key with = fresh_key();
+        cr_assert(!zc_key_equal(&none, &with), "%s", files[f]);
+        t_write_file(files[f], "InjectInternalBuildOptions = -ze-opt-disable \n", 46);
+        zc_key changed = fresh_key();
+        cr_assert(!zc_key_equal(&with, &changed), "%s", files[f]);
+        cr_assert_eq(unlink(files[f]), 0);
+        zc_key removed = fresh_key();
+        cr_assert(zc_key_equal(&none, &removed), "%s", files[f]);
+    }
+}
+
+/* A settings file that exists but cannot be read through is not guessed
+ * at: nothing is cached. */
+Test(environment, unreadable_settings_file_is_not_cacheable)
+{
+    cr_assert_eq(mkdir("igdrcl.config", 0700), 0);
+    zc_environment_forget();
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_NOT_CACHEABLE);
+    cr_assert_str_eq(zc_key_builder_reason(builder),
+                     "the driver's or the compiler's settings could not be read");
+    zc_key_builder_destroy(builder);
+    cr_assert_eq(rmdir("igdrcl.config"), 0);
+}
