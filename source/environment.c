@@ -278,6 +278,22 @@ const zc_environment_part *zc_environment_compiler_part(void)
     return part_of(&compiler_slot, take_compiler_part);
 }
 
+/* Each IGC_* variable now is in the snapshot with the same value, and there
+ * are as many: no allocation, since keys of hits pass here too. */
+bool zc_environment_compiler_unchanged(const zc_environment_part *part)
+{
+    size_t seen = 0;
+    for (char **entry = environ; entry != NULL && *entry != NULL; entry++) {
+        if (!is_compiler_setting(*entry, false))
+            continue;
+        if (bsearch(entry, part->variables, part->count, sizeof *part->variables,
+                    compare_by_name) == NULL)
+            return false;
+        seen++;
+    }
+    return seen == part->count;
+}
+
 void zc_environment_snapshot_driver(void)
 {
     zc_environment_driver_part();

@@ -34,6 +34,12 @@ typedef struct zc_environment_part {
 const zc_environment_part *zc_environment_driver_part(void);
 const zc_environment_part *zc_environment_compiler_part(void);
 
+/* Whether the IGC_* variables are still those of the compiler's part. IGC
+ * reads them just before its first compile, which may come after the first
+ * key (when the process's first modules are hits): a module keyed after
+ * they changed could be compiled with values the key does not have. */
+bool zc_environment_compiler_unchanged(const zc_environment_part *part);
+
 /* ---- for tests ---- */
 
 /* Whether the driver can read the environment entry "NAME=value" as a

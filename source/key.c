@@ -528,6 +528,10 @@ zc_status zc_key_add_environment(zc_key_builder *builder)
     if (parts[0]->failed || parts[1]->failed)
         return refuse(builder, ZC_NOT_CACHEABLE,
                       "the driver's or the compiler's settings could not be read");
+    if (!zc_environment_compiler_unchanged(parts[1]))
+        return refuse(builder, ZC_NOT_CACHEABLE,
+                      "IGC_* variables changed since the process's first module (IGC reads "
+                      "them once, at its first compile)");
     size_t count = parts[0]->count + parts[1]->count;
     record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)count);
     trace(builder, "---- environment ----\nvariables: %zu\n", count);

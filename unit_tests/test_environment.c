@@ -288,23 +288,62 @@ Test(environment, many_variables)
     cr_assert(!zc_key_equal(&many, &one_changed));
 }
 
-/* IGC reads its settings once, before its first compile, and the driver its
- * own when it starts: later changes in the process reach neither, so they
- * must not change the key either. */
-Test(environment, snapshot_is_taken_once_per_process)
+/* The driver reads its settings once, when it starts: later changes in the
+ * process reach it no more than they change the key. */
+Test(environment, driver_settings_are_taken_once_per_process)
 {
     cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
     cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
     zc_key first = fresh_key();
-    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "0", 1), 0);
-    cr_assert_eq(setenv("IGC_Another", "1", 1), 0);
     cr_assert_eq(setenv("InjectInternalBuildOptions", "-ze-opt-disable", 1), 0);
     cr_assert_eq(setenv("ZET_ENABLE_PROGRAM_DEBUGGING", "1", 1), 0);
     cr_assert_eq(unsetenv("NEOReadDebugKeys"), 0);
+    t_write_file("igdrcl.config", "UseBindlessMode = 1\n", 20);
     zc_key later = key_now();
     cr_assert(zc_key_equal(&first, &later));
     zc_key retaken = fresh_key();
     cr_assert(!zc_key_equal(&first, &retaken));
+}
+
+static void assert_refused_as_changed(void)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_NOT_CACHEABLE);
+    cr_assert_str_eq(zc_key_builder_reason(builder),
+                     "IGC_* variables changed since the process's first module (IGC reads them "
+                     "once, at its first compile)");
+    zc_key_builder_destroy(builder);
+}
+
+/* IGC reads its variables once, just before its first compile, which may
+ * come after the first key (its modules all hits): a change after the first
+ * key may or may not reach IGC, so nothing keyed after it is cached, until
+ * the variables are back as they were. */
+Test(environment, compiler_settings_changed_after_the_first_key_are_not_cacheable)
+{
+    cr_assert_eq(setenv("IGC_A", "1", 1), 0);
+    cr_assert_eq(setenv("IGC_A0", "2", 1), 0);
+    zc_key first = fresh_key();
+
+    cr_assert_eq(setenv("IGC_A", "2", 1), 0);
+    assert_refused_as_changed();
+    cr_assert_eq(setenv("IGC_A", "1", 1), 0);
+    zc_key restored = key_now();
+    cr_assert(zc_key_equal(&first, &restored));
+
+    cr_assert_eq(setenv("IGC_B", "1", 1), 0);
+    assert_refused_as_changed();
+    cr_assert_eq(unsetenv("IGC_B"), 0);
+
+    cr_assert_eq(unsetenv("IGC_A0"), 0);
+    assert_refused_as_changed();
+    cr_assert_eq(setenv("IGC_A0", "2", 1), 0);
+
+    cr_assert_eq(setenv("Unrelated", "1", 1), 0);
+    cr_assert_eq(setenv("HOME", "/elsewhere", 1), 0);
+    zc_key after_others = key_now();
+    cr_assert(zc_key_equal(&first, &after_others));
 }
 
 /* The layer takes the driver's part when the driver has read its settings;
