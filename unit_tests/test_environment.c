@@ -7,6 +7,7 @@
  * process would start without one. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,4 +397,30 @@ Test(environment, unreadable_settings_file_is_not_cacheable)
                      "the driver's or the compiler's settings could not be read");
     zc_key_builder_destroy(builder);
     cr_assert_eq(rmdir("igdrcl.config"), 0);
+}
+
+static void *key_in_thread(void *out)
+{
+    *(zc_key *)out = key_now();
+    return NULL;
+}
+
+/* The first keys of a process, in several threads at once, take the
+ * snapshot once between them and agree. */
+Test(environment, threads_taking_the_snapshot_at_once_agree)
+{
+    cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+    cr_assert_eq(setenv("InjectApiBuildOptions", "-ze-opt-disable", 1), 0);
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key expected = fresh_key();
+    enum { THREADS = 4 };
+    pthread_t threads[THREADS];
+    zc_key keys[THREADS];
+    zc_environment_forget();
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(pthread_create(&threads[i], NULL, key_in_thread, &keys[i]), 0);
+    for (int i = 0; i < THREADS; i++) {
+        cr_assert_eq(pthread_join(threads[i], NULL), 0);
+        cr_assert(zc_key_equal(&keys[i], &expected), "thread %d", i);
+    }
 }
