@@ -8,8 +8,10 @@
  *   NEOReadDebugKeys parses (atoll) to non-zero. Each is looked up as
  *   NEO_L0_<name>, NEO_<name>, then <name> (22.43: <name> only); every name
  *   in every release is ASCII letters and digits, starting with a letter,
- *   with upper and lower case letters ("CamelCase"). The class below is that
- *   shape, not a list: new drivers add keys every release. Upper-case names
+ *   with upper and lower case letters ("CamelCase"): all 474 of 22.43.24595.41
+ *   (Debian 12's driver, whose library holds each name) and all 753 of the
+ *   newest. The class below is that shape, not a list: new drivers add keys
+ *   every release. Upper-case names
  *   with underscores (HOME, NEO_CACHE_DIR, l0_cache_dir) are outside it.
  * - Release variables (release_variables.inl) are read whatever
  *   NEOReadDebugKeys says, with the same prefixes. Of them
