@@ -54,20 +54,8 @@ static void leave_scratch(void)
 
 TestSuite(environment, .init = enter_scratch, .fini = leave_scratch);
 
-/* The key of the environment part alone, from a fresh snapshot. */
-static zc_key fresh_key(void)
-{
-    zc_environment_forget();
-    zc_key_builder *builder;
-    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
-    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
-    zc_key key;
-    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
-    zc_key_builder_destroy(builder);
-    return key;
-}
-
-/* The key from whatever snapshot the process holds. */
+/* The key of the environment part alone, from whatever snapshot the process
+ * holds. */
 static zc_key key_now(void)
 {
     zc_key_builder *builder;
@@ -77,6 +65,13 @@ static zc_key key_now(void)
     cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
     zc_key_builder_destroy(builder);
     return key;
+}
+
+/* The same from a fresh snapshot, as a new process would take it. */
+static zc_key fresh_key(void)
+{
+    zc_environment_forget();
+    return key_now();
 }
 
 /* Setting name=value changes the key (and unsetting it restores it), or
@@ -115,14 +110,38 @@ static const char *const debug_keys[] = {
 #define DEBUG_KEY_COUNT (sizeof debug_keys / sizeof debug_keys[0])
 static const char *const prefixes[] = {"", "NEO_", "NEO_L0_"};
 
+/* assert_setting_counts for name and its prefixed forms. */
+static void assert_prefixed_setting_counts(const char *name, const char *value, bool counts)
+{
+    for (size_t p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++) {
+        char prefixed[128];
+        snprintf(prefixed, sizeof prefixed, "%s%s", prefixes[p], name);
+        assert_setting_counts(prefixed, value, counts);
+    }
+}
+
+/* The same for each name (and its prefixed forms when asked), with debug
+ * keys off, then on. */
+static void assert_each_counts_either_way(const char *const *names, size_t count,
+                                          bool with_prefixes, const char *value, bool counts)
+{
+    for (int gate = 0; gate < 2; gate++) {
+        if (gate)
+            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
+        for (size_t i = 0; i < count; i++) {
+            if (with_prefixes)
+                assert_prefixed_setting_counts(names[i], value, counts);
+            else
+                assert_setting_counts(names[i], value, counts);
+        }
+    }
+    cr_assert_eq(unsetenv("NEOReadDebugKeys"), 0);
+}
+
 static void assert_debug_keys_count(bool counts)
 {
     for (size_t k = 0; k < DEBUG_KEY_COUNT; k++)
-        for (size_t p = 0; p < 3; p++) {
-            char name[128];
-            snprintf(name, sizeof name, "%s%s", prefixes[p], debug_keys[k]);
-            assert_setting_counts(name, "-ze-opt-disable", counts);
-        }
+        assert_prefixed_setting_counts(debug_keys[k], "-ze-opt-disable", counts);
 }
 
 Test(environment, debug_keys_count_when_the_driver_reads_them)
@@ -162,11 +181,7 @@ Test(environment, output_only_debug_keys_do_not_count)
     cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
     static const char *const names[] = {"PrintDebugMessages", "BinaryCacheTrace"};
     for (size_t n = 0; n < 2; n++)
-        for (size_t p = 0; p < 3; p++) {
-            char name[128];
-            snprintf(name, sizeof name, "%s%s", prefixes[p], names[n]);
-            assert_setting_counts(name, "1", false);
-        }
+        assert_prefixed_setting_counts(names[n], "1", false);
 }
 
 /* Read by the driver whatever NEOReadDebugKeys says, and able to change
@@ -180,18 +195,9 @@ Test(environment, ungated_settings_count_with_and_without_debug_keys)
         "NEO_FP64_EMULATION",
     };
     static const char *const release[] = {"OverrideDefaultFP64Settings", "ZEX_NUMBER_OF_CCS"};
-    for (int gate = 0; gate < 2; gate++) {
-        if (gate)
-            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
-        for (size_t i = 0; i < sizeof unprefixed / sizeof unprefixed[0]; i++)
-            assert_setting_counts(unprefixed[i], "1", true);
-        for (size_t i = 0; i < 2; i++)
-            for (size_t p = 0; p < 3; p++) {
-                char name[128];
-                snprintf(name, sizeof name, "%s%s", prefixes[p], release[i]);
-                assert_setting_counts(name, "0:4", true);
-            }
-    }
+    assert_each_counts_either_way(unprefixed, sizeof unprefixed / sizeof unprefixed[0], false, "1",
+                                  true);
+    assert_each_counts_either_way(release, 2, true, "0:4", true);
 }
 
 /* Names the driver does not read as settings, and the variables the layer
@@ -225,23 +231,13 @@ Test(environment, other_variables_do_not_count)
         "igc_ShaderDumpEnable",
         "NOT_IGC_Option",
     };
-    for (int gate = 0; gate < 2; gate++) {
-        if (gate)
-            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            assert_setting_counts(names[i], "1", false);
-    }
+    assert_each_counts_either_way(names, sizeof names / sizeof names[0], false, "1", false);
 }
 
 Test(environment, igc_variables_count_always)
 {
-    for (int gate = 0; gate < 2; gate++) {
-        if (gate)
-            cr_assert_eq(setenv("NEOReadDebugKeys", "1", 1), 0);
-        assert_setting_counts("IGC_ShaderDumpEnable", "1", true);
-        assert_setting_counts("IGC_", "", true);
-        assert_setting_counts("IGC_VISAOptions", "-nocompaction", true);
-    }
+    static const char *const names[] = {"IGC_ShaderDumpEnable", "IGC_", "IGC_VISAOptions"};
+    assert_each_counts_either_way(names, 3, false, "-nocompaction", true);
 }
 
 Test(environment, variables_are_keyed_by_name_whatever_their_order)
