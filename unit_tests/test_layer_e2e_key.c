@@ -1,6 +1,7 @@
 /* What the key sees, end to end on Intel's real driver (pretending to have a
- * Tiger Lake GPU): for build flags that differ only in white space and for
- * driver debug keys that change the driver's output, the layer hands out
+ * Tiger Lake GPU): for build flags that differ only in white space, for
+ * driver debug keys that change the driver's output, in the environment or
+ * in the driver's settings file, the layer hands out
  * exactly the native binary the driver makes without it, cold and warm, and
  * each setting has its own entry.
  *
@@ -50,6 +51,7 @@ typedef struct variant {
     const char *name; /* names its files; letters and underscores */
     const char *flags;
     const char *settings[MAX_SETTINGS];
+    const char *settings_file; /* igdrcl.config in the working directory, or NULL */
 } variant;
 
 typedef struct outcome {
@@ -202,6 +204,10 @@ static void check_variant(const variant *v)
 {
     outcome *result = malloc(sizeof *result);
     int entries_before = cache_entries();
+    char settings_file[PATH_MAX];
+    snprintf(settings_file, sizeof settings_file, "%s/igdrcl.config", root);
+    if (v->settings_file != NULL)
+        t_write_file(settings_file, v->settings_file, strlen(v->settings_file));
     run_probe(v, false, "driver", result);
     cr_assert_eq(occurrences(result->err, "[Cache]"), 0, "%s: the layer was loaded", v->name);
     run_probe(v, true, "cold", result);
@@ -211,6 +217,8 @@ static void check_variant(const variant *v)
     run_probe(v, true, "warm", result);
     assert_counts(result, v, 0, 1);
     assert_binary_is_the_drivers(v, "warm");
+    if (v->settings_file != NULL)
+        cr_assert_eq(unlink(settings_file), 0);
     free(result);
 }
 
@@ -228,10 +236,10 @@ static bool driver_binaries_differ(const variant *a, const variant *b)
 Test(e2e_key, flags_differing_only_in_white_space_get_the_drivers_own_binary)
 {
     static const variant variants[] = {
-        {"space", "-ze-opt-level=1 -g", {NULL}},
-        {"tab", "-ze-opt-level=1\t-g", {NULL}},
-        {"trailing_space", "-ze-opt-level=1 -g ", {NULL}},
-        {"doubled_space", "-ze-opt-level=1  -g", {NULL}},
+        {"space", "-ze-opt-level=1 -g", {NULL}, NULL},
+        {"tab", "-ze-opt-level=1\t-g", {NULL}, NULL},
+        {"trailing_space", "-ze-opt-level=1 -g ", {NULL}, NULL},
+        {"doubled_space", "-ze-opt-level=1  -g", {NULL}, NULL},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
         check_variant(&variants[i]);
@@ -245,9 +253,9 @@ Test(e2e_key, flags_differing_only_in_white_space_get_the_drivers_own_binary)
 Test(e2e_key, driver_debug_keys_get_the_drivers_own_binary)
 {
     static const variant variants[] = {
-        {"plain", NULL, {NULL}},
-        {"inject_api_options", NULL, {"InjectApiBuildOptions=-ze-opt-disable", NULL}},
-        {"stateless", NULL, {"DisableStatelessToStatefulOptimization=1", NULL}},
+        {"plain", NULL, {NULL}, NULL},
+        {"inject_api_options", NULL, {"InjectApiBuildOptions=-ze-opt-disable", NULL}, NULL},
+        {"stateless", NULL, {"DisableStatelessToStatefulOptimization=1", NULL}, NULL},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
         check_variant(&variants[i]);
@@ -257,4 +265,24 @@ Test(e2e_key, driver_debug_keys_get_the_drivers_own_binary)
               "DisableStatelessToStatefulOptimization did not change the driver's binary");
     cr_assert(driver_binaries_differ(&variants[1], &variants[2]));
     cr_assert_eq(cache_entries(), 3);
+}
+
+/* With a settings file in its working directory the driver reads its debug
+ * keys from there instead of the environment (the pretend device too). */
+Test(e2e_key, driver_settings_file_gets_the_drivers_own_binary)
+{
+#define DEVICE "SetCommandStreamReceiver = 1\nProductFamilyOverride = tgllp\n"
+    static const variant variants[] = {
+        {"file_device_only", NULL, {NULL}, DEVICE},
+        {"file_inject_api_options",
+         NULL,
+         {NULL},
+         DEVICE "InjectApiBuildOptions = -ze-opt-disable\n"},
+    };
+#undef DEVICE
+    check_variant(&variants[0]);
+    check_variant(&variants[1]);
+    cr_assert(driver_binaries_differ(&variants[0], &variants[1]),
+              "the settings file did not change the driver's binary: the test shows nothing");
+    cr_assert_eq(cache_entries(), 2);
 }
