@@ -154,9 +154,10 @@ bool zc_environment_debug_keys_on(const char *value)
     return value != NULL && strtoll(value, NULL, 10) != 0;
 }
 
-static bool is_compiler_setting(const char *entry, bool unused)
+/* IGC reads its variables whatever NEOReadDebugKeys says. */
+static bool is_compiler_setting(const char *entry, bool debug_keys_read)
 {
-    (void)unused;
+    (void)debug_keys_read;
     return strncmp(entry, "IGC_", 4) == 0 && strchr(entry, '=') != NULL;
 }
 
