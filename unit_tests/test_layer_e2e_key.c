@@ -10,43 +10,16 @@
  * shared by all variants of the test (must compile: a hit would be another
  * variant's binary), and with the layer again (must hit). Compiles and hits
  * are counted from the layer's PrintDebugMessages lines. */
-#include <criterion/criterion.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <limits.h>
-#include <spawn.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "test_support.h"
-
-#define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
-#define TEXT_MAX (64 * 1024)
-#define MAX_SETTINGS 4
-
-static char root[128];
-static char cache[PATH_MAX];
-
-/* The layer makes the cache directory (NEO_CACHE_DIR) on its first run. */
-static void scratch_create(void)
-{
-    t_make_scratch(root, sizeof root, "/tmp/zc_e2e_key.XXXXXX", cache, sizeof cache);
-}
-
-static void scratch_remove(void)
-{
-    t_remove_tree(root);
-}
+#include "e2e_probe_support.h"
 
 TestSuite(e2e_key, .init = scratch_create, .fini = scratch_remove, .timeout = 300);
 
-/* One way of building the module: its flags (NULL: none) and the settings
- * added to the environment. */
+#define MAX_SETTINGS 4
+
+/* One way of building the module: its flags (NULL: none), the settings
+ * added to the environment, and a settings file for the driver. */
 typedef struct variant {
     const char *name; /* names its files; letters and underscores */
     const char *flags;
@@ -54,100 +27,32 @@ typedef struct variant {
     const char *settings_file; /* igdrcl.config in the working directory, or NULL */
 } variant;
 
-typedef struct outcome {
-    int status;
-    char out[TEXT_MAX];
-    char err[TEXT_MAX];
-} outcome;
-
-/* The environment every run starts from: the pretend device, the layer's
- * lookup lines, a cache directory, and the layer only when asked. */
-static void environment_for(const variant *v, bool with_layer, char **envp, char *storage,
-                            size_t storage_size)
-{
-    size_t used = 0, count = 0;
-    char layer_dir[PATH_MAX + 32], cache_dir[PATH_MAX + 32], home[PATH_MAX + 32];
-    snprintf(layer_dir, sizeof layer_dir, "LD_LIBRARY_PATH=%s", ZC_LAYER_DIR);
-    snprintf(cache_dir, sizeof cache_dir, "NEO_CACHE_DIR=%s", cache);
-    snprintf(home, sizeof home, "HOME=%s", root);
-    const char *base[] = {"NEOReadDebugKeys=1",
-                          "SetCommandStreamReceiver=1",
-                          "ProductFamilyOverride=tgllp",
-                          "PrintDebugMessages=1",
-                          cache_dir,
-                          home};
-    const char *layer[] = {layer_dir, "ZE_ENABLE_VALIDATION_LAYER=1"};
-    const char *const *lists[] = {base, with_layer ? layer : NULL, v->settings};
-    const size_t sizes[] = {sizeof base / sizeof base[0], 2, MAX_SETTINGS};
-    for (size_t l = 0; l < 3; l++)
-        for (size_t i = 0; lists[l] != NULL && i < sizes[l] && lists[l][i] != NULL; i++) {
-            size_t length = strlen(lists[l][i]) + 1;
-            cr_assert_leq(used + length, storage_size);
-            envp[count++] = memcpy(storage + used, lists[l][i], length);
-            used += length;
-        }
-    envp[count] = NULL;
-}
-
 static void file_for(char *path, const variant *v, const char *what)
 {
-    snprintf(path, PATH_MAX, "%s/%s.%s", root, v->name, what);
+    snprintf(path, PATH_MAX, "%s/%s.%s.bin", sc.root, v->name, what);
 }
 
-/* Runs ze_probe for v, writing its native binary to <name>.<what>.bin. */
-static void run_probe(const variant *v, bool with_layer, const char *what, outcome *result)
+/* Runs ze_probe for v, its native binary going to <name>.<what>.bin. */
+static void run_variant(const variant *v, bool with_layer, const char *what)
 {
-    char binary[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
-    char name[64];
-    snprintf(name, sizeof name, "%s.bin", what);
-    file_for(binary, v, name);
-    snprintf(name, sizeof name, "%s.out", what);
-    file_for(out, v, name);
-    snprintf(name, sizeof name, "%s.err", what);
-    file_for(err, v, name);
-    char *argv[] = {(char *)ZC_PROBE_PATH, "--spirv",        (char *)SAXPY, "--native-out", binary,
-                    (char *)"--flags",     (char *)v->flags, NULL};
-    if (v->flags == NULL)
-        argv[5] = NULL;
-    char *envp[16], storage[4 * PATH_MAX];
-    environment_for(v, with_layer, envp, storage, sizeof storage);
-
-    posix_spawn_file_actions_t actions;
-    cr_assert_eq(posix_spawn_file_actions_init(&actions), 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    /* The driver writes an .aub file into its working directory. */
-    posix_spawn_file_actions_addchdir_np(&actions, root);
-    pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, ZC_PROBE_PATH, &actions, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    result->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    t_read_text(out, result->out, sizeof result->out);
-    t_read_text(err, result->err, sizeof result->err);
-    cr_assert_eq(result->status, 0, "%s %s: exit %d\n%s", v->name, what, result->status,
-                 result->err);
-    cr_assert_not_null(strstr(result->out, "result 0x0\nkernels saxpy\nkernel-create 0x0\n"),
-                       "%s %s: %s\n%s", v->name, what, result->out, result->err);
+    char binary[PATH_MAX];
+    file_for(binary, v, what);
+    if (v->flags != NULL)
+        probe_run(with_layer, v->settings,
+                  ARGS("--spirv", SAXPY, "--native-out", binary, "--flags", v->flags));
+    else
+        probe_run(with_layer, v->settings, ARGS("--spirv", SAXPY, "--native-out", binary));
+    cr_assert_eq(run.exit_status, 0, "%s %s: exit %d\n%s", v->name, what, run.exit_status, run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0\nkernels saxpy\nkernel-create 0x0\n"),
+                       "%s %s: %s\n%s", v->name, what, run.out, run.err);
 }
 
-static int occurrences(const char *text, const char *needle)
+static void assert_counts(const variant *v, int misses, int disk_hits)
 {
-    int count = 0;
-    for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle))
-        count++;
-    return count;
-}
-
-static void assert_counts(const outcome *result, const variant *v, int misses, int disk_hits)
-{
-    cr_assert_eq(occurrences(result->err, "[Cache]: miss "), misses, "%s: %s", v->name,
-                 result->err);
-    cr_assert_eq(occurrences(result->err, "[Cache]: hit disk "), disk_hits, "%s: %s", v->name,
-                 result->err);
-    cr_assert_eq(occurrences(result->err, "[Cache]: hit memory "), 0, "%s", v->name);
-    cr_assert_eq(occurrences(result->err, "[Cache]: bypass"), 0, "%s: %s", v->name, result->err);
+    cr_assert_eq(count_of(run.err, MISS), misses, "%s: %s", v->name, run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), disk_hits, "%s: %s", v->name, run.err);
+    cr_assert_eq(count_of(run.err, HIT_MEMORY), 0, "%s", v->name);
+    cr_assert_eq(count_of(run.err, "[Cache]: bypass"), 0, "%s: %s", v->name, run.err);
 }
 
 static uint8_t *contents(const char *path, size_t *size)
@@ -173,60 +78,40 @@ static bool same_contents(const char *a, const char *b)
 
 static void assert_binary_is_the_drivers(const variant *v, const char *what)
 {
-    char driver[PATH_MAX], layer[PATH_MAX], name[64];
-    file_for(driver, v, "driver.bin");
-    snprintf(name, sizeof name, "%s.bin", what);
-    file_for(layer, v, name);
+    char driver[PATH_MAX], layer[PATH_MAX];
+    file_for(driver, v, "driver");
+    file_for(layer, v, what);
     cr_assert(same_contents(driver, layer),
               "%s: the layer's %s binary is not the driver's own (%s, %s)", v->name, what, driver,
               layer);
-}
-
-static int entries;
-static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)ftw;
-    size_t length = strlen(path);
-    entries += flag == FTW_F && length > 9 && strcmp(path + length - 9, ".l0_cache") == 0;
-    return 0;
-}
-
-static int cache_entries(void)
-{
-    entries = 0;
-    nftw(cache, count_entry, 16, FTW_PHYS);
-    return entries;
 }
 
 /* The driver alone, then the layer cold (one compile, one new entry) and
  * warm (one disk hit): both times the driver's own bytes. */
 static void check_variant(const variant *v)
 {
-    outcome *result = malloc(sizeof *result);
-    int entries_before = cache_entries();
-    char settings_file[PATH_MAX];
-    snprintf(settings_file, sizeof settings_file, "%s/igdrcl.config", root);
+    int entries_before = entries_in(sc.cache);
+    const char *settings_file = in_scratch("igdrcl.config");
     if (v->settings_file != NULL)
         t_write_file(settings_file, v->settings_file, strlen(v->settings_file));
-    run_probe(v, false, "driver", result);
-    cr_assert_eq(occurrences(result->err, "[Cache]"), 0, "%s: the layer was loaded", v->name);
-    run_probe(v, true, "cold", result);
-    assert_counts(result, v, 1, 0);
+    run_variant(v, false, "driver");
+    cr_assert_eq(count_of(run.err, "[Cache]"), 0, "%s: the layer was loaded", v->name);
+    run_variant(v, true, "cold");
+    assert_counts(v, 1, 0);
     assert_binary_is_the_drivers(v, "cold");
-    cr_assert_eq(cache_entries(), entries_before + 1, "%s has no entry of its own", v->name);
-    run_probe(v, true, "warm", result);
-    assert_counts(result, v, 0, 1);
+    cr_assert_eq(entries_in(sc.cache), entries_before + 1, "%s has no entry of its own", v->name);
+    run_variant(v, true, "warm");
+    assert_counts(v, 0, 1);
     assert_binary_is_the_drivers(v, "warm");
     if (v->settings_file != NULL)
         cr_assert_eq(unlink(settings_file), 0);
-    free(result);
 }
 
 static bool driver_binaries_differ(const variant *a, const variant *b)
 {
     char path_a[PATH_MAX], path_b[PATH_MAX];
-    file_for(path_a, a, "driver.bin");
-    file_for(path_b, b, "driver.bin");
+    file_for(path_a, a, "driver");
+    file_for(path_b, b, "driver");
     return !same_contents(path_a, path_b);
 }
 
@@ -245,7 +130,7 @@ Test(e2e_key, flags_differing_only_in_white_space_get_the_drivers_own_binary)
         check_variant(&variants[i]);
     cr_assert(driver_binaries_differ(&variants[0], &variants[1]),
               "the driver made the same binary with a tab: the test shows nothing");
-    cr_assert_eq(cache_entries(), 4);
+    cr_assert_eq(entries_in(sc.cache), 4);
 }
 
 /* With NEOReadDebugKeys=1 (set for the pretend device) the driver reads its
@@ -264,7 +149,7 @@ Test(e2e_key, driver_debug_keys_get_the_drivers_own_binary)
     cr_assert(driver_binaries_differ(&variants[0], &variants[2]),
               "DisableStatelessToStatefulOptimization did not change the driver's binary");
     cr_assert(driver_binaries_differ(&variants[1], &variants[2]));
-    cr_assert_eq(cache_entries(), 3);
+    cr_assert_eq(entries_in(sc.cache), 3);
 }
 
 /* With a settings file in its working directory the driver reads its debug
@@ -284,5 +169,5 @@ Test(e2e_key, driver_settings_file_gets_the_drivers_own_binary)
     check_variant(&variants[1]);
     cr_assert(driver_binaries_differ(&variants[0], &variants[1]),
               "the settings file did not change the driver's binary: the test shows nothing");
-    cr_assert_eq(cache_entries(), 2);
+    cr_assert_eq(entries_in(sc.cache), 2);
 }
