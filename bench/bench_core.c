@@ -267,7 +267,7 @@ static zc_status add_module_parts(const module_key_bench *bench, zc_key_builder 
     zc_status status =
         zc_key_add_spirv(builder, bench->spirv, bench->spirv_size, "-ze-opt-level=2", NULL);
     if (status == ZC_OK)
-        status = zc_key_add_compiler_identity(builder);
+        status = zc_key_add_compiler_identity(builder, zc_compiler_identity_get(NULL));
     if (status == ZC_OK)
         status = zc_key_add_driver(builder, &bench->driver, DRIVER_VERSION, bench->uuid);
     if (status == ZC_OK)

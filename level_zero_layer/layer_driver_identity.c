@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,8 @@ static void find_driver_libraries(void)
         return;
     if (is_driver_library(info.dli_fname)) {
         add_library(info.dli_fname);
+        snprintf(driver_libraries.loaded_path, sizeof driver_libraries.loaded_path, "%s",
+                 info.dli_fname);
         return;
     }
     dl_iterate_phdr(visit_loaded_object, NULL);
@@ -86,4 +89,15 @@ const zcl_driver_libraries *zcl_driver_libraries_get(void)
     if (driver_libraries.count == 0)
         return NULL;
     return &driver_libraries;
+}
+
+/* With several drivers the caller of the compiler's dlopen is not known: the
+ * prediction then leaves out DT_RPATH/DT_RUNPATH, and the check after the
+ * first compile catches a difference. */
+const zc_compiler_identity *zcl_compiler_identity_get(void)
+{
+    const zcl_driver_libraries *libraries = zcl_driver_libraries_get();
+    const char *caller =
+        libraries != NULL && libraries->loaded_path[0] != '\0' ? libraries->loaded_path : NULL;
+    return zc_compiler_identity_get(caller);
 }

@@ -13,6 +13,7 @@
 
 #include "zecache/artifact.h"
 #include "zecache/cache.h"
+#include "zecache/compiler_identity.h"
 #include "zecache/config.h"
 #include "zecache/identity.h"
 #include "zecache/key.h"
@@ -98,11 +99,19 @@ void zcl_hook_module_build_log(ze_api_version_t version, void *table);
 typedef struct zcl_driver_libraries {
     zc_library_identity identities[ZCL_MAX_DRIVER_LIBRARIES];
     size_t count;
+    /* The driver library as it was loaded (not resolved through symlinks):
+     * the object that dlopens the compiler, whose $ORIGIN is this path's
+     * directory. Empty when the loader routes between several drivers. */
+    char loaded_path[ZC_LIBRARY_PATH_SIZE];
 } zcl_driver_libraries;
 
 /* The driver libraries behind zeModuleCreate, found once per process.
  * NULL when none could be identified. */
 const zcl_driver_libraries *zcl_driver_libraries_get(void);
+
+/* The compiler the driver compiles with (zc_compiler_identity_get for the
+ * driver library). NULL when it cannot be identified. */
+const zc_compiler_identity *zcl_compiler_identity_get(void);
 
 /* ---- layer_device_info.c: per-device key parts, found once ---- */
 
@@ -129,8 +138,8 @@ const zcl_device_info *zcl_device_info_get(ze_device_handle_t device);
  * want_trace, *trace is a malloc'd readable trace (or NULL). On
  * ZC_NOT_CACHEABLE, reason holds why. */
 zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *device,
-                         bool want_trace, zc_key *key, char **trace, char *reason,
-                         size_t reason_size);
+                         const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
+                         char **trace, char *reason, size_t reason_size);
 
 /* The program extension of desc, or NULL when desc has no pNext. Sets
  * *supported to false when the pNext chain holds anything else. */

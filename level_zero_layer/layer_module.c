@@ -19,11 +19,15 @@ typedef struct driver_compile {
     ze_device_handle_t device;
     const ze_module_desc_t *desc;
     const zcl_device_info *device_info;
+    const zc_compiler_identity *compiler;  /* the one the key was made with */
     ze_module_handle_t *module;            /* the application's */
     ze_module_build_log_handle_t *app_log; /* the application's, or NULL */
     ze_module_build_log_handle_t own_log;  /* used when the application wants none */
     bool ran;
     ze_result_t result;
+    /* Compiled while the compiler turned out not to be the one keyed: stored
+     * under the key of the compiler really loaded, never under the other. */
+    zc_artifact *unkeyed;
 } driver_compile;
 
 static ze_module_build_log_handle_t *log_pointer_of(driver_compile *compile)
@@ -99,7 +103,33 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     uint64_t compile_ns = zc_monotonic_ns() - start;
     if (compile->result != ZE_RESULT_SUCCESS)
         return ZC_ERR_BUILD;
-    return capture_artifact(compile, compile_ns, out);
+    zc_status status = capture_artifact(compile, compile_ns, out);
+    /* IGC is surely loaded now: check the prediction the key was made with.
+     * A failed status keeps the cache from storing under that key. */
+    zc_compiler_identity_check_loaded();
+    if (status == ZC_OK && zcl_compiler_identity_get() != compile->compiler) {
+        compile->unkeyed = *out;
+        *out = NULL;
+        return ZC_ERR_BUILD;
+    }
+    return status;
+}
+
+/* Stores a compile made under a wrong compiler prediction with the key of
+ * the compiler really loaded. */
+static void store_under_loaded_compiler(driver_compile *compile)
+{
+    zc_key key;
+    char *trace = NULL;
+    char reason[256];
+    const zc_compiler_identity *compiler = zcl_compiler_identity_get();
+    if (zcl_module_key(compile->desc, compile->device_info, compiler,
+                       zcl_layer.config.binary_cache_trace, &key, &trace, reason,
+                       sizeof(reason)) == ZC_OK)
+        (void)zc_cache_replace(zcl_layer.cache, &key, compile->unkeyed, trace);
+    free(trace);
+    zc_artifact_unref(compile->unkeyed);
+    compile->unkeyed = NULL;
 }
 
 /* Ends a driver compile: the application already has the driver's outputs;
@@ -151,9 +181,11 @@ static hit_outcome create_from_artifact(const driver_compile *compile, const zc_
     return HIT_CREATED;
 }
 
-/* The driver refused a verified entry (say, hardware the key did not tell
- * apart): compile as usual and put the fresh result in its place. */
-static ze_result_t recompile_rejected(driver_compile *compile, const zc_key *key, const char *trace)
+/* Compiles as usual and puts the result in key's place: when the driver
+ * refused a verified entry (say, hardware the key did not tell apart), and
+ * when hits are off because the compiler is not the one predicted. */
+static ze_result_t compile_and_replace(driver_compile *compile, const zc_key *key,
+                                       const char *trace)
 {
     zc_artifact *fresh = NULL;
     if (compile_with_driver(compile, &fresh) == ZC_OK) {
@@ -196,7 +228,7 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
     char detail[64];
     snprintf(detail, sizeof(detail), "the driver returned 0x%x; compiling", (unsigned)result);
     zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_REJECTED_BINARY, detail);
-    return recompile_rejected(compile, key, trace);
+    return compile_and_replace(compile, key, trace);
 }
 
 /* Whether the request can go through the cache; if not, why. */
@@ -255,9 +287,17 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
         snprintf(detail, sizeof(detail), "cannot describe the device or its driver");
         cacheable = device_info != NULL;
     }
+    const zc_compiler_identity *compiler = NULL;
     if (cacheable) {
-        zc_status status = zcl_module_key(desc, device_info, zcl_layer.config.binary_cache_trace,
-                                          &key, &trace, detail, sizeof(detail));
+        compiler = zcl_compiler_identity_get();
+        reason = ZC_BYPASS_COMPILER_UNIDENTIFIED;
+        snprintf(detail, sizeof(detail), "libigc not found (libigc.so.1, libigc.so.2)");
+        cacheable = compiler != NULL;
+    }
+    if (cacheable) {
+        zc_status status =
+            zcl_module_key(desc, device_info, compiler, zcl_layer.config.binary_cache_trace, &key,
+                           &trace, detail, sizeof(detail));
         reason = status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE : ZC_BYPASS_CACHE_ERROR;
         if (status != ZC_OK && status != ZC_NOT_CACHEABLE)
             snprintf(detail, sizeof(detail), "key: %s", zc_status_name(status));
@@ -271,9 +311,19 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
                               .device = device,
                               .desc = desc,
                               .device_info = device_info,
+                              .compiler = compiler,
                               .module = module,
                               .app_log = build_log};
-    ze_result_t result = look_up(&compile, &key, trace);
+    ze_result_t result;
+    if (zc_compiler_identity_changed()) {
+        zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_COMPILER_CHANGED,
+                              "the compiler loaded is not the one predicted: no hits, compiling");
+        result = compile_and_replace(&compile, &key, trace);
+    } else {
+        result = look_up(&compile, &key, trace);
+    }
+    if (compile.unkeyed != NULL)
+        store_under_loaded_compiler(&compile);
     free(trace);
     return result;
 }

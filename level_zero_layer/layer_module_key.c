@@ -81,11 +81,11 @@ static zc_status add_hardware(zc_key_builder *builder, const zcl_device_info *de
 }
 
 static zc_status add_parts(zc_key_builder *builder, const ze_module_desc_t *desc,
-                           const zcl_device_info *device)
+                           const zcl_device_info *device, const zc_compiler_identity *compiler)
 {
     zc_status status = add_inputs(builder, desc);
     if (status == ZC_OK)
-        status = zc_key_add_compiler_identity(builder);
+        status = zc_key_add_compiler_identity(builder, compiler);
     if (status == ZC_OK)
         status = add_driver(builder, device);
     if (status == ZC_OK)
@@ -96,8 +96,8 @@ static zc_status add_parts(zc_key_builder *builder, const ze_module_desc_t *desc
 }
 
 zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *device,
-                         bool want_trace, zc_key *key, char **trace, char *reason,
-                         size_t reason_size)
+                         const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
+                         char **trace, char *reason, size_t reason_size)
 {
     zc_key_builder *builder = NULL;
     *trace = NULL;
@@ -105,7 +105,7 @@ zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *de
     zc_status status = zc_key_builder_create(want_trace, &builder);
     if (status != ZC_OK)
         return status;
-    status = add_parts(builder, desc, device);
+    status = add_parts(builder, desc, device, compiler);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);
     if (status == ZC_NOT_CACHEABLE) {

@@ -25,6 +25,8 @@ static const char *const bypass_reason_names[ZC_BYPASS_REASON_COUNT] = {
     [ZC_BYPASS_NOT_CACHEABLE] = "not-cacheable",
     [ZC_BYPASS_CACHE_ERROR] = "cache-error",
     [ZC_BYPASS_REJECTED_BINARY] = "rejected-binary",
+    [ZC_BYPASS_COMPILER_UNIDENTIFIED] = "compiler-unidentified",
+    [ZC_BYPASS_COMPILER_CHANGED] = "compiler-changed",
 };
 
 const char *zc_bypass_reason_name(zc_bypass_reason reason)

@@ -10,7 +10,7 @@
  *   BUILD_FLAGS     u8 0 (NULL) | u8 1, the flags' bytes     } in the
  *   SPEC_CONSTANTS  u32 count                                } order added
  *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
- *   LIBRARY         library encoding (below), per compiler library
+ *   LIBRARY         library encoding (below), per compiler library found
  *   DRIVER          library encoding, u32 version, uuid[16]
  *   HARDWARE        u32 name length, name, bytes
  *   ENVIRONMENT     u32 count, then ENV_VAR "name=value" x count: the
@@ -59,8 +59,7 @@ enum record_tag {
 #define REASON_SIZE 256
 /* Sizes up to which per-part scratch lives on the stack, not the heap. */
 #define STACK_CONSTANTS 32
-#define LIBRARY_ENCODING_MAX (4 + NAME_MAX + 1 + 8 + 8 + 8 + 4 + ZC_BUILD_ID_MAX)
-#define COMPILER_LIBRARY_COUNT 4
+#define LIBRARY_ENCODING_MAX (4 + ZC_LIBRARY_NAME_SIZE + 1 + 8 + 8 + 8 + 4 + ZC_BUILD_ID_MAX)
 
 struct zc_key_builder {
     zc_sha256 *record;
@@ -415,32 +414,23 @@ static void trace_library(zc_key_builder *builder, const zc_library_identity *li
           (long long)library->mtime_sec, (long long)library->mtime_nsec);
 }
 
-static zc_library_identity compiler_libraries[COMPILER_LIBRARY_COUNT];
-static pthread_once_t compiler_libraries_once = PTHREAD_ONCE_INIT;
-
-/* IGC and its front end (IGC 1.x and 2.x names); their identity is what
- * decides code generation even when the driver's version stays the same. A
- * missing library stays in the record as missing (found = 0). */
-static void find_compiler_libraries(void)
-{
-    static const char *const names[COMPILER_LIBRARY_COUNT] = {"libigc.so.1", "libigdfcl.so.1",
-                                                              "libigc.so.2", "libigdfcl.so.2"};
-    for (size_t i = 0; i < COMPILER_LIBRARY_COUNT; i++)
-        zc_library_identity_find(names[i], &compiler_libraries[i]);
-}
-
-zc_status zc_key_add_compiler_identity(zc_key_builder *builder)
+/* IGC and its front end; their files decide code generation even when the
+ * driver's version stays the same. Only libraries that were found are in the
+ * identity (a compiler without libigc is never keyed). */
+zc_status zc_key_add_compiler_identity(zc_key_builder *builder,
+                                       const zc_compiler_identity *compiler)
 {
     zc_status status = check_usable(builder);
     if (status != ZC_OK)
         return status;
-    pthread_once(&compiler_libraries_once, find_compiler_libraries);
-    for (size_t i = 0; i < COMPILER_LIBRARY_COUNT; i++) {
+    if (compiler == NULL || compiler->count == 0 || compiler->count > ZC_COMPILER_LIBRARY_MAX)
+        return refuse(builder, ZC_ERR_INVALID_ARG, "the compiler is not identified");
+    for (size_t i = 0; i < compiler->count; i++) {
         uint8_t encoded[LIBRARY_ENCODING_MAX];
         record_field(builder, TAG_LIBRARY, encoded,
-                     encode_library(&compiler_libraries[i], encoded));
+                     encode_library(&compiler->libraries[i], encoded));
         trace(builder, "---- compiler library ----\n");
-        trace_library(builder, &compiler_libraries[i]);
+        trace_library(builder, &compiler->libraries[i]);
     }
     return ZC_OK;
 }

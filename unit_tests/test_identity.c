@@ -1,6 +1,7 @@
 /* Library identity: the loader's search order, without loading, and ELF
  * build-ids as readelf reports them. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <ftw.h>
 #include <limits.h>
@@ -11,6 +12,10 @@
 #include <unistd.h>
 
 #include "test_support.h"
+#include "../source/compiler_identity_internal.h"
+#include "../source/elf_file.h"
+#include "../source/ld_cache.h"
+#include "../source/library_search.h"
 #include "zecache/identity.h"
 
 #define SYSTEM_LIB_DIR "/usr/lib/x86_64-linux-gnu"
@@ -47,6 +52,21 @@ static void copy_file(const char *from, const char *to)
         cr_assert_eq(fwrite(buffer, 1, got, out), got);
     fclose(in);
     cr_assert_eq(fclose(out), 0);
+}
+
+static uint8_t *read_whole(const char *path, size_t *size)
+{
+    FILE *in = fopen(path, "rb");
+    cr_assert_not_null(in, "cannot open %s", path);
+    cr_assert_eq(fseek(in, 0, SEEK_END), 0);
+    long length = ftell(in);
+    cr_assert_geq(length, 0);
+    rewind(in);
+    uint8_t *bytes = malloc((size_t)length + 1);
+    cr_assert_eq(fread(bytes, 1, (size_t)length, in), (size_t)length);
+    fclose(in);
+    *size = (size_t)length;
+    return bytes;
 }
 
 /* The build-id as `readelf -n` prints it; returns its size in bytes. */
@@ -257,20 +277,507 @@ Test(identity, files_that_are_not_elf)
     cr_assert_eq(zc_elf_read_build_id(NULL, found, sizeof found), -1);
 }
 
-/* ---- searching ---- */
+/* ---- synthetic libraries with a dynamic section ---- */
 
-Test(identity, found_through_ld_library_path)
+typedef struct dyn_spec {
+    const char *soname, *rpath, *runpath;
+    bool nodeflib;
+    uint8_t id_byte; /* tells copies apart through their build-id */
+} dyn_spec;
+
+/* A minimal loadable-looking ELF64 shared object: one PT_LOAD over the whole
+ * file, a PT_DYNAMIC and a PT_NOTE with a build-id, as ldconfig and the
+ * search read them. */
+static void write_library(const char *path, const dyn_spec *spec)
 {
-    char copy[PATH_MAX];
-    temp_path(copy, "libzc_sample.so.1");
-    copy_file(SAMPLE_LIB, copy);
-    zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", temp_dir, NULL, &identity),
-                 ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", copy);
+    enum { PH_OFF = 64, NOTE_OFF = 256, DYN_OFF = 512, STR_OFF = 1024, SIZE = 2048 };
+    uint8_t file[SIZE] = {0};
+    char strings[512] = "";
+    size_t strings_used = 1;
+    Elf64_Dyn dyn[8];
+    int n = 0;
+    const char *values[3] = {spec->soname, spec->rpath, spec->runpath};
+    const int64_t tags[3] = {DT_SONAME, DT_RPATH, DT_RUNPATH};
+    for (int i = 0; i < 3; i++) {
+        if (values[i] == NULL)
+            continue;
+        dyn[n++] = (Elf64_Dyn){tags[i], {strings_used}};
+        memcpy(strings + strings_used, values[i], strlen(values[i]) + 1);
+        strings_used += strlen(values[i]) + 1;
+    }
+    dyn[n++] = (Elf64_Dyn){DT_STRTAB, {STR_OFF + 0x1000}};
+    dyn[n++] = (Elf64_Dyn){DT_STRSZ, {strings_used}};
+    if (spec->nodeflib)
+        dyn[n++] = (Elf64_Dyn){DT_FLAGS_1, {DF_1_NODEFLIB}};
+    dyn[n++] = (Elf64_Dyn){DT_NULL, {0}};
+    Elf64_Ehdr header = {
+        .e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT},
+        .e_type = ET_DYN,
+        .e_machine = EM_X86_64,
+        .e_version = EV_CURRENT,
+        .e_phoff = PH_OFF,
+        .e_ehsize = sizeof(Elf64_Ehdr),
+        .e_phentsize = sizeof(Elf64_Phdr),
+        .e_phnum = 3,
+    };
+    uint8_t notes[64];
+    size_t notes_used = 0;
+    uint8_t id[20];
+    memcpy(id, sample_id, sizeof id);
+    id[0] = spec->id_byte;
+    put_note(notes, &notes_used, "GNU", NT_GNU_BUILD_ID, id, 20, 4);
+    Elf64_Phdr phdrs[3] = {
+        {.p_type = PT_LOAD,
+         .p_flags = PF_R,
+         .p_offset = 0,
+         .p_vaddr = 0x1000,
+         .p_filesz = SIZE,
+         .p_memsz = SIZE,
+         .p_align = 0x1000},
+        {.p_type = PT_DYNAMIC,
+         .p_flags = PF_R,
+         .p_offset = DYN_OFF,
+         .p_vaddr = DYN_OFF + 0x1000,
+         .p_filesz = (uint64_t)n * sizeof(Elf64_Dyn),
+         .p_memsz = (uint64_t)n * sizeof(Elf64_Dyn),
+         .p_align = 8},
+        {.p_type = PT_NOTE,
+         .p_flags = PF_R,
+         .p_offset = NOTE_OFF,
+         .p_vaddr = NOTE_OFF + 0x1000,
+         .p_filesz = notes_used,
+         .p_memsz = notes_used,
+         .p_align = 4},
+    };
+    memcpy(file, &header, sizeof header);
+    memcpy(file + PH_OFF, phdrs, sizeof phdrs);
+    memcpy(file + NOTE_OFF, notes, notes_used);
+    memcpy(file + DYN_OFF, dyn, (size_t)n * sizeof(Elf64_Dyn));
+    memcpy(file + STR_OFF, strings, strings_used);
+    t_write_file(path, file, SIZE);
 }
 
-Test(identity, ld_library_path_comes_before_the_system_directories)
+/* temp_dir/relative, with its parent directories made. */
+static const char *make_path(const char *relative)
+{
+    static char paths[8][PATH_MAX];
+    static int next;
+    char *path = paths[next++ % 8];
+    temp_path(path, relative);
+    for (char *slash = strchr(path + strlen(temp_dir) + 1, '/'); slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(path, 0700);
+        *slash = '/';
+    }
+    return path;
+}
+
+/* A library called libzc_found.so.1 in temp_dir/dir, told apart by id. */
+static void library_in(const char *dir, uint8_t id)
+{
+    char relative[PATH_MAX];
+    snprintf(relative, sizeof relative, "%s/libzc_found.so.1", dir);
+    write_library(make_path(relative), &(dyn_spec){.soname = "libzc_found.so.1", .id_byte = id});
+}
+
+static const char *const no_default_dirs[] = {NULL};
+
+/* Searches libzc_found.so.1 and returns the build-id byte that tells which
+ * copy was found (0 when none), with the step. */
+static uint8_t found_copy(const zc_library_search *search, zc_search_step *step)
+{
+    zc_library_identity identity;
+    zc_status status = zc_library_search_find(search, "libzc_found.so.1", &identity, step);
+    if (status == ZC_MISS)
+        return 0;
+    cr_assert_eq(status, ZC_OK);
+    cr_assert_str_eq(identity.name, "libzc_found.so.1");
+    cr_assert_eq(identity.build_id_size, 20);
+    return identity.build_id[0];
+}
+
+/* ---- zc_elf_read_dynamic ---- */
+
+Test(identity, dynamic_section_of_a_synthetic_library)
+{
+    const char *path = make_path("dyn/libzc_dyn.so.1");
+    write_library(path, &(dyn_spec){"libzc_dyn.so.1", "$ORIGIN/r", "/run:/x", true, 1});
+    zc_elf_dynamic dynamic;
+    cr_assert(zc_elf_read_dynamic(path, &dynamic));
+    cr_assert(dynamic.has_soname && dynamic.has_rpath && dynamic.has_runpath && dynamic.nodeflib);
+    cr_assert_str_eq(dynamic.soname, "libzc_dyn.so.1");
+    cr_assert_str_eq(dynamic.rpath, "$ORIGIN/r");
+    cr_assert_str_eq(dynamic.runpath, "/run:/x");
+    write_library(path, &(dyn_spec){.soname = "libzc_dyn.so.1"});
+    cr_assert(zc_elf_read_dynamic(path, &dynamic));
+    cr_assert(dynamic.has_soname && !dynamic.has_rpath && !dynamic.has_runpath &&
+              !dynamic.nodeflib);
+}
+
+/* What readelf -d says of real libraries and of this test. */
+Test(identity, dynamic_section_matches_readelf)
+{
+    zc_elf_dynamic dynamic;
+    cr_assert(zc_elf_read_dynamic(SAMPLE_LIB, &dynamic));
+    cr_assert(dynamic.has_soname);
+    cr_assert_str_eq(dynamic.soname, "libzstd.so.1");
+    cr_assert(!dynamic.has_rpath && !dynamic.has_runpath);
+    cr_assert(zc_elf_read_dynamic(SYSTEM_LIB_DIR "/libze_intel_gpu.so.1", &dynamic));
+    cr_assert_str_eq(dynamic.soname, "libze_intel_gpu.so.1");
+    cr_assert(!dynamic.has_rpath && !dynamic.has_runpath && !dynamic.nodeflib);
+    char path[PATH_MAX];
+    temp_path(path, "text.so");
+    t_write_file(path, "text", 4);
+    cr_assert(!zc_elf_read_dynamic(path, &dynamic));
+}
+
+/* Every truncation of a real library's header area reads or fails, never
+ * more. */
+Test(identity, truncated_libraries_are_read_safely)
+{
+    const char *source = make_path("trunc/full.so");
+    write_library(source, &(dyn_spec){"libzc_t.so.1", "/r", "/u", false, 3});
+    size_t size;
+    uint8_t *bytes = read_whole(source, &size);
+    const char *cut = make_path("trunc/cut.so");
+    for (size_t length = 0; length < size; length += 7) {
+        t_write_file(cut, bytes, length);
+        zc_elf_dynamic dynamic;
+        if (zc_elf_read_dynamic(cut, &dynamic) && dynamic.has_soname)
+            cr_assert_str_eq(dynamic.soname, "libzc_t.so.1");
+        uint8_t id[ZC_BUILD_ID_MAX];
+        long id_size = zc_elf_read_build_id(cut, id, sizeof id);
+        cr_assert(id_size == -1 || id_size == 0 || id_size == 20);
+    }
+    free(bytes);
+}
+
+/* ---- the search order ---- */
+
+Test(identity, caller_rpath_comes_before_ld_library_path)
+{
+    const char *caller = make_path("app/libcaller.so");
+    write_library(caller, &(dyn_spec){.soname = "libcaller.so", .rpath = "$ORIGIN/rp"});
+    library_in("app/rp", 1);
+    library_in("llp", 2);
+    char llp[PATH_MAX];
+    temp_path(llp, "llp");
+    zc_library_search search = {
+        .caller = caller, .ld_library_path = llp, .default_dirs = no_default_dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 1);
+    cr_assert_eq(step, ZC_SEARCH_CALLER_RPATH);
+}
+
+/* With DT_RUNPATH, DT_RPATH is ignored (the caller's and the program's) and
+ * LD_LIBRARY_PATH comes first. */
+Test(identity, runpath_disables_rpath_and_follows_ld_library_path)
+{
+    const char *caller = make_path("app/libcaller.so");
+    const char *program = make_path("bin/program");
+    write_library(caller, &(dyn_spec){.rpath = "$ORIGIN/rp", .runpath = "${ORIGIN}/run"});
+    write_library(program, &(dyn_spec){.rpath = "$ORIGIN/rp"});
+    library_in("app/rp", 1);
+    library_in("bin/rp", 2);
+    library_in("app/run", 3);
+    library_in("llp", 4);
+    char llp[PATH_MAX];
+    temp_path(llp, "llp");
+    zc_library_search search = {.caller = caller,
+                                .executable = program,
+                                .ld_library_path = llp,
+                                .default_dirs = no_default_dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 4);
+    cr_assert_eq(step, ZC_SEARCH_LD_LIBRARY_PATH);
+    search.ld_library_path = NULL;
+    cr_assert_eq(found_copy(&search, &step), 3);
+    cr_assert_eq(step, ZC_SEARCH_CALLER_RUNPATH);
+}
+
+Test(identity, program_rpath_follows_the_callers)
+{
+    const char *caller = make_path("app/libcaller.so");
+    const char *program = make_path("bin/program");
+    write_library(caller, &(dyn_spec){.rpath = "$ORIGIN/rp"});
+    write_library(program, &(dyn_spec){.rpath = "/nonexistent:$ORIGIN/../$LIB"});
+    library_in("lib/x86_64-linux-gnu", 2);
+    library_in("llp", 4);
+    char llp[PATH_MAX];
+    temp_path(llp, "llp");
+    zc_library_search search = {.caller = caller,
+                                .executable = program,
+                                .ld_library_path = llp,
+                                .default_dirs = no_default_dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 2);
+    cr_assert_eq(step, ZC_SEARCH_EXECUTABLE_RPATH);
+    library_in("app/rp", 1);
+    cr_assert_eq(found_copy(&search, &step), 1);
+    cr_assert_eq(step, ZC_SEARCH_CALLER_RPATH);
+}
+
+/* $ORIGIN (also as ${ORIGIN}) is the directory of the caller's path as
+ * loaded, here through a symlink; "$ORIGINX" is no token; $PLATFORM is
+ * AT_PLATFORM; an unknown token is kept as text. */
+Test(identity, dynamic_string_tokens)
+{
+    const char *caller = make_path("real/libcaller.so");
+    char real_dir[PATH_MAX], link_dir[PATH_MAX], via_link[PATH_MAX + 16];
+    temp_path(real_dir, "real");
+    temp_path(link_dir, "link");
+    cr_assert_eq(symlink(real_dir, link_dir), 0);
+    snprintf(via_link, sizeof via_link, "%s/libcaller.so", link_dir);
+    write_library(caller, &(dyn_spec){.runpath = "$ORIGINX:$ORIGIN/../plat/$PLATFORM:/x/$FOO"});
+    library_in("plat/x86_64", 5);
+    zc_library_search search = {.caller = via_link, .default_dirs = no_default_dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 5);
+    cr_assert_eq(step, ZC_SEARCH_CALLER_RUNPATH);
+    library_in("$FOO", 6);
+    char runpath[PATH_MAX];
+    snprintf(runpath, sizeof runpath, "%s/$FOO", temp_dir);
+    write_library(caller, &(dyn_spec){.runpath = runpath});
+    cr_assert_eq(found_copy(&search, &step), 6);
+}
+
+Test(identity, ld_library_path_lists)
+{
+    library_in("second", 2);
+    char list[3 * PATH_MAX];
+    snprintf(list, sizeof list, "/nonexistent;%s/first:%s/second", temp_dir, temp_dir);
+    zc_library_search search = {.ld_library_path = list, .default_dirs = no_default_dirs};
+    cr_assert_eq(found_copy(&search, NULL), 2);
+    /* An empty element is the current directory; an empty list is ignored. */
+    library_in("cwd", 3);
+    char cwd[PATH_MAX];
+    temp_path(cwd, "cwd");
+    cr_assert_eq(chdir(cwd), 0);
+    search.ld_library_path = "/nonexistent::/x";
+    cr_assert_eq(found_copy(&search, NULL), 3);
+    search.ld_library_path = "";
+    cr_assert_eq(found_copy(&search, NULL), 0);
+}
+
+Test(identity, candidates_the_loader_would_reject_are_skipped)
+{
+    char path[PATH_MAX], list[3 * PATH_MAX + 32];
+    t_write_file(make_path("text/libzc_found.so.1"), "INPUT(-lzstd)\n", 14);
+    write_elf(make_path("foreign/libzc_found.so.1"), EM_AARCH64, false, 4, NULL, 0);
+    library_in("good", 7);
+    temp_path(path, "");
+    snprintf(list, sizeof list, "%stext:%sforeign:%sgood", path, path, path);
+    zc_library_search search = {.ld_library_path = list, .default_dirs = no_default_dirs};
+    cr_assert_eq(found_copy(&search, NULL), 7);
+}
+
+Test(identity, default_directories_come_last)
+{
+    library_in("default", 8);
+    char dir[PATH_MAX];
+    temp_path(dir, "default");
+    const char *dirs[] = {"/nonexistent", dir, NULL};
+    zc_library_search search = {.default_dirs = dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 8);
+    cr_assert_eq(step, ZC_SEARCH_DEFAULT_DIRS);
+    /* DF_1_NODEFLIB: neither the cache nor the default directories. */
+    const char *caller = make_path("app/libcaller.so");
+    write_library(caller, &(dyn_spec){.nodeflib = true});
+    search.caller = caller;
+    cr_assert_eq(found_copy(&search, &step), 0);
+}
+
+/* ---- ld.so.cache, as glibc's own ldconfig writes it ---- */
+
+/* Writes conf listing the dirs (under temp_dir) and builds cache from it with
+ * ldconfig, without touching links or the system's cache. */
+static void ldconfig_cache(const char *cache, const char *const *dirs)
+{
+    char conf[PATH_MAX], text[4 * PATH_MAX] = "", command[3 * PATH_MAX];
+    temp_path(conf, "ld.so.conf");
+    for (size_t i = 0; dirs[i] != NULL; i++) {
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof text - used, "%s/%s\n", temp_dir, dirs[i]);
+    }
+    t_write_file(conf, text, strlen(text));
+    snprintf(command, sizeof command, "/sbin/ldconfig -X -C '%s' -f '%s' 2>/dev/null", cache, conf);
+    cr_assert_eq(system(command), 0, "%s", command);
+}
+
+Test(identity, ld_so_cache_written_by_ldconfig)
+{
+    library_in("c1", 1);
+    library_in("c2", 2);
+    library_in("default", 3);
+    char cache[PATH_MAX], default_dir[PATH_MAX];
+    temp_path(cache, "ld.so.cache");
+    temp_path(default_dir, "default");
+    ldconfig_cache(cache, (const char *const[]){"c1", "c2", NULL});
+    /* The parser agrees with ldconfig -p. */
+    char path[PATH_MAX], expected[PATH_MAX], command[2 * PATH_MAX];
+    snprintf(command, sizeof command,
+             "/sbin/ldconfig -p -C '%s' | grep -m1 'libzc_found.so.1 (libc6,x86-64)'", cache);
+    FILE *pipe = popen(command, "r");
+    cr_assert(fgets(expected, sizeof expected, pipe) != NULL);
+    pclose(pipe);
+    cr_assert(zc_ld_cache_lookup_file(cache, "libzc_found.so.1", path, sizeof path));
+    cr_assert_not_null(strstr(expected, path), "%s vs %s", expected, path);
+    snprintf(expected, sizeof expected, "%s/c1/libzc_found.so.1", temp_dir);
+    cr_assert_str_eq(path, expected);
+    cr_assert(!zc_ld_cache_lookup_file(cache, "libzc_found.so", path, sizeof path));
+    cr_assert(!zc_ld_cache_lookup_file(cache, "libzc_found.so.1", path, 8));
+    /* The cache comes after LD_LIBRARY_PATH and before the default dirs. */
+    const char *dirs[] = {default_dir, NULL};
+    zc_library_search search = {.ld_so_cache = cache, .default_dirs = dirs};
+    zc_search_step step;
+    cr_assert_eq(found_copy(&search, &step), 1);
+    cr_assert_eq(step, ZC_SEARCH_LD_SO_CACHE);
+    char llp[PATH_MAX];
+    temp_path(llp, "c2");
+    search.ld_library_path = llp;
+    cr_assert_eq(found_copy(&search, &step), 2);
+    ldconfig_cache(cache, (const char *const[]){"c2", "c1", NULL});
+    search.ld_library_path = NULL;
+    cr_assert_eq(found_copy(&search, &step), 2);
+    /* An entry whose file is gone: the default directories. */
+    char gone[PATH_MAX];
+    temp_path(gone, "c2/libzc_found.so.1");
+    cr_assert_eq(unlink(gone), 0);
+    cr_assert_eq(found_copy(&search, &step), 3);
+    cr_assert_eq(step, ZC_SEARCH_DEFAULT_DIRS);
+}
+
+/* The system's own cache gives what ldconfig -p gives for IGC. */
+Test(identity, system_ld_so_cache_finds_igc_as_ldconfig_does)
+{
+    char path[PATH_MAX], expected[PATH_MAX];
+    FILE *pipe = popen("/sbin/ldconfig -p | grep -m1 'libigc.so.1 (libc6,x86-64)'", "r");
+    cr_assert(fgets(expected, sizeof expected, pipe) != NULL);
+    pclose(pipe);
+    cr_assert(zc_ld_cache_lookup_file("/etc/ld.so.cache", "libigc.so.1", path, sizeof path));
+    char *arrow = strstr(expected, "=> ");
+    cr_assert_not_null(arrow);
+    arrow[3 + strcspn(arrow + 3, "\n")] = '\0';
+    cr_assert_str_eq(path, arrow + 3);
+}
+
+/* Every truncation and many corruptions of a real cache: a lookup fails or
+ * names a string inside the file, never reads outside it. */
+Test(identity, damaged_ld_so_cache_is_read_safely)
+{
+    size_t size;
+    uint8_t *real = read_whole("/etc/ld.so.cache", &size);
+    char path[PATH_MAX];
+    for (size_t length = 0; length < size && length < 4096; length++) {
+        uint8_t *copy = malloc(length + 1);
+        memcpy(copy, real, length);
+        (void)zc_ld_cache_lookup(copy, length, "libigc.so.1", path, sizeof path);
+        free(copy);
+    }
+    srand(7);
+    for (int round = 0; round < 2000; round++) {
+        uint8_t *copy = malloc(size);
+        memcpy(copy, real, size);
+        for (int flips = 0; flips < 8; flips++)
+            copy[(size_t)rand() % (size < 4096 ? size : 4096)] = (uint8_t)rand();
+        if (zc_ld_cache_lookup(copy, size, "libigc.so.1", path, sizeof path))
+            cr_assert_lt(strlen(path), sizeof path);
+        free(copy);
+    }
+    uint8_t wrong_magic[64] = "glibc-ld.so.cache1.0";
+    cr_assert(!zc_ld_cache_lookup(wrong_magic, sizeof wrong_magic, "x", path, sizeof path));
+    cr_assert(!zc_ld_cache_lookup(NULL, 0, "x", path, sizeof path));
+    free(real);
+}
+
+/* ---- the compiler ---- */
+
+Test(identity, compiler_not_found_is_a_miss_and_a_found_front_end_alone_is_not_enough)
+{
+    char dir[PATH_MAX];
+    temp_path(dir, "fcl");
+    write_library(make_path("fcl/libigdfcl.so.1"), &(dyn_spec){.soname = "libigdfcl.so.1"});
+    const char *dirs[] = {dir, NULL};
+    zc_library_search search = {.default_dirs = dirs};
+    zc_compiler_identity compiler;
+    cr_assert_eq(zc_compiler_identity_predict(&search, &compiler), ZC_MISS);
+    /* IGC 2.x names alone are a compiler. */
+    write_library(make_path("fcl/libigc.so.2"), &(dyn_spec){.soname = "libigc.so.2", .id_byte = 9});
+    cr_assert_eq(zc_compiler_identity_predict(&search, &compiler), ZC_OK);
+    cr_assert_eq(compiler.count, 2);
+    cr_assert_str_eq(compiler.libraries[0].name, "libigdfcl.so.1");
+    cr_assert_str_eq(compiler.libraries[1].name, "libigc.so.2");
+    cr_assert_eq(compiler.libraries[1].build_id[0], 9);
+}
+
+/* The driver of this machine: libigc.so.1 where ldconfig -p puts it. */
+Test(identity, igc_of_this_machine_for_its_driver)
+{
+    char executable[PATH_MAX];
+    zc_library_search search =
+        zc_library_search_of_process(SYSTEM_LIB_DIR "/libze_intel_gpu.so.1", executable);
+    search.ld_library_path = NULL;
+    zc_compiler_identity compiler;
+    cr_assert_eq(zc_compiler_identity_predict(&search, &compiler), ZC_OK);
+    cr_assert_geq(compiler.count, 1);
+    cr_assert_str_eq(compiler.libraries[0].name, "libigc.so.1");
+    assert_identity_of(&compiler.libraries[0], "libigc.so.1", SYSTEM_LIB_DIR "/libigc.so.1");
+}
+
+Test(identity, mapped_libraries_by_file_name_and_by_soname)
+{
+    zc_library_identity found[2];
+    cr_assert_eq(zc_mapped_libraries((const char *const[]){"libc.so.6"}, 1, found, 2), 1);
+    assert_identity_of(&found[0], "libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6");
+    /* A copy of libzstd opened under another file name answers to its
+     * DT_SONAME, as a later dlopen("libzstd.so.1") would find it. */
+    const char *renamed = make_path("libzc_renamed.so");
+    copy_file(SAMPLE_LIB, renamed);
+    cr_assert_eq(zc_mapped_libraries((const char *const[]){"libzstd.so.1"}, 1, found, 2), 0);
+    void *handle = dlopen(renamed, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(handle, "%s", dlerror());
+    cr_assert_eq(zc_mapped_libraries((const char *const[]){"libzstd.so.1"}, 1, found, 2), 1);
+    assert_identity_of(&found[0], "libzstd.so.1", renamed);
+    dlclose(handle);
+}
+
+Test(identity, merge_replaces_what_differs)
+{
+    zc_compiler_identity predicted = {.count = 2};
+    char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+    temp_path(a, "a.so");
+    temp_path(b, "b.so");
+    temp_path(c, "c.so");
+    copy_file(SAMPLE_LIB, a);
+    copy_file(SAMPLE_LIB, b);
+    copy_file(SAMPLE_LIB, c);
+    cr_assert_eq(zc_library_identity_describe(a, "libigc.so.1", &predicted.libraries[0]), ZC_OK);
+    cr_assert_eq(zc_library_identity_describe(b, "libigdfcl.so.1", &predicted.libraries[1]), ZC_OK);
+    zc_library_identity mapped[2];
+    zc_compiler_identity merged;
+    /* Same file: nothing differs. */
+    mapped[0] = predicted.libraries[0];
+    cr_assert(!zc_compiler_identity_merge(&predicted, mapped, 1, &merged));
+    cr_assert_eq(merged.count, 2);
+    /* Another file under the same name replaces it; the rest stays. */
+    cr_assert_eq(zc_library_identity_describe(c, "libigc.so.1", &mapped[0]), ZC_OK);
+    cr_assert(zc_compiler_identity_merge(&predicted, mapped, 1, &merged));
+    cr_assert_eq(merged.count, 2);
+    cr_assert(zc_library_identity_equal(&merged.libraries[0], &mapped[0]));
+    cr_assert(zc_library_identity_equal(&merged.libraries[1], &predicted.libraries[1]));
+    /* A name not predicted joins. */
+    cr_assert_eq(zc_library_identity_describe(c, "libigc.so.2", &mapped[1]), ZC_OK);
+    mapped[0] = predicted.libraries[0];
+    cr_assert(zc_compiler_identity_merge(&predicted, mapped, 2, &merged));
+    cr_assert_eq(merged.count, 3);
+    cr_assert_str_eq(merged.libraries[2].name, "libigc.so.2");
+}
+
+/* ---- the public search ---- */
+
+Test(identity, find_follows_ld_library_path_then_the_system)
 {
     char copy[PATH_MAX];
     temp_path(copy, "libzstd.so.1");
@@ -284,56 +791,15 @@ Test(identity, ld_library_path_comes_before_the_system_directories)
     assert_identity_of(&identity, "libzstd.so.1", SAMPLE_LIB);
 }
 
-Test(identity, every_directory_of_the_list_is_searched)
+Test(identity, missing_library_is_a_miss)
 {
-    char first[PATH_MAX], second[PATH_MAX], copy[PATH_MAX], list[3 * PATH_MAX];
-    temp_path(first, "first");
-    temp_path(second, "second");
-    cr_assert_eq(mkdir(first, 0700), 0);
-    cr_assert_eq(mkdir(second, 0700), 0);
-    temp_path(copy, "second/libzc_sample.so.1");
-    copy_file(SAMPLE_LIB, copy);
-    snprintf(list, sizeof list, "/nonexistent;%s:%s", first, second);
     zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", list, NULL, &identity), ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", copy);
-}
-
-Test(identity, candidates_the_loader_would_reject_are_skipped)
-{
-    char text_dir[PATH_MAX], foreign_dir[PATH_MAX], good_dir[PATH_MAX], path[PATH_MAX];
-    temp_path(text_dir, "text");
-    temp_path(foreign_dir, "foreign");
-    temp_path(good_dir, "good");
-    cr_assert_eq(mkdir(text_dir, 0700), 0);
-    cr_assert_eq(mkdir(foreign_dir, 0700), 0);
-    cr_assert_eq(mkdir(good_dir, 0700), 0);
-    temp_path(path, "text/libzc_sample.so.1");
-    t_write_file(path, "INPUT(-lzstd)\n", 14);
-    temp_path(path, "foreign/libzc_sample.so.1");
-    write_elf(path, EM_AARCH64, false, 4, NULL, 0);
-    temp_path(path, "good/libzc_sample.so.1");
-    copy_file(SAMPLE_LIB, path);
-    char list[3 * PATH_MAX + 8];
-    snprintf(list, sizeof list, "%s:%s:%s", text_dir, foreign_dir, good_dir);
-    zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", list, NULL, &identity), ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", path);
-}
-
-Test(identity, empty_list_element_is_the_current_directory)
-{
-    char copy[PATH_MAX];
-    temp_path(copy, "libzc_sample.so.1");
-    copy_file(SAMPLE_LIB, copy);
-    cr_assert_eq(chdir(temp_dir), 0);
-    zc_library_identity identity;
-    cr_assert_eq(
-        zc_library_identity_find_in("libzc_sample.so.1", "/nonexistent::/x", NULL, &identity),
-        ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", copy);
-    /* An empty LD_LIBRARY_PATH is ignored altogether, as by the loader. */
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", "", NULL, &identity), ZC_MISS);
+    memset(&identity, 0x77, sizeof identity);
+    cr_assert_eq(zc_library_identity_find("libzc_absent.so.1", &identity), ZC_MISS);
+    cr_assert_str_eq(identity.name, "libzc_absent.so.1");
+    cr_assert_str_eq(identity.path, "");
+    cr_assert_eq(identity.build_id_size, 0);
+    cr_assert_eq(identity.size, 0);
 }
 
 Test(identity, symlinks_are_resolved)
@@ -344,62 +810,8 @@ Test(identity, symlinks_are_resolved)
     copy_file(SAMPLE_LIB, real);
     cr_assert_eq(symlink("libzc_sample.so.1.2.3", link), 0);
     zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", temp_dir, NULL, &identity),
-                 ZC_OK);
+    cr_assert_eq(zc_library_identity_find(link, &identity), ZC_OK);
     assert_identity_of(&identity, "libzc_sample.so.1", real);
-    cr_assert_str_eq(strrchr(identity.path, '/'), "/libzc_sample.so.1.2.3");
-}
-
-Test(identity, directories_of_ld_so_conf_and_its_includes)
-{
-    char conf[PATH_MAX], conf_d[PATH_MAX], path[PATH_MAX], lib_dir[PATH_MAX], text[2 * PATH_MAX];
-    temp_path(conf, "ld.so.conf");
-    temp_path(conf_d, "ld.so.conf.d");
-    temp_path(lib_dir, "libs");
-    cr_assert_eq(mkdir(conf_d, 0700), 0);
-    cr_assert_eq(mkdir(lib_dir, 0700), 0);
-    temp_path(path, "libs/libzc_sample.so.1");
-    copy_file(SAMPLE_LIB, path);
-    const char *main_conf = "# comment\n  include   ld.so.conf.d/*.conf  \nhwcap 0 nosegneg\n";
-    t_write_file(conf, main_conf, strlen(main_conf));
-    temp_path(path, "ld.so.conf.d/a.conf");
-    t_write_file(path, "/nonexistent\n\n", 14);
-    temp_path(path, "ld.so.conf.d/b.conf");
-    int length = snprintf(text, sizeof text, "\t%s//  # trailing comment", lib_dir);
-    t_write_file(path, text, (size_t)length);
-    temp_path(path, "libs/libzc_sample.so.1");
-    zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_sample.so.1", NULL, conf, &identity), ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", path);
-}
-
-Test(identity, include_loop_ends)
-{
-    char conf[PATH_MAX];
-    temp_path(conf, "loop.conf");
-    t_write_file(conf, "include loop.conf\ninclude\n", 26);
-    zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find_in("libzc_absent.so.1", NULL, conf, &identity), ZC_MISS);
-}
-
-Test(identity, missing_library_is_a_miss)
-{
-    zc_library_identity identity;
-    memset(&identity, 0x77, sizeof identity);
-    cr_assert_eq(zc_library_identity_find("libzc_absent.so.1", &identity), ZC_MISS);
-    cr_assert_str_eq(identity.name, "libzc_absent.so.1");
-    cr_assert_str_eq(identity.path, "");
-    cr_assert_eq(identity.build_id_size, 0);
-    cr_assert_eq(identity.size, 0);
-    cr_assert_eq(identity.mtime_sec, 0);
-    cr_assert_eq(identity.mtime_nsec, 0);
-}
-
-Test(identity, igc_of_this_machine)
-{
-    zc_library_identity identity;
-    cr_assert_eq(zc_library_identity_find("libigc.so.1", &identity), ZC_OK);
-    assert_identity_of(&identity, "libigc.so.1", SYSTEM_LIB_DIR "/libigc.so.1");
 }
 
 Test(identity, of_path)
@@ -415,9 +827,6 @@ Test(identity, of_path)
     cr_assert_eq(zc_library_identity_of_path(text, &identity), ZC_MISS);
     cr_assert_str_eq(identity.name, "libzc_text.so.1");
     cr_assert_str_eq(identity.path, "");
-    /* A name with a slash is a path, for the search as for the loader. */
-    cr_assert_eq(zc_library_identity_find(copy, &identity), ZC_OK);
-    assert_identity_of(&identity, "libzc_sample.so.1", copy);
 }
 
 Test(identity, invalid_arguments)
@@ -431,4 +840,6 @@ Test(identity, invalid_arguments)
     cr_assert_eq(zc_library_identity_find(long_name, &identity), ZC_ERR_INVALID_ARG);
     cr_assert_eq(zc_library_identity_find("libzstd.so.1", NULL), ZC_ERR_INVALID_ARG);
     cr_assert_eq(zc_library_identity_of_path(NULL, &identity), ZC_ERR_INVALID_ARG);
+    zc_library_search search = {0};
+    cr_assert_eq(zc_library_search_find(&search, "a/b.so", &identity, NULL), ZC_ERR_INVALID_ARG);
 }

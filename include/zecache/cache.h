@@ -16,11 +16,14 @@
 
 /* Why a module went straight to the driver without the cache. */
 typedef enum zc_bypass_reason {
-    ZC_BYPASS_NATIVE_INPUT,      /* the input is already a native binary */
-    ZC_BYPASS_UNSUPPORTED_INPUT, /* an unknown format or pNext structure, or bad arguments */
-    ZC_BYPASS_NOT_CACHEABLE,     /* the key builder refused the input */
-    ZC_BYPASS_CACHE_ERROR,       /* a cache-side failure (allocation, device queries) */
-    ZC_BYPASS_REJECTED_BINARY,   /* the driver refused a cached binary: compiled again */
+    ZC_BYPASS_NATIVE_INPUT,          /* the input is already a native binary */
+    ZC_BYPASS_UNSUPPORTED_INPUT,     /* an unknown format or pNext structure, or bad arguments */
+    ZC_BYPASS_NOT_CACHEABLE,         /* the key builder refused the input */
+    ZC_BYPASS_CACHE_ERROR,           /* a cache-side failure (allocation, device queries) */
+    ZC_BYPASS_REJECTED_BINARY,       /* the driver refused a cached binary: compiled again */
+    ZC_BYPASS_COMPILER_UNIDENTIFIED, /* no libigc found under any name: nothing to key */
+    ZC_BYPASS_COMPILER_CHANGED,      /* the compiler loaded is not the one predicted: no hits in
+                                        this process, compiled and stored under the real one */
     ZC_BYPASS_REASON_COUNT,
 } zc_bypass_reason;
 

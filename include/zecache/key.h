@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zecache/compiler_identity.h"
 #include "zecache/identity.h"
 #include "zecache/status.h"
 
@@ -51,8 +52,11 @@ void zc_key_builder_destroy(zc_key_builder *builder);
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
 
-/* The compiler's identity (IGC and its front end), found once per process. */
-zc_status zc_key_add_compiler_identity(zc_key_builder *builder);
+/* The compiler's identity (IGC and its front end, see compiler_identity.h).
+ * NULL or an empty identity is ZC_ERR_INVALID_ARG: an unidentified compiler
+ * is never keyed. */
+zc_status zc_key_add_compiler_identity(zc_key_builder *builder,
+                                       const zc_compiler_identity *compiler);
 
 /* The driver: its library's identity plus version and UUID from the API. */
 zc_status zc_key_add_driver(zc_key_builder *builder, const zc_library_identity *library,

@@ -1,0 +1,210 @@
+/* Which compiler the driver compiles with. The key needs it before the
+ * driver has loaded IGC (loading it ourselves costs about 30 ms on every
+ * hit), so it is predicted from the dynamic linker's search for the driver's
+ * dlopen (library_search.c). Once the driver has compiled, IGC is surely
+ * mapped and the prediction is checked: a wrong one stops hits for the rest
+ * of the process and new entries are keyed with what is really loaded.
+ *
+ * Intel's driver dlopens IGC_LIBRARY_NAME and FCL_LIBRARY_NAME (from IGC's
+ * igc.opencl.h: libigc.so.1 / libigdfcl.so.1 for IGC 1.x, .so.2 for IGC 2.x)
+ * from its own library (shared/source/os_interface/linux/os_library_linux.cpp
+ * in intel/compute-runtime; LD_DEBUG=files shows "libigc.so.1 dynamically
+ * loaded by libze_intel_gpu.so.1"). Which of the two names a driver build
+ * uses is not known here, so every name found is keyed. */
+#include "zecache/compiler_identity.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "compiler_identity_internal.h"
+#include "elf_file.h"
+#include "zecache/log.h"
+
+static const char *const compiler_names[ZC_COMPILER_LIBRARY_MAX] = {
+    "libigc.so.1", "libigdfcl.so.1", "libigc.so.2", "libigdfcl.so.2"};
+
+/* ---- what is mapped ---- */
+
+typedef struct mapped_scan {
+    const char *const *names;
+    size_t count;
+    zc_library_identity *out;
+    size_t max, found;
+} mapped_scan;
+
+/* The index of the name an object loaded from path answers to: its file
+ * name, or (for files named otherwise, e.g. opened by a full versioned path)
+ * its DT_SONAME, which is what the dynamic linker matches a later dlopen
+ * against. */
+static int matching_name(const mapped_scan *scan, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash != NULL ? slash + 1 : path;
+    for (size_t i = 0; i < scan->count; i++)
+        if (strcmp(base, scan->names[i]) == 0)
+            return (int)i;
+    if (strncmp(base, "lib", 3) != 0)
+        return -1;
+    zc_elf_dynamic dynamic;
+    if (!zc_elf_read_dynamic(path, &dynamic) || !dynamic.has_soname)
+        return -1;
+    for (size_t i = 0; i < scan->count; i++)
+        if (strcmp(dynamic.soname, scan->names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int visit_mapped(struct dl_phdr_info *info, size_t size, void *context)
+{
+    (void)size;
+    mapped_scan *scan = context;
+    if (info->dlpi_name == NULL || info->dlpi_name[0] != '/' || scan->found == scan->max)
+        return 0;
+    int index = matching_name(scan, info->dlpi_name);
+    if (index >= 0 && zc_library_identity_describe(info->dlpi_name, scan->names[index],
+                                                   &scan->out[scan->found]) == ZC_OK)
+        scan->found++;
+    return 0;
+}
+
+size_t zc_mapped_libraries(const char *const *names, size_t count, zc_library_identity *out,
+                           size_t max)
+{
+    mapped_scan scan = {names, count, out, max, 0};
+    dl_iterate_phdr(visit_mapped, &scan);
+    return scan.found;
+}
+
+/* ---- prediction ---- */
+
+static const zc_library_identity *identity_named(const zc_library_identity *list, size_t count,
+                                                 const char *name)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(list[i].name, name) == 0)
+            return &list[i];
+    return NULL;
+}
+
+static bool has_library(const zc_compiler_identity *identity, const char *stem)
+{
+    for (size_t i = 0; i < identity->count; i++)
+        if (strncmp(identity->libraries[i].name, stem, strlen(stem)) == 0)
+            return true;
+    return false;
+}
+
+zc_status zc_compiler_identity_predict(const zc_library_search *search,
+                                       zc_compiler_identity *identity)
+{
+    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
+    size_t mapped_count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
+                                              ZC_COMPILER_LIBRARY_MAX);
+    identity->count = 0;
+    for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++) {
+        zc_library_identity *next = &identity->libraries[identity->count];
+        /* A library already loaded under the name is what dlopen returns. */
+        const zc_library_identity *loaded = identity_named(mapped, mapped_count, compiler_names[i]);
+        if (loaded != NULL)
+            *next = *loaded;
+        if (loaded != NULL ||
+            zc_library_search_find(search, compiler_names[i], next, NULL) == ZC_OK)
+            identity->count++;
+    }
+    /* A library is missing only when none of its names is found. */
+    if (!has_library(identity, "libigdfcl.so."))
+        zc_log_info("compiler library libigdfcl not found (libigdfcl.so.1, libigdfcl.so.2): "
+                    "keyed without it");
+    if (has_library(identity, "libigc.so."))
+        return ZC_OK;
+    zc_log_info("compiler library libigc not found (libigc.so.1, libigc.so.2): not caching");
+    return ZC_MISS;
+}
+
+bool zc_compiler_identity_merge(const zc_compiler_identity *predicted,
+                                const zc_library_identity *mapped, size_t mapped_count,
+                                zc_compiler_identity *merged)
+{
+    *merged = *predicted;
+    bool differs = false;
+    for (size_t i = 0; i < mapped_count; i++) {
+        zc_library_identity *slot = NULL;
+        for (size_t j = 0; j < merged->count && slot == NULL; j++)
+            if (strcmp(merged->libraries[j].name, mapped[i].name) == 0)
+                slot = &merged->libraries[j];
+        if (slot != NULL && zc_library_identity_equal(slot, &mapped[i]))
+            continue;
+        zc_log_info("compiler library %s is %s, not %s as predicted: no hits in this process",
+                    mapped[i].name, mapped[i].path, slot != NULL ? slot->path : "none");
+        differs = true;
+        if (slot == NULL && merged->count < ZC_COMPILER_LIBRARY_MAX)
+            slot = &merged->libraries[merged->count++];
+        if (slot != NULL)
+            *slot = mapped[i];
+    }
+    return differs;
+}
+
+/* ---- this process ---- */
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool predicted_once;
+static zc_compiler_identity predicted, loaded;
+static _Atomic(const zc_compiler_identity *) current;
+static atomic_bool unidentified, checked, changed;
+
+static void predict_once(const char *driver_path)
+{
+    char executable[ZC_LIBRARY_PATH_SIZE];
+    zc_library_search search = zc_library_search_of_process(driver_path, executable);
+    if (zc_compiler_identity_predict(&search, &predicted) == ZC_OK)
+        atomic_store_explicit(&current, &predicted, memory_order_release);
+    else
+        atomic_store(&unidentified, true);
+}
+
+const zc_compiler_identity *zc_compiler_identity_get(const char *driver_path)
+{
+    const zc_compiler_identity *identity = atomic_load_explicit(&current, memory_order_acquire);
+    if (identity != NULL || atomic_load(&unidentified))
+        return identity;
+    pthread_mutex_lock(&state_lock);
+    if (!predicted_once) {
+        predicted_once = true;
+        predict_once(driver_path);
+    }
+    pthread_mutex_unlock(&state_lock);
+    return atomic_load_explicit(&current, memory_order_acquire);
+}
+
+bool zc_compiler_identity_check_loaded(void)
+{
+    const zc_compiler_identity *identity = atomic_load_explicit(&current, memory_order_acquire);
+    if (identity == NULL || atomic_load(&checked))
+        return false;
+    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
+    size_t count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
+                                       ZC_COMPILER_LIBRARY_MAX);
+    if (identity_named(mapped, count, "libigc.so.1") == NULL &&
+        identity_named(mapped, count, "libigc.so.2") == NULL)
+        return false; /* not loaded yet: check after a later compile */
+    bool differs = false;
+    pthread_mutex_lock(&state_lock);
+    if (!atomic_load(&checked)) {
+        atomic_store(&checked, true);
+        differs = zc_compiler_identity_merge(&predicted, mapped, count, &loaded);
+        if (differs) {
+            atomic_store_explicit(&current, &loaded, memory_order_release);
+            atomic_store(&changed, true);
+        }
+    }
+    pthread_mutex_unlock(&state_lock);
+    return differs;
+}
+
+bool zc_compiler_identity_changed(void)
+{
+    return atomic_load(&changed);
+}

@@ -1,0 +1,122 @@
+/* glibc's ld.so.cache, new format (the only one ldconfig writes since glibc
+ * 2.32):
+ *
+ *   header   char magic[17] "glibc-ld.so.cache", char version[3] "1.1",
+ *            u32 nlibs, u32 len_strings, u8 flags (byte order: 2 little,
+ *            3 big), u8 padding[3], u32 extension_offset, u32 unused[3]
+ *   entries  nlibs x { i32 flags, u32 key, u32 value, u32 osversion,
+ *            u64 hwcap }, sorted by name as ld.so's binary search expects
+ *   strings  key (the soname) and value (the path) are offsets from the
+ *            start of the file
+ *
+ * ld.so takes, among the entries whose key equals the name, the first one
+ * whose flags match its ABI and whose hwcap it supports. Entries for one name
+ * are adjacent, so a scan in file order finds the same entry as its binary
+ * search. Entries with a hwcap (glibc-hwcaps subdirectories, legacy hardware
+ * capabilities) are skipped: which of them ld.so would take depends on the
+ * CPU, and the check after the first compile (compiler_identity.c) catches
+ * a library loaded from one of them. */
+#include "ld_cache.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC "glibc-ld.so.cache1.1"
+#define MAGIC_SIZE 20
+#define HEADER_SIZE 48
+#define ENTRY_SIZE 24
+
+#define FLAG_ELF 0x0001
+#define FLAG_ELF_LIBC6 0x0003
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NATIVE_ORDER_FLAG 2
+#else
+#define NATIVE_ORDER_FLAG 3
+#endif
+
+/* The ABI flags ld.so accepts (sysdeps/.../dl-cache.h: _DL_CACHE_DEFAULT_ID,
+ * and plain FLAG_ELF). */
+#if defined(__x86_64__) && defined(__LP64__)
+#define NATIVE_ABI_FLAGS (FLAG_ELF_LIBC6 | 0x0300) /* FLAG_X8664_LIB64 */
+#elif defined(__aarch64__)
+#define NATIVE_ABI_FLAGS (FLAG_ELF_LIBC6 | 0x0a00) /* FLAG_AARCH64_LIB64 */
+#elif defined(__i386__)
+#define NATIVE_ABI_FLAGS FLAG_ELF_LIBC6
+#endif
+
+static uint32_t read_u32(const uint8_t *at)
+{
+    uint32_t value;
+    memcpy(&value, at, sizeof value);
+    return value;
+}
+
+static uint64_t read_u64(const uint8_t *at)
+{
+    uint64_t value;
+    memcpy(&value, at, sizeof value);
+    return value;
+}
+
+/* The NUL-terminated string at offset, or NULL when it does not end inside
+ * the file. */
+static const char *string_at(const uint8_t *data, size_t size, uint32_t offset)
+{
+    if (offset >= size || memchr(data + offset, '\0', size - offset) == NULL)
+        return NULL;
+    return (const char *)data + offset;
+}
+
+static bool abi_matches(int32_t flags)
+{
+#ifdef NATIVE_ABI_FLAGS
+    return flags == FLAG_ELF || flags == NATIVE_ABI_FLAGS;
+#else
+    (void)flags;
+    return false; /* unknown ABI: never guess */
+#endif
+}
+
+bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char *path,
+                        size_t path_size)
+{
+    if (data == NULL || name == NULL || path == NULL || path_size == 0 || size < HEADER_SIZE ||
+        memcmp(data, MAGIC, MAGIC_SIZE) != 0 || data[28] != NATIVE_ORDER_FLAG)
+        return false;
+    uint32_t count = read_u32(data + 20);
+    if (count > (size - HEADER_SIZE) / ENTRY_SIZE)
+        return false;
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *entry = data + HEADER_SIZE + (size_t)i * ENTRY_SIZE;
+        const char *key = string_at(data, size, read_u32(entry + 4));
+        if (key == NULL || strcmp(key, name) != 0 || !abi_matches((int32_t)read_u32(entry)) ||
+            read_u64(entry + 16) != 0)
+            continue;
+        const char *value = string_at(data, size, read_u32(entry + 8));
+        if (value == NULL || value[0] != '/' || strlen(value) >= path_size)
+            continue; /* ld.so checks the value's bounds too and goes on */
+        memcpy(path, value, strlen(value) + 1);
+        return true;
+    }
+    return false;
+}
+
+bool zc_ld_cache_lookup_file(const char *cache_path, const char *name, char *path, size_t path_size)
+{
+    int fd = open(cache_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat st;
+    void *data = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED)
+        return false;
+    bool found = zc_ld_cache_lookup(data, (size_t)st.st_size, name, path, path_size);
+    munmap(data, (size_t)st.st_size);
+    return found;
+}

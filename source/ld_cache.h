@@ -1,0 +1,23 @@
+/* Looking a library up in ld.so.cache, the file ldconfig writes and the
+ * dynamic linker reads before the default directories. Internal to the core. */
+#ifndef ZECACHE_LD_CACHE_H
+#define ZECACHE_LD_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Finds name in the bytes of a cache file in glibc's format
+ * ("glibc-ld.so.cache1.1") as ld.so does: the first entry for name whose flags
+ * are this process's ABI and that is not tied to hardware capabilities.
+ * Writes its path (NUL-terminated) to path. false when there is no such entry,
+ * the path does not fit, or the data is not a well-formed cache of this
+ * machine's byte order. Any bytes may be given. */
+bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char *path,
+                        size_t path_size);
+
+/* The same for the cache file at cache_path (usually "/etc/ld.so.cache"). */
+bool zc_ld_cache_lookup_file(const char *cache_path, const char *name, char *path,
+                             size_t path_size);
+
+#endif

@@ -1,0 +1,253 @@
+/* The dynamic linker's search for a library that an object dlopens by file
+ * name, as glibc's _dl_map_object does it, without loading anything: loading
+ * IGC costs about 30 ms, and the key only needs to know which file a later
+ * dlopen by the driver will map.
+ *
+ * Left out, because the check after the first compile (compiler_identity.c)
+ * catches them: the DT_RPATH of objects between the caller and the main
+ * program (the Level Zero loader), glibc-hwcaps and legacy hardware
+ * capability subdirectories, and objects already loaded under that name
+ * (compiler_identity.c looks for those first). */
+#include "library_search.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "elf_file.h"
+#include "ld_cache.h"
+
+/* Debian's directory name for this machine's libraries, which its ld.so
+ * also gives $LIB. */
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#elif defined(__i386__)
+#define MULTIARCH "i386-linux-gnu"
+#endif
+
+#ifdef MULTIARCH
+#define DST_LIB "lib/" MULTIARCH
+#else
+#define DST_LIB "lib"
+#endif
+
+static const char *const system_default_dirs[] = {
+#ifdef MULTIARCH
+    "/lib/" MULTIARCH,
+    "/usr/lib/" MULTIARCH,
+#endif
+    "/lib",
+    "/usr/lib",
+    NULL,
+};
+
+/* One search: the name and where the result goes. */
+typedef struct search_state {
+    const char *name;
+    zc_library_identity *identity;
+} search_state;
+
+static bool try_path(const char *path, search_state *state)
+{
+    return zc_library_identity_describe(path, state->name, state->identity) == ZC_OK;
+}
+
+/* Tries name in a directory given by its first length bytes (an empty
+ * directory means the current one, as for the loader). */
+static bool try_directory(const char *dir, size_t length, search_state *state)
+{
+    char path[PATH_MAX];
+    int written = length == 0
+                      ? snprintf(path, sizeof path, "./%s", state->name)
+                      : snprintf(path, sizeof path, "%.*s/%s", (int)length, dir, state->name);
+    return written > 0 && (size_t)written < sizeof path && try_path(path, state);
+}
+
+/* The length of the dynamic string token at text ("$ORIGIN" or "${ORIGIN}"
+ * for token "ORIGIN"), 0 when it is not that token. */
+static size_t token_length(const char *text, const char *token)
+{
+    size_t length = strlen(token);
+    if (text[1] == '{')
+        return strncmp(text + 2, token, length) == 0 && text[2 + length] == '}' ? length + 3 : 0;
+    if (strncmp(text + 1, token, length) != 0)
+        return 0;
+    char next = text[1 + length];
+    bool ends = !(next == '_' || (next >= 'A' && next <= 'Z') || (next >= 'a' && next <= 'z') ||
+                  (next >= '0' && next <= '9'));
+    return ends ? length + 1 : 0;
+}
+
+/* The value of the dynamic string token at text, with its length in *used;
+ * NULL when text is no known token or its value is unknown (the loader then
+ * drops the whole directory). */
+static const char *token_value(const char *text, const char *origin, size_t *used)
+{
+    const char *platform = (const char *)getauxval(AT_PLATFORM);
+    if ((*used = token_length(text, "ORIGIN")) != 0)
+        return origin;
+    if ((*used = token_length(text, "LIB")) != 0)
+        return DST_LIB;
+    if ((*used = token_length(text, "PLATFORM")) != 0)
+        return platform;
+    *used = 1;
+    return "$"; /* not a token: kept as it is */
+}
+
+/* Expands $ORIGIN, $LIB and $PLATFORM in one directory of a DT_RPATH or
+ * DT_RUNPATH list; false when the result is unusable. */
+static bool expand_directory(const char *dir, size_t length, const char *origin, char *out,
+                             size_t out_size)
+{
+    size_t used_out = 0;
+    for (size_t i = 0; i < length;) {
+        const char *piece = dir + i;
+        size_t piece_length = 1, consumed = 1;
+        if (dir[i] == '$') {
+            piece = token_value(dir + i, origin, &consumed);
+            if (piece == NULL || i + consumed > length)
+                return false;
+            piece_length = strlen(piece);
+        }
+        if (used_out + piece_length >= out_size)
+            return false;
+        memcpy(out + used_out, piece, piece_length);
+        used_out += piece_length;
+        i += consumed;
+    }
+    out[used_out] = '\0';
+    return true;
+}
+
+/* A ':'-separated DT_RPATH/DT_RUNPATH of the object whose directory is origin. */
+static bool search_dynamic_list(const char *list, const char *origin, search_state *state)
+{
+    while (list != NULL) {
+        size_t length = strcspn(list, ":");
+        char dir[PATH_MAX];
+        if (length > 0 && expand_directory(list, length, origin, dir, sizeof dir) &&
+            try_directory(dir, strlen(dir), state))
+            return true;
+        list = list[length] ? list + length + 1 : NULL;
+    }
+    return false;
+}
+
+/* LD_LIBRARY_PATH separates directories with ':' or ';'; the loader ignores
+ * it when empty and reads an empty element as the current directory. */
+static bool search_ld_library_path(const char *list, search_state *state)
+{
+    if (list == NULL || list[0] == '\0')
+        return false;
+    while (list != NULL) {
+        size_t length = strcspn(list, ":;");
+        if (try_directory(list, length, state))
+            return true;
+        list = list[length] ? list + length + 1 : NULL;
+    }
+    return false;
+}
+
+/* $ORIGIN of an object: the directory of the path it was loaded from, not
+ * resolved through symlinks (as glibc computes it). */
+static void origin_of(const char *path, char *origin, size_t size)
+{
+    const char *slash = path != NULL ? strrchr(path, '/') : NULL;
+    if (slash == NULL) {
+        origin[0] = '\0';
+        return;
+    }
+    size_t length = slash == path ? 1 : (size_t)(slash - path);
+    snprintf(origin, size, "%.*s", (int)length, path);
+}
+
+static bool search_default_dirs(const char *const *dirs, search_state *state)
+{
+    for (size_t i = 0; dirs[i] != NULL; i++)
+        if (try_directory(dirs[i], strlen(dirs[i]), state))
+            return true;
+    return false;
+}
+
+static bool search_cache(const char *cache, search_state *state)
+{
+    char path[PATH_MAX];
+    return cache != NULL && zc_ld_cache_lookup_file(cache, state->name, path, sizeof path) &&
+           try_path(path, state);
+}
+
+typedef struct object_paths {
+    zc_elf_dynamic dynamic;
+    char origin[PATH_MAX];
+    bool known;
+} object_paths;
+
+static void read_object(const char *path, object_paths *object)
+{
+    object->known = path != NULL && zc_elf_read_dynamic(path, &object->dynamic);
+    origin_of(path, object->origin, sizeof object->origin);
+}
+
+/* Steps in order, each returning whether it found the library. */
+static bool run_steps(const zc_library_search *search, const object_paths *caller,
+                      const object_paths *executable, search_state *state, zc_search_step *step)
+{
+    const zc_elf_dynamic *c = &caller->dynamic, *e = &executable->dynamic;
+    bool caller_rpath = caller->known && !c->has_runpath && c->has_rpath;
+    bool defaults = !(caller->known && c->nodeflib);
+    const char *const *dirs =
+        search->default_dirs != NULL ? search->default_dirs : system_default_dirs;
+    if (caller_rpath && search_dynamic_list(c->rpath, caller->origin, state))
+        return *step = ZC_SEARCH_CALLER_RPATH, true;
+    if (!(caller->known && c->has_runpath) && executable->known && !e->has_runpath &&
+        e->has_rpath && search_dynamic_list(e->rpath, executable->origin, state))
+        return *step = ZC_SEARCH_EXECUTABLE_RPATH, true;
+    if (search_ld_library_path(search->ld_library_path, state))
+        return *step = ZC_SEARCH_LD_LIBRARY_PATH, true;
+    if (caller->known && c->has_runpath && search_dynamic_list(c->runpath, caller->origin, state))
+        return *step = ZC_SEARCH_CALLER_RUNPATH, true;
+    if (defaults && search_cache(search->ld_so_cache, state))
+        return *step = ZC_SEARCH_LD_SO_CACHE, true;
+    if (defaults && search_default_dirs(dirs, state))
+        return *step = ZC_SEARCH_DEFAULT_DIRS, true;
+    return false;
+}
+
+zc_status zc_library_search_find(const zc_library_search *search, const char *name,
+                                 zc_library_identity *identity, zc_search_step *step)
+{
+    if (search == NULL || identity == NULL || name == NULL || name[0] == '\0' ||
+        strchr(name, '/') != NULL || strlen(name) > NAME_MAX)
+        return ZC_ERR_INVALID_ARG;
+    /* Two dynamic sections and origins: too large for the stack of every
+     * thread the application might call from. */
+    object_paths *objects = malloc(2 * sizeof *objects);
+    if (objects == NULL)
+        return ZC_ERR_NOMEM;
+    read_object(search->caller, &objects[0]);
+    read_object(search->executable, &objects[1]);
+    zc_search_step found_step;
+    search_state state = {name, identity};
+    bool found = run_steps(search, &objects[0], &objects[1], &state, &found_step);
+    free(objects);
+    if (found && step != NULL)
+        *step = found_step;
+    return found ? ZC_OK : ZC_MISS;
+}
+
+zc_library_search zc_library_search_of_process(const char *caller, char *executable)
+{
+    ssize_t length = readlink("/proc/self/exe", executable, PATH_MAX - 1);
+    executable[length > 0 ? length : 0] = '\0';
+    /* secure_getenv: the loader ignores LD_LIBRARY_PATH in set-user-ID
+     * programs, and so do we. */
+    return (zc_library_search){.caller = caller,
+                               .executable = length > 0 ? executable : NULL,
+                               .ld_library_path = secure_getenv("LD_LIBRARY_PATH"),
+                               .ld_so_cache = "/etc/ld.so.cache"};
+}

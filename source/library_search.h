@@ -1,0 +1,55 @@
+/* Where the dynamic linker will find a library that a given object dlopens,
+ * found without loading anything. Internal to the core (tests give every
+ * input explicitly). */
+#ifndef ZECACHE_LIBRARY_SEARCH_H
+#define ZECACHE_LIBRARY_SEARCH_H
+
+#include <limits.h>
+
+#include "zecache/identity.h"
+#include "zecache/status.h"
+
+/* Which step of the search found a library. */
+typedef enum zc_search_step {
+    ZC_SEARCH_CALLER_RPATH,     /* the caller's DT_RPATH (it has no DT_RUNPATH) */
+    ZC_SEARCH_EXECUTABLE_RPATH, /* the main program's DT_RPATH */
+    ZC_SEARCH_LD_LIBRARY_PATH,
+    ZC_SEARCH_CALLER_RUNPATH,
+    ZC_SEARCH_LD_SO_CACHE,
+    ZC_SEARCH_DEFAULT_DIRS,
+} zc_search_step;
+
+/* The inputs of one search; NULL members are left out. */
+typedef struct zc_library_search {
+    const char *caller;          /* path of the object calling dlopen, as it was loaded */
+    const char *executable;      /* path of the main program */
+    const char *ld_library_path; /* LD_LIBRARY_PATH's value */
+    const char *ld_so_cache;     /* path of the ld.so.cache file */
+    /* NULL-terminated; NULL means this machine's default directories. */
+    const char *const *default_dirs;
+} zc_library_search;
+
+/* The search of this process: the caller given, the main program (its path
+ * is written to executable, PATH_MAX bytes), LD_LIBRARY_PATH (unless
+ * set-user-ID), /etc/ld.so.cache, the default directories. */
+zc_library_search zc_library_search_of_process(const char *caller, char *executable);
+
+/* Finds name (a file name without '/') in glibc's order for dlopen: the
+ * caller's DT_RPATH when it has no DT_RUNPATH, then the main program's
+ * DT_RPATH, LD_LIBRARY_PATH, the caller's DT_RUNPATH ($ORIGIN, $LIB and
+ * $PLATFORM expanded), the cache, the default directories (these two not when
+ * the caller is marked DF_1_NODEFLIB). Candidates the loader would reject
+ * (not ELF, another machine) are skipped, as by the loader. step may be NULL.
+ * ZC_MISS when not found, ZC_ERR_INVALID_ARG for a bad name. */
+zc_status zc_library_search_find(const zc_library_search *search, const char *name,
+                                 zc_library_identity *identity, zc_search_step *step);
+
+/* ---- identity.c ---- */
+
+/* Describes the file at path as the library called name if it is a library
+ * this process could load; identity is written only on success (ZC_OK),
+ * otherwise ZC_MISS. */
+zc_status zc_library_identity_describe(const char *path, const char *name,
+                                       zc_library_identity *identity);
+
+#endif
