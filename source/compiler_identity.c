@@ -208,3 +208,14 @@ bool zc_compiler_identity_changed(void)
 {
     return atomic_load(&changed);
 }
+
+void zc_compiler_identity_reset(void)
+{
+    pthread_mutex_lock(&state_lock);
+    predicted_once = false;
+    atomic_store(&current, NULL);
+    atomic_store(&unidentified, false);
+    atomic_store(&checked, false);
+    atomic_store(&changed, false);
+    pthread_mutex_unlock(&state_lock);
+}

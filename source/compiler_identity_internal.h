@@ -23,4 +23,8 @@ bool zc_compiler_identity_merge(const zc_compiler_identity *predicted,
                                 const zc_library_identity *mapped, size_t mapped_count,
                                 zc_compiler_identity *merged);
 
+/* Forgets the prediction and any check, as in a new process (for tests that
+ * run several cases in one process). */
+void zc_compiler_identity_reset(void);
+
 #endif

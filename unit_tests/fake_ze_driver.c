@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -147,6 +148,11 @@ static ze_result_t compile(ze_device_handle_t device, const ze_module_desc_t *de
 {
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
+    /* Like Intel's driver, load "the compiler" (a file the test names) when
+     * compiling and keep it loaded. */
+    const char *compiler = getenv("FAKE_DRIVER_COMPILER");
+    if (compiler != NULL && dlopen(compiler, RTLD_NOW | RTLD_LOCAL) == NULL)
+        return ZE_RESULT_ERROR_UNINITIALIZED;
     atomic_fetch_add(&counters.compiles, 1);
     const char *flags = desc->pBuildFlags != NULL ? desc->pBuildFlags : "(null)";
     if (strstr(flags, "-fail") != NULL) {

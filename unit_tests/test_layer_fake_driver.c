@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fake_ze_driver.h"
+#include "../source/compiler_identity_internal.h"
 #include "layer_internal.h"
 
 #define THREADS 16
@@ -590,4 +591,102 @@ Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
     unsetenv("l0_cache_dir");
     unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
     unsetenv("ZECACHE_ORIGINAL_l0_cache_dir");
+}
+
+/* ---- the compiler's identity ---- */
+
+static zc_status compile_nothing(void *context, zc_artifact **out)
+{
+    (void)out;
+    *(bool *)context = true;
+    return ZC_ERR_BUILD;
+}
+
+/* Whether the disk tier (through a fresh cache, so not from memory) holds an
+ * entry for the module of device 0 keyed with compiler. */
+static bool stored_with(const zc_compiler_identity *compiler)
+{
+    ze_module_desc_t desc = spirv_desc(NULL);
+    const zcl_device_info *device = zcl_device_info_get(device_at(0));
+    cr_assert_not_null(device);
+    zc_key key;
+    char *trace = NULL, reason[128];
+    cr_assert_eq(
+        zcl_module_key(&desc, device, compiler, false, &key, &trace, reason, sizeof(reason)),
+        ZC_OK);
+    zc_cache *fresh;
+    cr_assert_eq(zc_cache_open(&zcl_layer.config, NULL, &fresh), ZC_OK);
+    bool compiled = false;
+    zc_artifact *artifact = NULL;
+    zc_status status =
+        zc_cache_get_or_compile(fresh, &key, NULL, compile_nothing, &compiled, &artifact, NULL);
+    zc_artifact_unref(artifact);
+    zc_cache_close(fresh);
+    return status == ZC_OK && !compiled;
+}
+
+/* The driver loads another libigc than the one predicted (here: the fake
+ * driver dlopens a copy named libigc.so.1 when it compiles). The check after
+ * the compile sees it: that compile is stored under the real compiler's key,
+ * never the predicted one, and the process serves no more hits. */
+/* A stand-in compiler for the fake driver: a copy of libzstd named
+ * scratch/libigc.so.1. */
+static void make_stand_in_compiler(char *path, size_t size)
+{
+    snprintf(path, size, "%s/libigc.so.1", scratch);
+    char command[256];
+    snprintf(command, sizeof(command), "cp /usr/lib/x86_64-linux-gnu/libzstd.so.1 %s", path);
+    cr_assert_eq(system(command), 0);
+}
+
+Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_one)
+{
+    char stand_in[96];
+    make_stand_in_compiler(stand_in, sizeof(stand_in));
+    unsetenv("LD_LIBRARY_PATH");
+    zc_compiler_identity_reset();
+    const zc_compiler_identity *first = zcl_compiler_identity_get();
+    cr_assert_not_null(first);
+    zc_compiler_identity predicted = *first;
+    cr_assert_neq(strcmp(predicted.libraries[0].path, stand_in), 0);
+
+    setenv("FAKE_DRIVER_COMPILER", stand_in, 1);
+    destroy(create_ok(0, NULL));
+    cr_assert(zc_compiler_identity_changed());
+    const zc_compiler_identity *loaded = zcl_compiler_identity_get();
+    cr_assert_str_eq(loaded->libraries[0].name, "libigc.so.1");
+    cr_assert_str_eq(loaded->libraries[0].path, stand_in);
+    cr_assert(stored_with(loaded));
+    cr_assert(!stored_with(&predicted));
+
+    /* No hits from now on, not even for what this process stored. */
+    destroy(create_ok(0, NULL));
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    cr_assert_eq(atomic_load(&counters->native_creates), 0);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.memory_hits + s.disk_hits, 0);
+    cr_assert_eq(s.bypasses[ZC_BYPASS_COMPILER_CHANGED], 1);
+    cr_assert(stored_with(loaded));
+    unsetenv("FAKE_DRIVER_COMPILER");
+    zc_compiler_identity_reset();
+}
+
+/* When the prediction holds (here it follows LD_LIBRARY_PATH to the file
+ * the driver then loads), the check changes nothing: hits go on. */
+Test(layer, compiler_loaded_as_predicted_keeps_hits)
+{
+    char stand_in[96];
+    make_stand_in_compiler(stand_in, sizeof(stand_in));
+    setenv("LD_LIBRARY_PATH", scratch, 1);
+    setenv("FAKE_DRIVER_COMPILER", stand_in, 1);
+    zc_compiler_identity_reset();
+    destroy(create_ok(0, NULL));
+    destroy(create_ok(0, NULL));
+    cr_assert(!zc_compiler_identity_changed());
+    cr_assert_str_eq(zcl_compiler_identity_get()->libraries[0].path, stand_in);
+    cr_assert_eq(atomic_load(&counters->compiles), 1);
+    cr_assert_eq(stats().memory_hits, 1);
+    unsetenv("FAKE_DRIVER_COMPILER");
+    unsetenv("LD_LIBRARY_PATH");
+    zc_compiler_identity_reset();
 }
