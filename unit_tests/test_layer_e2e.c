@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e_probe_support.h"
@@ -405,4 +406,59 @@ Test(e2e, enable_layers_selects_cache_and_validation)
     assert_lookups(1, 0, 0);
     cr_assert_eq(count_of(run.err, "validation: chained to /"), 1, "stderr: %s", run.err);
     cr_assert_eq(entries_in(sc.cache), 1);
+}
+
+/* ---- the compiler found through ld.so.conf.d ---- */
+
+#define TEST_LD_CONF "/etc/ld.so.conf.d/000-zecache-e2e-test.conf"
+
+/* Puts the system's ld.so.cache back as it was: other programs on this
+ * machine read it. Run before, after and at exit of the test. */
+static void restore_ld_so_conf(void)
+{
+    if (unlink(TEST_LD_CONF) == 0 && system("/sbin/ldconfig") != 0)
+        fprintf(stderr, "ldconfig failed: /etc/ld.so.cache may still list the test directory\n");
+}
+
+/* Intel's packages install IGC outside the multiarch directory and list it in
+ * ld.so.conf.d. A byte-identical copy with the same mtime keeps the key of
+ * every other program on this machine the same while the test runs; only
+ * the moment after its mtime changes differs, and that is kept short. */
+Test(e2e, compiler_found_through_ld_so_conf_d_misses_when_its_mtime_changes)
+{
+    if (geteuid() != 0)
+        cr_skip_test("changing /etc/ld.so.conf.d needs root");
+    restore_ld_so_conf();
+    atexit(restore_ld_so_conf);
+    const char *dir = in_scratch("intel-igc");
+    const char *copy = in_scratch("intel-igc/libigc.so.1");
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    char command[3 * PATH_MAX];
+    snprintf(command, sizeof(command), "cp -p /usr/lib/x86_64-linux-gnu/libigc.so.1.0.1 '%s'",
+             copy);
+    cr_assert_eq(system(command), 0);
+    char conf[PATH_MAX + 2];
+    int length = snprintf(conf, sizeof(conf), "%s\n", dir);
+    write_bytes(TEST_LD_CONF, conf, (size_t)length);
+    cr_assert_eq(system("/sbin/ldconfig"), 0);
+
+    probe_run(true, ENV("BinaryCacheTrace=1"), ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    snprintf(command, sizeof(command), "grep -rqF 'path: %s' '%s'", copy, sc.cache);
+    bool keyed_the_copy = system(command) == 0;
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    bool warm_hit = count_of(run.err, HIT_DISK) == 1;
+
+    struct timespec times[2] = {{0, UTIME_OMIT}, {0, 0}};
+    clock_gettime(CLOCK_REALTIME, &times[1]);
+    cr_assert_eq(utimensat(AT_FDCWD, copy, times, 0), 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    restore_ld_so_conf();
+
+    cr_assert(keyed_the_copy, "the key's trace does not name %s", copy);
+    cr_assert(warm_hit, "stderr: %s", run.err);
+    assert_module_works("saxpy");
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 2);
 }
