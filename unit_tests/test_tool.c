@@ -583,6 +583,8 @@ Test(stats_file, merges_add_up_exactly)
                            "bypass.not-cacheable 16\n"
                            "bypass.cache-error 0\n"
                            "bypass.rejected-binary 2\n"
+                           "bypass.compiler-unidentified 0\n"
+                           "bypass.compiler-changed 0\n"
                            "end\n");
     free(text);
     struct stat st;
@@ -735,7 +737,8 @@ Test(stats_file, foreach_names_every_counter_in_file_order)
                            "store_errors=1;evictions=6;memory_evictions=0;compile_ns_spent=7000;"
                            "compile_ns_saved=9000;bypass.native-input=0;"
                            "bypass.unsupported-input=0;bypass.not-cacheable=8;"
-                           "bypass.cache-error=0;bypass.rejected-binary=1;");
+                           "bypass.cache-error=0;bypass.rejected-binary=1;"
+                           "bypass.compiler-unidentified=0;bypass.compiler-changed=0;");
     free(text);
 }
 
@@ -870,7 +873,7 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
     cr_assert_str_eq(json_eval(run.out, check), "True");
     cr_assert_str_eq(json_eval(run.out, "d['counters_valid']"), "True");
     cr_assert_str_eq(json_eval(run.out, "sum(d['counters'].values())"), "0");
-    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "15");
+    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "17");
 
     cr_assert_eq(tool_in_cache("stats"), 0);
     cr_assert_str_eq(line_starting(run.out, "entries"),
