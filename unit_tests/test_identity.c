@@ -54,21 +54,6 @@ static void copy_file(const char *from, const char *to)
     cr_assert_eq(fclose(out), 0);
 }
 
-static uint8_t *read_whole(const char *path, size_t *size)
-{
-    FILE *in = fopen(path, "rb");
-    cr_assert_not_null(in, "cannot open %s", path);
-    cr_assert_eq(fseek(in, 0, SEEK_END), 0);
-    long length = ftell(in);
-    cr_assert_geq(length, 0);
-    rewind(in);
-    uint8_t *bytes = malloc((size_t)length + 1);
-    cr_assert_eq(fread(bytes, 1, (size_t)length, in), (size_t)length);
-    fclose(in);
-    *size = (size_t)length;
-    return bytes;
-}
-
 /* The build-id as `readelf -n` prints it; returns its size in bytes. */
 static size_t readelf_build_id(const char *path, uint8_t *out)
 {
@@ -439,7 +424,7 @@ Test(identity, truncated_libraries_are_read_safely)
     const char *source = make_path("trunc/full.so");
     write_library(source, &(dyn_spec){"libzc_t.so.1", "/r", "/u", false, 3});
     size_t size;
-    uint8_t *bytes = read_whole(source, &size);
+    uint8_t *bytes = t_read_bytes(source, &size);
     const char *cut = make_path("trunc/cut.so");
     for (size_t length = 0; length < size; length += 7) {
         t_write_file(cut, bytes, length);
@@ -455,16 +440,29 @@ Test(identity, truncated_libraries_are_read_safely)
 
 /* ---- the search order ---- */
 
+/* A search by temp_dir/app/libcaller.so (with caller's dynamic section) in
+ * the program temp_dir/bin/program (with program's), LD_LIBRARY_PATH
+ * temp_dir/llp holding copy 4, and no default directories. */
+static zc_library_search search_from(const dyn_spec *caller, const dyn_spec *program)
+{
+    static char llp[PATH_MAX];
+    const char *caller_path = make_path("app/libcaller.so");
+    const char *program_path = make_path("bin/program");
+    write_library(caller_path, caller);
+    write_library(program_path, program);
+    library_in("llp", 4);
+    temp_path(llp, "llp");
+    return (zc_library_search){.caller = caller_path,
+                               .executable = program_path,
+                               .ld_library_path = llp,
+                               .default_dirs = no_default_dirs};
+}
+
 Test(identity, caller_rpath_comes_before_ld_library_path)
 {
-    const char *caller = make_path("app/libcaller.so");
-    write_library(caller, &(dyn_spec){.soname = "libcaller.so", .rpath = "$ORIGIN/rp"});
+    zc_library_search search =
+        search_from(&(dyn_spec){.soname = "libcaller.so", .rpath = "$ORIGIN/rp"}, &(dyn_spec){0});
     library_in("app/rp", 1);
-    library_in("llp", 2);
-    char llp[PATH_MAX];
-    temp_path(llp, "llp");
-    zc_library_search search = {
-        .caller = caller, .ld_library_path = llp, .default_dirs = no_default_dirs};
     zc_search_step step;
     cr_assert_eq(found_copy(&search, &step), 1);
     cr_assert_eq(step, ZC_SEARCH_CALLER_RPATH);
@@ -474,20 +472,12 @@ Test(identity, caller_rpath_comes_before_ld_library_path)
  * LD_LIBRARY_PATH comes first. */
 Test(identity, runpath_disables_rpath_and_follows_ld_library_path)
 {
-    const char *caller = make_path("app/libcaller.so");
-    const char *program = make_path("bin/program");
-    write_library(caller, &(dyn_spec){.rpath = "$ORIGIN/rp", .runpath = "${ORIGIN}/run"});
-    write_library(program, &(dyn_spec){.rpath = "$ORIGIN/rp"});
+    zc_library_search search =
+        search_from(&(dyn_spec){.rpath = "$ORIGIN/rp", .runpath = "${ORIGIN}/run"},
+                    &(dyn_spec){.rpath = "$ORIGIN/rp"});
     library_in("app/rp", 1);
     library_in("bin/rp", 2);
     library_in("app/run", 3);
-    library_in("llp", 4);
-    char llp[PATH_MAX];
-    temp_path(llp, "llp");
-    zc_library_search search = {.caller = caller,
-                                .executable = program,
-                                .ld_library_path = llp,
-                                .default_dirs = no_default_dirs};
     zc_search_step step;
     cr_assert_eq(found_copy(&search, &step), 4);
     cr_assert_eq(step, ZC_SEARCH_LD_LIBRARY_PATH);
@@ -498,18 +488,9 @@ Test(identity, runpath_disables_rpath_and_follows_ld_library_path)
 
 Test(identity, program_rpath_follows_the_callers)
 {
-    const char *caller = make_path("app/libcaller.so");
-    const char *program = make_path("bin/program");
-    write_library(caller, &(dyn_spec){.rpath = "$ORIGIN/rp"});
-    write_library(program, &(dyn_spec){.rpath = "/nonexistent:$ORIGIN/../$LIB"});
+    zc_library_search search = search_from(&(dyn_spec){.rpath = "$ORIGIN/rp"},
+                                           &(dyn_spec){.rpath = "/nonexistent:$ORIGIN/../$LIB"});
     library_in("lib/x86_64-linux-gnu", 2);
-    library_in("llp", 4);
-    char llp[PATH_MAX];
-    temp_path(llp, "llp");
-    zc_library_search search = {.caller = caller,
-                                .executable = program,
-                                .ld_library_path = llp,
-                                .default_dirs = no_default_dirs};
     zc_search_step step;
     cr_assert_eq(found_copy(&search, &step), 2);
     cr_assert_eq(step, ZC_SEARCH_EXECUTABLE_RPATH);
@@ -668,7 +649,7 @@ Test(identity, system_ld_so_cache_finds_igc_as_ldconfig_does)
 Test(identity, damaged_ld_so_cache_is_read_safely)
 {
     size_t size;
-    uint8_t *real = read_whole("/etc/ld.so.cache", &size);
+    uint8_t *real = t_read_bytes("/etc/ld.so.cache", &size);
     char path[PATH_MAX];
     for (size_t length = 0; length < size && length < 4096; length++) {
         uint8_t *copy = malloc(length + 1);

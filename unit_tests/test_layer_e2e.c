@@ -46,21 +46,6 @@ static const char *the_entry(void)
     return only_entry_path;
 }
 
-static uint8_t *read_bytes(const char *path, size_t *size)
-{
-    FILE *file = fopen(path, "rb");
-    cr_assert_not_null(file, "cannot open %s", path);
-    cr_assert_eq(fseek(file, 0, SEEK_END), 0);
-    long length = ftell(file);
-    cr_assert_geq(length, 0);
-    rewind(file);
-    uint8_t *data = malloc((size_t)length + 1);
-    cr_assert_eq(fread(data, 1, (size_t)length, file), (size_t)length);
-    fclose(file);
-    *size = (size_t)length;
-    return data;
-}
-
 static void write_bytes(const char *path, const void *data, size_t size)
 {
     FILE *file = fopen(path, "wb");
@@ -72,7 +57,7 @@ static void write_bytes(const char *path, const void *data, size_t size)
 static void assert_same_file(const char *a, const char *b)
 {
     size_t size_a, size_b;
-    uint8_t *bytes_a = read_bytes(a, &size_a), *bytes_b = read_bytes(b, &size_b);
+    uint8_t *bytes_a = t_read_bytes(a, &size_a), *bytes_b = t_read_bytes(b, &size_b);
     cr_assert_eq(size_a, size_b, "%s and %s differ in size", a, b);
     cr_assert_eq(memcmp(bytes_a, bytes_b, size_a), 0, "%s and %s differ", a, b);
     free(bytes_a);
@@ -132,8 +117,8 @@ Test(e2e, cold_run_stores_and_new_process_hits_with_same_binary_and_log)
 
     /* The stored entry holds exactly the binary the compiling run got. */
     size_t entry_size, binary_size, stored_size;
-    uint8_t *entry = read_bytes(the_entry(), &entry_size);
-    uint8_t *binary = read_bytes(in_scratch("cold.bin"), &binary_size);
+    uint8_t *entry = t_read_bytes(the_entry(), &entry_size);
+    uint8_t *binary = t_read_bytes(in_scratch("cold.bin"), &binary_size);
     zc_artifact *artifact = NULL;
     char reason[128];
     cr_assert_eq(zc_entry_decode(entry, entry_size, NULL, 0, &artifact, reason, sizeof(reason)),
@@ -228,7 +213,7 @@ Test(e2e, failed_build_returns_the_drivers_error_and_stores_nothing)
 Test(e2e, invalid_spirv_behaves_as_without_the_layer)
 {
     size_t size;
-    uint8_t *saxpy = read_bytes(SAXPY, &size);
+    uint8_t *saxpy = t_read_bytes(SAXPY, &size);
     write_bytes(in_scratch("truncated.spv"), saxpy, size / 2);
     free(saxpy);
     write_bytes(in_scratch("junk.spv"), "\x03\x02\x23\x07 this is not SPIR-V", 24);
@@ -254,7 +239,7 @@ Test(e2e, corrupted_entry_is_compiled_again)
     probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("first.bin")));
     const char *entry = the_entry();
     size_t size;
-    uint8_t *bytes = read_bytes(entry, &size);
+    uint8_t *bytes = t_read_bytes(entry, &size);
     bytes[size / 2] ^= 0x40;
     write_bytes(entry, bytes, size);
     free(bytes);
@@ -274,7 +259,7 @@ Test(e2e, binary_the_driver_rejects_is_compiled_again_and_replaced)
     probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("first.bin")));
     const char *entry = the_entry();
     size_t size;
-    uint8_t *bytes = read_bytes(entry, &size);
+    uint8_t *bytes = t_read_bytes(entry, &size);
     zc_entry_header header;
     zc_artifact *good = NULL;
     char reason[128];

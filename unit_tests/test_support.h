@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <ftw.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -51,6 +52,22 @@ static inline void t_read_text(const char *path, char *text, size_t size)
     text[length] = '\0';
     if (file != NULL)
         fclose(file);
+}
+
+/* The bytes of path, malloc'd (one spare byte after them). */
+static inline uint8_t *t_read_bytes(const char *path, size_t *size)
+{
+    FILE *file = fopen(path, "rb");
+    cr_assert_not_null(file, "cannot open %s", path);
+    cr_assert_eq(fseek(file, 0, SEEK_END), 0);
+    long length = ftell(file);
+    cr_assert_geq(length, 0);
+    rewind(file);
+    uint8_t *data = malloc((size_t)length + 1);
+    cr_assert_eq(fread(data, 1, (size_t)length, file), (size_t)length);
+    fclose(file);
+    *size = (size_t)length;
+    return data;
 }
 
 static inline void t_write_file(const char *path, const void *bytes, size_t size)
