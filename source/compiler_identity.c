@@ -154,11 +154,14 @@ static bool predicted_once;
 static zc_compiler_identity predicted, loaded;
 static _Atomic(const zc_compiler_identity *) current;
 static atomic_bool unidentified, checked, changed;
+static bool search_overridden;
+static zc_library_search search_override;
 
 static void predict_once(const char *driver_path)
 {
     char executable[ZC_LIBRARY_PATH_SIZE];
-    zc_library_search search = zc_library_search_of_process(driver_path, executable);
+    zc_library_search search =
+        search_overridden ? search_override : zc_library_search_of_process(driver_path, executable);
     if (zc_compiler_identity_predict(&search, &predicted) == ZC_OK)
         atomic_store_explicit(&current, &predicted, memory_order_release);
     else
@@ -209,9 +212,12 @@ bool zc_compiler_identity_changed(void)
     return atomic_load(&changed);
 }
 
-void zc_compiler_identity_reset(void)
+void zc_compiler_identity_reset(const zc_library_search *search)
 {
     pthread_mutex_lock(&state_lock);
+    search_overridden = search != NULL;
+    if (search != NULL)
+        search_override = *search;
     predicted_once = false;
     atomic_store(&current, NULL);
     atomic_store(&unidentified, false);

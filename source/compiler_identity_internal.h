@@ -24,7 +24,8 @@ bool zc_compiler_identity_merge(const zc_compiler_identity *predicted,
                                 zc_compiler_identity *merged);
 
 /* Forgets the prediction and any check, as in a new process (for tests that
- * run several cases in one process). */
-void zc_compiler_identity_reset(void);
+ * run several cases in one process). The next prediction uses search (copied;
+ * its strings must stay valid) or, when NULL, the process's own. */
+void zc_compiler_identity_reset(const zc_library_search *search);
 
 #endif

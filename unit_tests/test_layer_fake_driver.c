@@ -644,7 +644,7 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
     char stand_in[96];
     make_stand_in_compiler(stand_in, sizeof(stand_in));
     unsetenv("LD_LIBRARY_PATH");
-    zc_compiler_identity_reset();
+    zc_compiler_identity_reset(NULL);
     const zc_compiler_identity *first = zcl_compiler_identity_get();
     cr_assert_not_null(first);
     zc_compiler_identity predicted = *first;
@@ -668,7 +668,7 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
     cr_assert_eq(s.bypasses[ZC_BYPASS_COMPILER_CHANGED], 1);
     cr_assert(stored_with(loaded));
     unsetenv("FAKE_DRIVER_COMPILER");
-    zc_compiler_identity_reset();
+    zc_compiler_identity_reset(NULL);
 }
 
 /* When the prediction holds (here it follows LD_LIBRARY_PATH to the file
@@ -679,7 +679,7 @@ Test(layer, compiler_loaded_as_predicted_keeps_hits)
     make_stand_in_compiler(stand_in, sizeof(stand_in));
     setenv("LD_LIBRARY_PATH", scratch, 1);
     setenv("FAKE_DRIVER_COMPILER", stand_in, 1);
-    zc_compiler_identity_reset();
+    zc_compiler_identity_reset(NULL);
     destroy(create_ok(0, NULL));
     destroy(create_ok(0, NULL));
     cr_assert(!zc_compiler_identity_changed());
@@ -688,5 +688,22 @@ Test(layer, compiler_loaded_as_predicted_keeps_hits)
     cr_assert_eq(stats().memory_hits, 1);
     unsetenv("FAKE_DRIVER_COMPILER");
     unsetenv("LD_LIBRARY_PATH");
-    zc_compiler_identity_reset();
+    zc_compiler_identity_reset(NULL);
+}
+
+/* No libigc under any name: nothing to key, so the cache is bypassed with its
+ * reason and the driver compiles every time; nothing is stored. */
+Test(layer, unidentified_compiler_bypasses_the_cache)
+{
+    static const char *const no_dirs[] = {NULL};
+    zc_library_search nowhere = {.default_dirs = no_dirs};
+    zc_compiler_identity_reset(&nowhere);
+    destroy(create_ok(0, NULL));
+    destroy(create_ok(0, NULL));
+    cr_assert_null(zcl_compiler_identity_get());
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.bypasses[ZC_BYPASS_COMPILER_UNIDENTIFIED], 2);
+    cr_assert_eq(s.misses + s.memory_hits + s.disk_hits + s.stores, 0);
+    zc_compiler_identity_reset(NULL);
 }
