@@ -16,6 +16,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compiler_identity_internal.h"
@@ -47,13 +48,14 @@ static int matching_name(const mapped_scan *scan, const char *path)
             return (int)i;
     if (strncmp(base, "lib", 3) != 0)
         return -1;
-    zc_elf_dynamic dynamic;
-    if (!zc_elf_read_dynamic(path, &dynamic) || !dynamic.has_soname)
-        return -1;
-    for (size_t i = 0; i < scan->count; i++)
-        if (strcmp(dynamic.soname, scan->names[i]) == 0)
-            return (int)i;
-    return -1;
+    zc_elf_dynamic *dynamic = malloc(sizeof *dynamic); /* 12 KB */
+    int index = -1;
+    if (dynamic != NULL && zc_elf_read_dynamic(path, dynamic) && dynamic->has_soname)
+        for (size_t i = 0; i < scan->count && index < 0; i++)
+            if (strcmp(dynamic->soname, scan->names[i]) == 0)
+                index = (int)i;
+    free(dynamic);
+    return index;
 }
 
 static int visit_mapped(struct dl_phdr_info *info, size_t size, void *context)
@@ -96,23 +98,33 @@ static bool has_library(const zc_compiler_identity *identity, const char *stem)
     return false;
 }
 
+typedef struct library_lists {
+    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
+    zc_library_identity searched[ZC_COMPILER_LIBRARY_MAX];
+} library_lists;
+
 zc_status zc_compiler_identity_predict(const zc_library_search *search,
                                        zc_compiler_identity *identity)
 {
-    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
+    /* 36 KB: not on the stack of the application's thread. */
+    library_lists *lists = malloc(sizeof *lists);
+    if (lists == NULL)
+        return ZC_ERR_NOMEM;
+    zc_library_identity *mapped = lists->mapped, *searched = lists->searched;
     size_t mapped_count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
                                               ZC_COMPILER_LIBRARY_MAX);
+    bool found[ZC_COMPILER_LIBRARY_MAX];
+    if (zc_library_search_find_each(search, compiler_names, ZC_COMPILER_LIBRARY_MAX, searched, NULL,
+                                    found) != ZC_OK)
+        memset(found, 0, sizeof found);
     identity->count = 0;
     for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++) {
-        zc_library_identity *next = &identity->libraries[identity->count];
         /* A library already loaded under the name is what dlopen returns. */
         const zc_library_identity *loaded = identity_named(mapped, mapped_count, compiler_names[i]);
-        if (loaded != NULL)
-            *next = *loaded;
-        if (loaded != NULL ||
-            zc_library_search_find(search, compiler_names[i], next, NULL) == ZC_OK)
-            identity->count++;
+        if (loaded != NULL || found[i])
+            identity->libraries[identity->count++] = loaded != NULL ? *loaded : searched[i];
     }
+    free(lists);
     /* A library is missing only when none of its names is found. */
     if (!has_library(identity, "libigdfcl.so."))
         zc_log_info("compiler library libigdfcl not found (libigdfcl.so.1, libigdfcl.so.2): "
@@ -187,13 +199,18 @@ bool zc_compiler_identity_check_loaded(void)
     const zc_compiler_identity *identity = atomic_load_explicit(&current, memory_order_acquire);
     if (identity == NULL || atomic_load(&checked))
         return false;
-    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
+    library_lists *lists = malloc(sizeof *lists);
+    if (lists == NULL)
+        return false; /* checked after a later compile */
+    zc_library_identity *mapped = lists->mapped;
     size_t count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
                                        ZC_COMPILER_LIBRARY_MAX);
-    if (identity_named(mapped, count, "libigc.so.1") == NULL &&
-        identity_named(mapped, count, "libigc.so.2") == NULL)
-        return false; /* not loaded yet: check after a later compile */
     bool differs = false;
+    if (identity_named(mapped, count, "libigc.so.1") == NULL &&
+        identity_named(mapped, count, "libigc.so.2") == NULL) {
+        free(lists);
+        return false; /* not loaded yet: check after a later compile */
+    }
     pthread_mutex_lock(&state_lock);
     if (!atomic_load(&checked)) {
         atomic_store(&checked, true);
@@ -204,6 +221,7 @@ bool zc_compiler_identity_check_loaded(void)
         }
     }
     pthread_mutex_unlock(&state_lock);
+    free(lists);
     return differs;
 }
 

@@ -19,8 +19,8 @@
 #include "ld_cache.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +28,8 @@
 #define MAGIC_SIZE 20
 #define HEADER_SIZE 48
 #define ENTRY_SIZE 24
+/* Far more than any real cache (a full desktop system has about 100 KB). */
+#define MAX_CACHE_SIZE (64 << 20)
 
 #define FLAG_ELF 0x0001
 #define FLAG_ELF_LIBC6 0x0003
@@ -104,19 +106,21 @@ bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char
     return false;
 }
 
+/* Read, not mapped: the file is small (tens of KB) and unmapping costs more
+ * than reading in a process with many threads. */
 bool zc_ld_cache_lookup_file(const char *cache_path, const char *name, char *path, size_t path_size)
 {
     int fd = open(cache_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
     struct stat st;
-    void *data = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-        data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    uint8_t *data = NULL;
+    ssize_t got = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        st.st_size <= MAX_CACHE_SIZE && (data = malloc((size_t)st.st_size)) != NULL)
+        got = pread(fd, data, (size_t)st.st_size, 0);
     close(fd);
-    if (data == MAP_FAILED)
-        return false;
-    bool found = zc_ld_cache_lookup(data, (size_t)st.st_size, name, path, path_size);
-    munmap(data, (size_t)st.st_size);
+    bool found = got == st.st_size && zc_ld_cache_lookup(data, (size_t)got, name, path, path_size);
+    free(data);
     return found;
 }

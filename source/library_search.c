@@ -218,25 +218,45 @@ static bool run_steps(const zc_library_search *search, const object_paths *calle
     return false;
 }
 
-zc_status zc_library_search_find(const zc_library_search *search, const char *name,
-                                 zc_library_identity *identity, zc_search_step *step)
+static bool valid_name(const char *name)
 {
-    if (search == NULL || identity == NULL || name == NULL || name[0] == '\0' ||
-        strchr(name, '/') != NULL || strlen(name) > NAME_MAX)
+    return name != NULL && name[0] != '\0' && strchr(name, '/') == NULL && strlen(name) <= NAME_MAX;
+}
+
+zc_status zc_library_search_find_each(const zc_library_search *search, const char *const *names,
+                                      size_t count, zc_library_identity *identities,
+                                      zc_search_step *steps, bool *found)
+{
+    if (search == NULL || names == NULL || identities == NULL || found == NULL)
         return ZC_ERR_INVALID_ARG;
-    /* Two dynamic sections and origins: too large for the stack of every
-     * thread the application might call from. */
+    for (size_t i = 0; i < count; i++)
+        if (!valid_name(names[i]))
+            return ZC_ERR_INVALID_ARG;
+    /* Two dynamic sections and origins, read once for all names: too large
+     * for the stack of every thread the application might call from. */
     object_paths *objects = malloc(2 * sizeof *objects);
     if (objects == NULL)
         return ZC_ERR_NOMEM;
     read_object(search->caller, &objects[0]);
     read_object(search->executable, &objects[1]);
-    zc_search_step found_step;
-    search_state state = {name, identity};
-    bool found = run_steps(search, &objects[0], &objects[1], &state, &found_step);
+    for (size_t i = 0; i < count; i++) {
+        zc_search_step step;
+        search_state state = {names[i], &identities[i]};
+        found[i] = run_steps(search, &objects[0], &objects[1], &state, &step);
+        if (found[i] && steps != NULL)
+            steps[i] = step;
+    }
     free(objects);
-    if (found && step != NULL)
-        *step = found_step;
+    return ZC_OK;
+}
+
+zc_status zc_library_search_find(const zc_library_search *search, const char *name,
+                                 zc_library_identity *identity, zc_search_step *step)
+{
+    bool found = false;
+    zc_status status = zc_library_search_find_each(search, &name, 1, identity, step, &found);
+    if (status != ZC_OK)
+        return status;
     return found ? ZC_OK : ZC_MISS;
 }
 

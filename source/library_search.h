@@ -44,6 +44,13 @@ zc_library_search zc_library_search_of_process(const char *caller, char *executa
 zc_status zc_library_search_find(const zc_library_search *search, const char *name,
                                  zc_library_identity *identity, zc_search_step *step);
 
+/* The same for each of names[0..count), reading the caller and the program
+ * once: found[i] says whether identities[i] (and steps[i], when steps is not
+ * NULL) were written. ZC_ERR_INVALID_ARG when a name is bad. */
+zc_status zc_library_search_find_each(const zc_library_search *search, const char *const *names,
+                                      size_t count, zc_library_identity *identities,
+                                      zc_search_step *steps, bool *found);
+
 /* ---- identity.c ---- */
 
 /* Describes the file at path as the library called name if it is a library
