@@ -10,7 +10,9 @@
  * (compiler_identity.c looks for those first). */
 #include "library_search.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,14 +262,82 @@ zc_status zc_library_search_find(const zc_library_search *search, const char *na
     return found ? ZC_OK : ZC_MISS;
 }
 
+/* /proc/self/environ holds the environment the program started with. */
+#define ENVIRON_MAX (16 << 20)
+#define LD_LIBRARY_PATH_PREFIX "LD_LIBRARY_PATH="
+
+static char *read_initial_environment(size_t *size)
+{
+    int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t capacity = 64 * 1024, used = 0;
+    char *text = malloc(capacity + 1);
+    ssize_t got = 1;
+    while (text != NULL && got > 0) {
+        if (used == capacity) {
+            char *larger = capacity < ENVIRON_MAX ? realloc(text, 2 * capacity + 1) : NULL;
+            if (larger == NULL) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = larger;
+            capacity *= 2;
+        }
+        got = read(fd, text + used, capacity - used);
+        used += got > 0 ? (size_t)got : 0;
+    }
+    close(fd);
+    if (text == NULL || got < 0) {
+        free(text);
+        return NULL;
+    }
+    text[used] = '\0';
+    *size = used;
+    return text;
+}
+
+static const char *initial_ld_library_path_value;
+static pthread_once_t initial_ld_library_path_once = PTHREAD_ONCE_INIT;
+
+/* LD_LIBRARY_PATH as the dynamic linker uses it: the value the program
+ * started with (ld.so reads it once, a later setenv changes nothing), none
+ * in set-user-ID programs. Without /proc: the current value. Kept for the
+ * process: it cannot change. */
+static void find_initial_ld_library_path(void)
+{
+    if (getauxval(AT_SECURE) != 0)
+        return;
+    size_t size;
+    char *environment = read_initial_environment(&size);
+    if (environment == NULL) {
+        const char *now = getenv("LD_LIBRARY_PATH");
+        initial_ld_library_path_value = now != NULL ? strdup(now) : NULL;
+        return;
+    }
+    size_t prefix = strlen(LD_LIBRARY_PATH_PREFIX);
+    for (size_t at = 0; at < size; at += strlen(environment + at) + 1) {
+        if (strncmp(environment + at, LD_LIBRARY_PATH_PREFIX, prefix) == 0) {
+            initial_ld_library_path_value = strdup(environment + at + prefix);
+            break;
+        }
+    }
+    free(environment);
+}
+
+const char *zc_initial_ld_library_path(void)
+{
+    pthread_once(&initial_ld_library_path_once, find_initial_ld_library_path);
+    return initial_ld_library_path_value;
+}
+
 zc_library_search zc_library_search_of_process(const char *caller, char *executable)
 {
     ssize_t length = readlink("/proc/self/exe", executable, PATH_MAX - 1);
     executable[length > 0 ? length : 0] = '\0';
-    /* secure_getenv: the loader ignores LD_LIBRARY_PATH in set-user-ID
-     * programs, and so do we. */
     return (zc_library_search){.caller = caller,
                                .executable = length > 0 ? executable : NULL,
-                               .ld_library_path = secure_getenv("LD_LIBRARY_PATH"),
+                               .ld_library_path = zc_initial_ld_library_path(),
                                .ld_so_cache = "/etc/ld.so.cache"};
 }

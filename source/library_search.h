@@ -29,9 +29,13 @@ typedef struct zc_library_search {
     const char *const *default_dirs;
 } zc_library_search;
 
+/* LD_LIBRARY_PATH as the dynamic linker of this process uses it: the value
+ * the program started with, NULL in set-user-ID programs or when unset. */
+const char *zc_initial_ld_library_path(void);
+
 /* The search of this process: the caller given, the main program (its path
- * is written to executable, PATH_MAX bytes), LD_LIBRARY_PATH (unless
- * set-user-ID), /etc/ld.so.cache, the default directories. */
+ * is written to executable, PATH_MAX bytes), zc_initial_ld_library_path(),
+ * /etc/ld.so.cache, the default directories. */
 zc_library_search zc_library_search_of_process(const char *caller, char *executable);
 
 /* Finds name (a file name without '/') in glibc's order for dlopen: the

@@ -758,18 +758,55 @@ Test(identity, merge_replaces_what_differs)
 
 /* ---- the public search ---- */
 
-Test(identity, find_follows_ld_library_path_then_the_system)
+/* The dynamic linker reads LD_LIBRARY_PATH once, when the program starts:
+ * a value set later changes nothing, for it or for the search. */
+Test(identity, ld_library_path_set_after_start_is_ignored)
 {
     char copy[PATH_MAX];
     temp_path(copy, "libzstd.so.1");
     copy_file(SAMPLE_LIB, copy);
+    const char *at_start = getenv("LD_LIBRARY_PATH");
+    char *initial = at_start != NULL ? strdup(at_start) : NULL;
     setenv("LD_LIBRARY_PATH", temp_dir, 1);
     zc_library_identity identity;
     cr_assert_eq(zc_library_identity_find("libzstd.so.1", &identity), ZC_OK);
-    assert_identity_of(&identity, "libzstd.so.1", copy);
-    unsetenv("LD_LIBRARY_PATH");
-    cr_assert_eq(zc_library_identity_find("libzstd.so.1", &identity), ZC_OK);
     assert_identity_of(&identity, "libzstd.so.1", SAMPLE_LIB);
+    if (initial == NULL)
+        cr_assert_null(zc_initial_ld_library_path());
+    else
+        cr_assert_str_eq(zc_initial_ld_library_path(), initial);
+    free(initial);
+}
+
+#define CHILD_LD_LIBRARY_PATH "/nonexistent/zc-initial:/x"
+
+/* Run by the next test in a new process started with LD_LIBRARY_PATH set
+ * (env -i: out of the Criterion worker's environment). */
+Test(identity, initial_ld_library_path_in_a_child)
+{
+    if (getenv("ZC_IDENTITY_CHILD") == NULL)
+        cr_skip_test("runs as the child of identity::ld_library_path_at_start_is_followed");
+    setenv("LD_LIBRARY_PATH", "/changed", 1);
+    cr_assert_str_eq(zc_initial_ld_library_path(), CHILD_LD_LIBRARY_PATH);
+}
+
+Test(identity, ld_library_path_at_start_is_followed)
+{
+    char command[PATH_MAX + 256], self[PATH_MAX];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(length, 0);
+    self[length] = '\0';
+    snprintf(command, sizeof command,
+             "env -i ZC_IDENTITY_CHILD=1 LD_LIBRARY_PATH='" CHILD_LD_LIBRARY_PATH
+             "' '%s' --filter 'identity/initial_ld_library_path_in_a_child' >/dev/null 2>&1",
+             self);
+    cr_assert_eq(system(command), 0);
+    /* The child fails when it sees another value. */
+    snprintf(command, sizeof command,
+             "env -i ZC_IDENTITY_CHILD=1 LD_LIBRARY_PATH=/other '%s' "
+             "--filter 'identity/initial_ld_library_path_in_a_child' >/dev/null 2>&1",
+             self);
+    cr_assert_neq(system(command), 0);
 }
 
 Test(identity, missing_library_is_a_miss)

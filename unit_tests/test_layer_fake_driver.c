@@ -643,7 +643,6 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
 {
     char stand_in[96];
     make_stand_in_compiler(stand_in, sizeof(stand_in));
-    unsetenv("LD_LIBRARY_PATH");
     zc_compiler_identity_reset(NULL);
     const zc_compiler_identity *first = zcl_compiler_identity_get();
     cr_assert_not_null(first);
@@ -671,15 +670,15 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
     zc_compiler_identity_reset(NULL);
 }
 
-/* When the prediction holds (here it follows LD_LIBRARY_PATH to the file
+/* When the prediction holds (here it follows an LD_LIBRARY_PATH to the file
  * the driver then loads), the check changes nothing: hits go on. */
 Test(layer, compiler_loaded_as_predicted_keeps_hits)
 {
     char stand_in[96];
     make_stand_in_compiler(stand_in, sizeof(stand_in));
-    setenv("LD_LIBRARY_PATH", scratch, 1);
+    zc_library_search in_scratch = {.ld_library_path = scratch};
     setenv("FAKE_DRIVER_COMPILER", stand_in, 1);
-    zc_compiler_identity_reset(NULL);
+    zc_compiler_identity_reset(&in_scratch);
     destroy(create_ok(0, NULL));
     destroy(create_ok(0, NULL));
     cr_assert(!zc_compiler_identity_changed());
@@ -687,7 +686,6 @@ Test(layer, compiler_loaded_as_predicted_keeps_hits)
     cr_assert_eq(atomic_load(&counters->compiles), 1);
     cr_assert_eq(stats().memory_hits, 1);
     unsetenv("FAKE_DRIVER_COMPILER");
-    unsetenv("LD_LIBRARY_PATH");
     zc_compiler_identity_reset(NULL);
 }
 

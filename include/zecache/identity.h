@@ -26,8 +26,8 @@ typedef struct zc_library_identity {
 } zc_library_identity;
 
 /* Searches for a library by file name as the dynamic linker would for the
- * main program's dlopen (LD_LIBRARY_PATH, /etc/ld.so.cache, the default
- * directories) and describes it. A name with a '/' is a path. ZC_MISS when
+ * main program's dlopen (the LD_LIBRARY_PATH the program started with,
+ * /etc/ld.so.cache, the default directories) and describes it. A name with a '/' is a path. ZC_MISS when
  * not found. */
 zc_status zc_library_identity_find(const char *name, zc_library_identity *identity);
 
