@@ -74,9 +74,10 @@ static void log_summary(const zc_cache_stats *stats)
 }
 
 /* The process's counters go into the cache's stats file once, at exit, so
- * the hit path does no I/O for them. The cache is not closed at unload: the
- * loader may still be tearing down other threads' objects, and the process
- * ends anyway. */
+ * the hit path does no I/O for them. This runs at exit only: the layer is
+ * linked -z nodelete, so a loader's dlclose does not unload it. The cache is
+ * not closed: other threads may still be using it, and the process ends
+ * anyway. */
 __attribute__((destructor)) static void zcl_layer_unload(void)
 {
     if (zcl_layer.cache == NULL)

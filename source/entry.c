@@ -255,7 +255,9 @@ static zc_status check_frame(const uint8_t *frame, size_t frame_size, uint64_t p
 }
 
 /* One decompression context per thread, freed when the thread ends: loads run
- * in parallel without a lock, and a context is costly to create per call. */
+ * in parallel without a lock, and a context is costly to create per call.
+ * The key is never deleted, so a shared object holding this code must stay
+ * mapped until every thread has ended (the layer is linked -z nodelete). */
 static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
 static pthread_key_t dctx_key;
 static bool dctx_key_ready;
