@@ -35,7 +35,7 @@ static bool defines_symbol(const char *path, const char *symbol)
 
 /* Drivers export the table functions; the loader and layers also export
  * zelLoaderGetVersion(s), which drivers do not. */
-static bool is_driver_library(const char *path)
+bool zcl_is_driver_library(const char *path)
 {
     return defines_symbol(path, "zeGetDriverProcAddrTable") &&
            !defines_symbol(path, "zelLoaderGetVersions") &&
@@ -55,7 +55,8 @@ static int visit_loaded_object(struct dl_phdr_info *info, size_t size, void *con
 {
     (void)size;
     (void)context;
-    if (info->dlpi_name != NULL && info->dlpi_name[0] != '\0' && is_driver_library(info->dlpi_name))
+    if (info->dlpi_name != NULL && info->dlpi_name[0] != '\0' &&
+        zcl_is_driver_library(info->dlpi_name))
         add_library(info->dlpi_name);
     return 0;
 }
@@ -71,7 +72,7 @@ static void find_driver_libraries(void)
     void *module_create = zcl_layer.next.loader_module_create;
     if (module_create == NULL || dladdr(module_create, &info) == 0 || info.dli_fname == NULL)
         return;
-    if (is_driver_library(info.dli_fname)) {
+    if (zcl_is_driver_library(info.dli_fname)) {
         add_library(info.dli_fname);
         snprintf(driver_libraries.loaded_path, sizeof driver_libraries.loaded_path, "%s",
                  info.dli_fname);

@@ -55,7 +55,9 @@ __attribute__((constructor)) static void zcl_layer_load(void)
         zcl_chain_open();
     if (!zcl_layer.options.cache)
         return;
-    zcl_driver_cache_hide();
+    zcl_driver_cache_switches switches;
+    zcl_driver_cache_switches_find(&switches);
+    zcl_driver_cache_hide(&switches);
     start_cache();
     pthread_atfork(NULL, NULL, zero_counters_in_child);
 }

@@ -32,11 +32,24 @@ void zcl_options_parse(const char *list, zcl_options *options);
 /* ---- layer_driver_cache.c: keeping the driver's own cache off ---- */
 
 /* Puts back the user's values that a parent process running the layer hid
- * (see ZECACHE_ORIGINAL_*), so this process reads what the user set. */
+ * (see ZECACHE_ORIGINAL_*), so this process reads what the user set; a value
+ * the process set itself is kept. */
 void zcl_driver_cache_restore_user_env(void);
+
+/* Which of the driver's cache switches (NEO_CACHE_PERSISTENT, l0_cache_dir)
+ * the loaded driver libraries read. */
+#define ZCL_DRIVER_CACHE_SWITCHES 2
+typedef struct zcl_driver_cache_switches {
+    bool reads[ZCL_DRIVER_CACHE_SWITCHES]; /* NEO_CACHE_PERSISTENT, l0_cache_dir */
+} zcl_driver_cache_switches;
+
+/* From the names in the loaded driver libraries; all of them when no driver
+ * library is loaded. */
+void zcl_driver_cache_switches_find(zcl_driver_cache_switches *switches);
 /* Switches the driver's persistent cache off for this process and its
- * children, remembering the user's values. */
-void zcl_driver_cache_hide(void);
+ * children where a switch it reads would have it on, remembering the user's
+ * values; writes nothing when the driver would not cache anyway. */
+void zcl_driver_cache_hide(const zcl_driver_cache_switches *switches);
 
 /* ---- layer_chain.c: the system's validation layer ---- */
 
@@ -108,6 +121,9 @@ typedef struct zcl_driver_libraries {
 /* The driver libraries behind zeModuleCreate, found once per process.
  * NULL when none could be identified. */
 const zcl_driver_libraries *zcl_driver_libraries_get(void);
+/* Whether the object loaded from path is a Level Zero driver (it defines the
+ * table functions, and is neither the loader nor a layer). */
+bool zcl_is_driver_library(const char *path);
 
 /* The compiler the driver compiles with (zc_compiler_identity_get for the
  * driver library). NULL when it cannot be identified. */

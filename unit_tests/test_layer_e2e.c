@@ -341,18 +341,48 @@ Test(e2e, drivers_own_cache_stays_off_under_the_layer)
     cr_assert_eq(entries_in(sc.cache), 1);
 }
 
-/* A child of a process running the layer sees NEO_CACHE_PERSISTENT=0, but
- * the layer reads the user's value that the parent saved. */
+/* A child of a process running the layer (on a driver that reads
+ * NEO_CACHE_PERSISTENT) sees the layer's NEO_CACHE_PERSISTENT=00, but the
+ * layer reads the user's value that the parent saved. */
 Test(e2e, child_process_reads_the_users_values)
+{
+    probe_run(true, ENV("NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT="),
+              ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    cr_assert_eq(entries_in(sc.cache), 1);
+    probe_run(true, ENV("NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=0"),
+              ARGS("--spirv", VECTOR_ADD));
+    assert_module_works("vector_add");
+    cr_assert_eq(entries_in(sc.cache), 1);
+}
+
+/* A child that switches persistence off itself is obeyed, although its
+ * parent's user had it on. */
+Test(e2e, child_process_keeps_the_value_it_set_itself)
 {
     probe_run(true, ENV("NEO_CACHE_PERSISTENT=0", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT="),
               ARGS("--spirv", SAXPY));
     assert_module_works("saxpy");
-    cr_assert_eq(entries_in(sc.cache), 1);
-    probe_run(true, ENV("NEO_CACHE_PERSISTENT=0", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=0"),
-              ARGS("--spirv", VECTOR_ADD));
-    assert_module_works("vector_add");
-    cr_assert_eq(entries_in(sc.cache), 1);
+    assert_lookups(1, 0, 0);
+    cr_assert_eq(entries_in(sc.cache), 0);
+}
+
+/* Intel's 22.43 driver reads l0_cache_dir only, and caches nowhere when it
+ * is unset and the working directory has no l0_cache: the layer leaves the
+ * environment alone. With l0_cache_dir set it hides that one variable. */
+Test(e2e, environment_is_written_only_when_the_driver_would_cache)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY));
+    assert_module_works("saxpy");
+    cr_assert_eq(count_of(run.err, "no variable written"), 1, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, "is off while the layer caches"), 0, "stderr: %s", run.err);
+
+    char setting[PATH_MAX + 32];
+    snprintf(setting, sizeof(setting), "l0_cache_dir=%s", sc.root);
+    probe_run(true, ENV(setting), ARGS("--spirv", SAXPY));
+    cr_assert_eq(count_of(run.err, "is off while the layer caches: l0_cache_dir="), 1, "stderr: %s",
+                 run.err);
+    cr_assert_eq(count_of(run.err, "is off while the layer caches"), 1, "stderr: %s", run.err);
 }
 
 Test(e2e, native_input_and_unknown_extension_bypass)

@@ -567,30 +567,166 @@ Test(layer, enable_layers_list_is_parsed)
     }
 }
 
+static void set_or_unset_for_test(const char *name, const char *value)
+{
+    if (value == NULL)
+        unsetenv(name);
+    else
+        setenv(name, value, 1);
+}
+
+static void assert_env_is(const char *name, const char *expected, size_t index)
+{
+    const char *value = getenv(name);
+    if (expected == NULL)
+        cr_assert_null(value, "case %zu: %s=%s", index, name, value);
+    else
+        cr_assert(value != NULL && strcmp(value, expected) == 0, "case %zu: %s=%s, not %s", index,
+                  name, value != NULL ? value : "(unset)", expected);
+}
+
+static const zcl_driver_cache_switches reads_both = {{true, true}};
+static const char *const driver_cache_names[] = {"NEO_CACHE_PERSISTENT", "l0_cache_dir",
+                                                 "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT",
+                                                 "ZECACHE_ORIGINAL_l0_cache_dir"};
+
+static void unset_driver_cache_names(void)
+{
+    for (size_t i = 0; i < sizeof(driver_cache_names) / sizeof(driver_cache_names[0]); i++)
+        unsetenv(driver_cache_names[i]);
+}
+
+/* The environment exactly as it is: the array and every string in it. */
+typedef struct environment_snapshot {
+    char **array;
+    char *entries[256];
+    size_t count;
+} environment_snapshot;
+
+extern char **environ;
+
+static void snapshot_environment(environment_snapshot *snapshot)
+{
+    snapshot->array = environ;
+    snapshot->count = 0;
+    while (environ[snapshot->count] != NULL && snapshot->count < 256) {
+        snapshot->entries[snapshot->count] = environ[snapshot->count];
+        snapshot->count++;
+    }
+    cr_assert_null(environ[snapshot->count], "more than 256 variables");
+}
+
+static void assert_environment_untouched(const environment_snapshot *before, const char *what)
+{
+    cr_assert_eq(environ, before->array, "%s: environ replaced", what);
+    for (size_t i = 0; i < before->count; i++)
+        cr_assert_eq(environ[i], before->entries[i], "%s: variable %zu written", what, i);
+    cr_assert_null(environ[before->count], "%s: a variable was added", what);
+}
+
+/* Each case: the switches the driver reads, NEO_CACHE_PERSISTENT and
+ * l0_cache_dir (NULL: unset), and whether ./l0_cache exists. */
+Test(layer, nothing_is_written_when_the_driver_would_not_cache)
+{
+    static const struct {
+        bool reads_persistent, reads_cache_dir;
+        const char *persistent, *cache_dir;
+        bool l0_cache_here;
+    } cases[] = {
+        {false, true, NULL, NULL, false}, /* Debian's 22.43 driver, nothing set */
+        {false, false, "1", ".", true},   /* a driver that reads neither */
+        {true, true, "0", NULL, false},   /* switched off by the user */
+        {true, false, "no", NULL, false}, /* atoll: 0 */
+        {true, true, "0", "/nonexistent/dir", false},
+        {false, true, NULL, "/nonexistent/dir", true}, /* set: ./l0_cache is not used */
+    };
+    char cwd[PATH_MAX];
+    cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+    cr_assert_eq(chdir(scratch), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unset_driver_cache_names();
+        rmdir("l0_cache");
+        if (cases[i].l0_cache_here)
+            cr_assert_eq(mkdir("l0_cache", 0700), 0);
+        if (cases[i].persistent != NULL)
+            setenv("NEO_CACHE_PERSISTENT", cases[i].persistent, 1);
+        if (cases[i].cache_dir != NULL)
+            setenv("l0_cache_dir", cases[i].cache_dir, 1);
+        zcl_driver_cache_switches switches = {
+            {cases[i].reads_persistent, cases[i].reads_cache_dir}};
+        environment_snapshot before;
+        snapshot_environment(&before);
+        zcl_driver_cache_hide(&switches);
+        char what[32];
+        snprintf(what, sizeof(what), "case %zu", i);
+        assert_environment_untouched(&before, what);
+    }
+    rmdir("l0_cache");
+    cr_assert_eq(chdir(cwd), 0);
+    unset_driver_cache_names();
+}
+
 Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
 {
+    unset_driver_cache_names();
     setenv("NEO_CACHE_PERSISTENT", "1", 1);
-    setenv("l0_cache_dir", "/somewhere", 1);
-    zcl_driver_cache_hide();
-    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "0");
-    cr_assert_null(getenv("l0_cache_dir"));
+    setenv("l0_cache_dir", scratch, 1);
+    zcl_driver_cache_hide(&reads_both);
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
+    cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
     cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT"), "1");
-    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_l0_cache_dir"), "/somewhere");
+    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_l0_cache_dir"), scratch);
 
     zcl_driver_cache_restore_user_env(); /* what a child loading the layer does */
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "1");
-    cr_assert_str_eq(getenv("l0_cache_dir"), "/somewhere");
+    cr_assert_str_eq(getenv("l0_cache_dir"), scratch);
+    unset_driver_cache_names();
 
-    /* A value changed after hiding was set on purpose and stays. */
-    zcl_driver_cache_hide();
-    setenv("NEO_CACHE_PERSISTENT", "7", 1);
+    /* Unset, the driver's default is on (NEO_CACHE_PERSISTENT) or ./l0_cache. */
+    char cwd[PATH_MAX];
+    cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+    cr_assert_eq(chdir(scratch), 0);
+    cr_assert_eq(mkdir("l0_cache", 0700), 0);
+    zcl_driver_cache_hide(&reads_both);
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
+    cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
     zcl_driver_cache_restore_user_env();
-    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "7");
-    cr_assert_str_eq(getenv("l0_cache_dir"), "/somewhere");
-    unsetenv("NEO_CACHE_PERSISTENT");
-    unsetenv("l0_cache_dir");
-    unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
-    unsetenv("ZECACHE_ORIGINAL_l0_cache_dir");
+    cr_assert_null(getenv("NEO_CACHE_PERSISTENT"));
+    cr_assert_null(getenv("l0_cache_dir"));
+    rmdir("l0_cache");
+    cr_assert_eq(chdir(cwd), 0);
+    unset_driver_cache_names();
+}
+
+/* A child that sets the variables itself, to the value the layer would
+ * write or to nothing, keeps them. */
+Test(layer, a_value_the_child_set_itself_is_kept)
+{
+    static const struct {
+        const char *persistent, *cache_dir; /* the child's; NULL: unset */
+    } cases[] = {{"0", NULL}, {"1", "/elsewhere"}, {NULL, ""}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unset_driver_cache_names();
+        setenv("NEO_CACHE_PERSISTENT", "1", 1);
+        setenv("l0_cache_dir", scratch, 1);
+        zcl_driver_cache_hide(&reads_both);
+        set_or_unset_for_test("NEO_CACHE_PERSISTENT", cases[i].persistent);
+        set_or_unset_for_test("l0_cache_dir", cases[i].cache_dir);
+        zcl_driver_cache_restore_user_env();
+        assert_env_is("NEO_CACHE_PERSISTENT", cases[i].persistent, i);
+        assert_env_is("l0_cache_dir", cases[i].cache_dir, i);
+    }
+    unset_driver_cache_names();
+}
+
+Test(layer, switches_are_read_from_the_loaded_driver)
+{
+    /* The fake driver names l0_cache_dir, as Intel's 22.43 does, and not
+     * NEO_CACHE_PERSISTENT. */
+    zcl_driver_cache_switches switches;
+    zcl_driver_cache_switches_find(&switches);
+    cr_assert_not(switches.reads[0]);
+    cr_assert(switches.reads[1]);
 }
 
 /* ---- the compiler's identity ---- */
