@@ -1,21 +1,86 @@
 /* Build logs the layer makes for cache hits: the text of the original
  * compile's log. The handles are this file's own objects, so the two build
  * log functions are wrapped and recognise them through a registry; any other
- * handle goes to the driver. */
+ * handle goes to the driver.
+ *
+ * The registry is a hash set of handle addresses (open addressing, linear
+ * probing), so a lookup costs the same however many logs a program keeps
+ * without destroying them. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layer_internal.h"
 
 typedef struct layer_build_log {
-    struct layer_build_log *next_registered;
     size_t size; /* without the terminating NUL */
     char text[];
 } layer_build_log;
 
+enum { REGISTRY_MIN_CAPACITY = 16 };
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static layer_build_log *registry; /* live handles; few at any time */
+static layer_build_log **registry; /* capacity slots, NULL = empty; at most half full */
+static size_t registry_capacity, registry_count;
+
+/* Addresses from malloc share their low bits: mix them all in. */
+static size_t slot_of(const void *handle, size_t capacity)
+{
+    uint64_t bits = (uint64_t)(uintptr_t)handle * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(bits >> 32) & (capacity - 1);
+}
+
+/* The slot holding handle, or the empty slot where it would go. */
+static size_t probe(layer_build_log *const *slots, size_t capacity, const void *handle)
+{
+    size_t slot = slot_of(handle, capacity);
+    while (slots[slot] != NULL && (const void *)slots[slot] != handle)
+        slot = (slot + 1) & (capacity - 1);
+    return slot;
+}
+
+static bool registry_grow(void)
+{
+    size_t capacity = registry_capacity == 0 ? REGISTRY_MIN_CAPACITY : registry_capacity * 2;
+    layer_build_log **slots = calloc(capacity, sizeof(*slots));
+    if (slots == NULL)
+        return false;
+    for (size_t i = 0; i < registry_capacity; i++)
+        if (registry[i] != NULL)
+            slots[probe(slots, capacity, registry[i])] = registry[i];
+    free(registry);
+    registry = slots;
+    registry_capacity = capacity;
+    return true;
+}
+
+static bool registry_add(layer_build_log *log)
+{
+    if (2 * (registry_count + 1) > registry_capacity && !registry_grow())
+        return false;
+    registry[probe(registry, registry_capacity, log)] = log;
+    registry_count++;
+    return true;
+}
+
+/* Empties slot, then moves back every entry after it in the same run that
+ * would otherwise be cut off from its home slot (no tombstones). */
+static void registry_remove_at(size_t slot)
+{
+    size_t mask = registry_capacity - 1;
+    registry[slot] = NULL;
+    registry_count--;
+    for (size_t next = (slot + 1) & mask; registry[next] != NULL; next = (next + 1) & mask) {
+        size_t home = slot_of(registry[next], registry_capacity);
+        /* Stays if its home lies cyclically in (slot, next]. */
+        if (((next - home) & mask) < ((next - slot) & mask))
+            continue;
+        registry[slot] = registry[next];
+        registry[next] = NULL;
+        slot = next;
+    }
+}
 
 ze_module_build_log_handle_t zcl_build_log_create(const char *text, size_t size)
 {
@@ -27,22 +92,26 @@ ze_module_build_log_handle_t zcl_build_log_create(const char *text, size_t size)
         memcpy(log->text, text, size);
     log->text[size] = '\0';
     pthread_mutex_lock(&registry_lock);
-    log->next_registered = registry;
-    registry = log;
+    bool added = registry_add(log);
     pthread_mutex_unlock(&registry_lock);
+    if (!added) {
+        free(log);
+        return NULL;
+    }
     return (ze_module_build_log_handle_t)log;
 }
 
 /* Finds handle among the registered logs; with unlink, also removes it. */
 static layer_build_log *find_registered(ze_module_build_log_handle_t handle, bool unlink)
 {
+    layer_build_log *found = NULL;
     pthread_mutex_lock(&registry_lock);
-    layer_build_log **link = &registry;
-    while (*link != NULL && (void *)*link != (void *)handle)
-        link = &(*link)->next_registered;
-    layer_build_log *found = *link;
-    if (found != NULL && unlink)
-        *link = found->next_registered;
+    if (registry_count > 0) {
+        size_t slot = probe(registry, registry_capacity, handle);
+        found = registry[slot];
+        if (found != NULL && unlink)
+            registry_remove_at(slot);
+    }
     pthread_mutex_unlock(&registry_lock);
     return found;
 }

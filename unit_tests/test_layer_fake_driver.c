@@ -344,6 +344,48 @@ Test(layer, log_not_asked_for_is_not_leaked)
     cr_assert_eq(atomic_load(&counters->live_modules), 0);
 }
 
+/* Programs that never destroy their logs: every lookup still finds its own
+ * log among thousands, destroying some in any order leaves the rest intact,
+ * and a driver's handle still goes to the driver. */
+Test(layer, many_logs_kept_alive_are_each_found)
+{
+    enum { LOGS = 20000 };
+    static ze_module_build_log_handle_t logs[LOGS];
+    char text[32], expected[32];
+    for (int i = 0; i < LOGS; i++) {
+        int length = snprintf(text, sizeof(text), "log %d", i);
+        logs[i] = zcl_build_log_create(text, (size_t)length);
+        cr_assert_not_null(logs[i]);
+    }
+    ze_module_handle_t module = NULL;
+    ze_module_build_log_handle_t driver_log = NULL;
+    cr_assert_eq(create(0, "-fail", &module, &driver_log), ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < LOGS; i++) {
+            if (logs[i] == NULL)
+                continue;
+            snprintf(expected, sizeof(expected), "log %d", i);
+            log_text(logs[i], text, sizeof(text));
+            cr_assert_str_eq(text, expected);
+        }
+        log_text(driver_log, text, sizeof(text));
+        cr_assert_str_eq(text, "error: asked to fail");
+        /* Destroy two thirds, in an order unrelated to creation. */
+        for (int i = 0; round == 0 && i < LOGS; i++) {
+            int victim = (int)(((long)i * 7919) % LOGS);
+            if (victim % 3 != 0) {
+                cr_assert_eq(app_build_log.pfnDestroy(logs[victim]), ZE_RESULT_SUCCESS);
+                logs[victim] = NULL;
+            }
+        }
+    }
+    for (int i = 0; i < LOGS; i++)
+        if (logs[i] != NULL)
+            cr_assert_eq(app_build_log.pfnDestroy(logs[i]), ZE_RESULT_SUCCESS);
+    cr_assert_eq(app_build_log.pfnDestroy(driver_log), ZE_RESULT_SUCCESS);
+    cr_assert_eq(atomic_load(&counters->live_build_logs), 0);
+}
+
 /* ---- bypasses ---- */
 
 Test(layer, native_input_and_unknown_extension_go_to_the_driver)
