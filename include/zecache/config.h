@@ -4,6 +4,7 @@
 #define ZECACHE_CONFIG_H
 
 #include <limits.h>
+#include <linux/limits.h> /* PATH_MAX without _GNU_SOURCE */
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 typedef struct zc_fs_ops {
     /* Opens path relative to dirfd without following any symlink in it. */
