@@ -92,16 +92,31 @@ void zcl_driver_cache_restore_user_env(void)
     }
 }
 
-/* Whether the object's read-only, non-code segments hold name as a string. */
+/* Where the unwind tables start (they follow the read-only data and are
+ * most of its segment, and rarely in memory yet), or 0. */
+static ElfW(Addr) unwind_tables_of(const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            return info->dlpi_phdr[i].p_vaddr;
+    return 0;
+}
+
+/* Whether the object's read-only, non-code segments (up to the unwind
+ * tables) hold name as a string. */
 static bool object_mentions(const struct dl_phdr_info *info, const char *name)
 {
     size_t size = strlen(name) + 1; /* with its NUL: a whole string, not a prefix */
+    ElfW(Addr) unwind_tables = unwind_tables_of(info);
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
         if (segment->p_type != PT_LOAD || (segment->p_flags & (PF_W | PF_X | PF_R)) != PF_R)
             continue;
+        size_t length = segment->p_filesz;
+        if (unwind_tables > segment->p_vaddr && unwind_tables < segment->p_vaddr + length)
+            length = unwind_tables - segment->p_vaddr;
         const void *start = (const void *)(info->dlpi_addr + segment->p_vaddr);
-        if (memmem(start, segment->p_filesz, name, size) != NULL)
+        if (memmem(start, length, name, size) != NULL)
             return true;
     }
     return false;
@@ -116,7 +131,8 @@ static int visit_loaded_object(struct dl_phdr_info *info, size_t size, void *con
 {
     (void)size;
     switches_search *search = context;
-    if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0' ||
+    /* Drivers are files: the vDSO's bare name would cost a library search. */
+    if (info->dlpi_name == NULL || strchr(info->dlpi_name, '/') == NULL ||
         !zcl_is_driver_library(info->dlpi_name))
         return 0;
     search->drivers++;
