@@ -619,6 +619,58 @@ Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
     zc_disk_tier_close(tier);
 }
 
+/* A directory shared with Intel's driver cache: its entries, flat (before
+ * 26.05) and nested (since), are counted and evicted with ours, oldest
+ * first, and a newer one of its entries outlives an older one of ours. */
+Test(disk, eviction_takes_the_drivers_entries_in_the_same_order)
+{
+    const size_t binary_size = 1000;
+    char ours[3][PATH_MAX], flat[PATH_MAX], nested[PATH_MAX], newest[PATH_MAX];
+    for (uint64_t i = 0; i < 3; i++) {
+        zc_key key = t_key(40 + i);
+        entry_path(ours[i], &key);
+    }
+    zc_disk_tier *probe = open_tier(0, NULL);
+    store_ok(probe, 40, binary_size, NULL);
+    uint64_t entry_size = file_size(ours[0]);
+    zc_disk_tier_close(probe);
+
+    uint8_t *raw = calloc(1, entry_size);
+    path_in_cache(flat, "0123456789abcdef.l0_cache");
+    t_write_file(flat, raw, entry_size);
+    path_in_cache(nested, "f");
+    mkdir(nested, 0700);
+    path_in_cache(nested, "f/e");
+    mkdir(nested, 0700);
+    path_in_cache(nested, "f/e/fedcba9876543210.l0_cache");
+    t_write_file(nested, raw, entry_size);
+    path_in_cache(newest, "00112233445566ff.l0_cache");
+    t_write_file(newest, raw, entry_size);
+    free(raw);
+    uint64_t total = 4 * entry_size; /* as the driver adds its entries to config.file */
+    write_config_file(&total, sizeof total);
+
+    /* Room for five entries, six with the next: the two oldest go. */
+    zc_disk_tier *tier = open_tier(5 * entry_size + entry_size / 2, NULL);
+    store_ok(tier, 41, binary_size, NULL);
+    set_mtime(flat, 1000);
+    set_mtime(ours[0], 2000);
+    set_mtime(nested, 3000);
+    set_mtime(ours[1], 4000);
+    set_mtime(newest, 5000);
+    store_ok(tier, 42, binary_size, NULL);
+    cr_assert(!t_exists(flat));
+    cr_assert(!t_exists(ours[0]));
+    cr_assert(t_exists(nested));
+    cr_assert(t_exists(ours[1]));
+    cr_assert(t_exists(newest));
+    cr_assert(t_exists(ours[2]));
+    assert_accounting_exact();
+    cr_assert_eq(walked_entries, 4);
+    cr_assert_eq(walked_total, 4 * entry_size);
+    zc_disk_tier_close(tier);
+}
+
 Test(disk, eviction_removes_old_orphaned_temp_files_only)
 {
     zc_disk_tier *tier = open_tier(4096, NULL);
