@@ -578,6 +578,15 @@ Test(disk, accounting_stays_exact_over_many_stores_and_evictions)
 /* Five entries of one size S under a limit of 5.5 S: a sixth needs room.
  * One eviction would make it fit, but a third of the limit (1.83 S) must be
  * freed, so the two least recently used go. */
+/* Stores seed's entry (at path) without a size limit; its size on disk. */
+static uint64_t stored_entry_size(uint64_t seed, size_t binary_size, const char *path)
+{
+    zc_disk_tier *probe = open_tier(0, NULL);
+    store_ok(probe, seed, binary_size, NULL);
+    zc_disk_tier_close(probe);
+    return file_size(path);
+}
+
 Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
 {
     const size_t binary_size = 1000;
@@ -586,10 +595,7 @@ Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
         zc_key key = t_key(30 + i);
         entry_path(paths[i], &key);
     }
-    zc_disk_tier *probe = open_tier(0, NULL);
-    store_ok(probe, 31, binary_size, NULL);
-    uint64_t entry_size = file_size(paths[1]);
-    zc_disk_tier_close(probe);
+    uint64_t entry_size = stored_entry_size(31, binary_size, paths[1]);
 
     zc_disk_tier *tier = open_tier(5 * entry_size + entry_size / 2, NULL);
     cr_assert_eq(zc_disk_tier_evictions(tier), 0);
@@ -630,10 +636,7 @@ Test(disk, eviction_takes_the_drivers_entries_in_the_same_order)
         zc_key key = t_key(40 + i);
         entry_path(ours[i], &key);
     }
-    zc_disk_tier *probe = open_tier(0, NULL);
-    store_ok(probe, 40, binary_size, NULL);
-    uint64_t entry_size = file_size(ours[0]);
-    zc_disk_tier_close(probe);
+    uint64_t entry_size = stored_entry_size(40, binary_size, ours[0]);
 
     uint8_t *raw = calloc(1, entry_size);
     path_in_cache(flat, "0123456789abcdef.l0_cache");

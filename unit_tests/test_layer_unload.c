@@ -9,7 +9,6 @@
  * and the process dies. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
-#include <ftw.h>
 #include <level_zero/ze_ddi.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -19,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "fake_ze_driver.h"
+#include "test_support.h"
 
 #define USING_THREADS 8
 
@@ -26,7 +26,7 @@ typedef ze_result_t (*get_table_fn)(ze_api_version_t, void *);
 
 static ze_module_dditable_t module_table;
 static ze_device_handle_t device;
-static uint8_t spirv[64 * 1024];
+static void *spirv;
 static size_t spirv_size;
 static sem_t created, gate;
 
@@ -38,15 +38,6 @@ static void fill_table(void *driver, void *layer, const char *symbol, void *tabl
     cr_assert(driver_get != NULL && layer_get != NULL, "%s", symbol);
     cr_assert_eq(driver_get(ZE_API_VERSION_CURRENT, table), ZE_RESULT_SUCCESS);
     cr_assert_eq(layer_get(ZE_API_VERSION_CURRENT, table), ZE_RESULT_SUCCESS);
-}
-
-static void read_spirv(void)
-{
-    FILE *file = fopen(ZC_KERNEL_DIR "/e2e_saxpy.spv", "rb");
-    cr_assert_not_null(file);
-    spirv_size = fread(spirv, 1, sizeof(spirv), file);
-    fclose(file);
-    cr_assert_gt(spirv_size, 20);
 }
 
 static ze_result_t create_and_destroy(void)
@@ -78,14 +69,6 @@ static void *later_thread(void *unused)
     return unused;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 Test(layer_unload, threads_that_used_the_layer_exit_after_it_is_unloaded, .timeout = 120)
 {
     char scratch[] = "/tmp/zc_unload_test.XXXXXX";
@@ -95,7 +78,7 @@ Test(layer_unload, threads_that_used_the_layer_exit_after_it_is_unloaded, .timeo
     setenv("NEO_CACHE_DIR", scratch, 1);
     setenv("NEO_CACHE_MEMORY_SIZE", "0", 1);
     unsetenv("ZE_ENABLE_LAYERS");
-    read_spirv();
+    spirv = t_read_kernel("e2e_saxpy", &spirv_size);
 
     void *driver = dlopen(FAKE_DRIVER_PATH, RTLD_NOW | RTLD_LOCAL);
     cr_assert_not_null(driver, "%s", dlerror());
@@ -156,5 +139,6 @@ Test(layer_unload, threads_that_used_the_layer_exit_after_it_is_unloaded, .timeo
     dlclose(again);
     sem_destroy(&created);
     sem_destroy(&gate);
-    nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(spirv);
+    t_remove_tree(scratch);
 }
