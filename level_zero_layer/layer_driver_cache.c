@@ -13,7 +13,8 @@
  *     NEO_CACHE_DIR or $XDG_CACHE_HOME / $HOME; until about 24.x, with
  *     NEO_CACHE_PERSISTENT=0 it falls back to l0_cache_dir as above.
  * Which of the two a loaded driver reads is told by the names among its
- * read-only data.
+ * read-only data (a driver naming neither is taken to read neither; with no
+ * driver loaded yet, both are assumed).
  *
  * A hidden variable gets a value of its own spelling (NEO_CACHE_PERSISTENT=00,
  * l0_cache_dir=/dev/null/...), and the user's value is kept in
