@@ -1,20 +1,26 @@
-/* The memory tier in front of the disk tier, with the caller's compile behind
- * both. The disk load runs inside the memory tier's single flight, so threads
- * that want the same key at once cost one disk read or one compile; a disk
- * miss then claims the key's build lock, so processes that want it at once
- * cost one compile too. */
+/* The memory tier in front of the disk tier, then the remote storages, with
+ * the caller's compile behind them all. The disk and remote loads run inside
+ * the memory tier's single flight, so threads that want the same key at once
+ * cost one load or one compile; a miss then claims the key's build lock on
+ * disk (processes of this node) and in Redis (other nodes), so processes
+ * that want it at once cost one compile in all. */
 #include "zecache/cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "zecache/disk_tier.h"
+#include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/memory_tier.h"
+#include "zecache/remote.h"
 
 struct zc_cache {
     zc_memory_tier *memory;
     zc_disk_tier *disk;       /* NULL: memory only */
+    zc_remote *remote;        /* NULL: no remote storages */
+    uint64_t max_payload;     /* what a remote entry may hold: NEO_CACHE_MAX_SIZE */
+    int compression_level;    /* for entries encoded for the remotes */
     uint64_t wait_timeout_ms; /* for another process compiling the same key; 0: no waiting */
     zc_cache_counters counters;
 };
@@ -62,6 +68,10 @@ zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache 
      * leaves a memory-only cache: the application must not notice. */
     if (config->persistent && zc_disk_tier_open(config, ops, &cache->disk) != ZC_OK)
         cache->disk = NULL;
+    if (zc_remote_open(config, ops, &cache->counters, &cache->remote) != ZC_OK)
+        cache->remote = NULL;
+    cache->max_payload = config->max_size;
+    cache->compression_level = config->compression_level;
     cache->wait_timeout_ms = config->wait_timeout_ms;
     *out = cache;
     return ZC_OK;
@@ -71,6 +81,7 @@ void zc_cache_close(zc_cache *cache)
 {
     if (cache == NULL)
         return;
+    zc_remote_close(cache->remote);
     zc_disk_tier_close(cache->disk);
     zc_memory_tier_destroy(cache->memory);
     free(cache);
@@ -99,6 +110,8 @@ typedef struct lookup_context {
     zc_compile_fn compile;
     void *compile_context;
     zc_lookup_outcome outcome; /* set only when this thread ran the build */
+    zc_remote_rejects rejects; /* remotes that held a bad value: replaced by the store */
+    bool remote_store_failed;
 } lookup_context;
 
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
@@ -107,6 +120,43 @@ static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
         return false;
     lookup->outcome = ZC_LOOKUP_DISK_HIT;
     return true;
+}
+
+/* A remote hit is copied to the local disk as the bytes that verified: no
+ * second compression. */
+static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
+{
+    zc_cache *cache = lookup->cache;
+    if (cache->remote == NULL)
+        return false;
+    uint8_t *entry = NULL;
+    size_t entry_size = 0;
+    if (zc_remote_load(cache->remote, lookup->key, cache->max_payload, out, &entry, &entry_size,
+                       &lookup->rejects) != ZC_OK)
+        return false;
+    if (cache->disk != NULL) {
+        if (zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size) == ZC_OK)
+            counter_add(&cache->counters.stores, 1);
+        else
+            counter_add(&cache->counters.store_errors, 1);
+    }
+    free(entry);
+    lookup->outcome = ZC_LOOKUP_REMOTE_HIT;
+    return true;
+}
+
+static void store_remotely(lookup_context *lookup, const zc_artifact *artifact)
+{
+    zc_cache *cache = lookup->cache;
+    uint8_t *entry = NULL;
+    size_t entry_size = 0;
+    if (cache->remote == NULL)
+        return;
+    if (zc_entry_encode(lookup->key, artifact, cache->compression_level, &entry, &entry_size) !=
+            ZC_OK ||
+        !zc_remote_store(cache->remote, lookup->key, entry, entry_size, lookup->rejects))
+        lookup->remote_store_failed = true;
+    free(entry);
 }
 
 static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
@@ -121,7 +171,27 @@ static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
     }
     counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(*out)->compile_ns);
     store_on_disk(cache, lookup->key, *out, lookup->trace);
+    store_remotely(lookup, *out);
     return ZC_OK;
+}
+
+/* Other nodes: the first to miss takes the key's Redis lock and compiles,
+ * the others wait for its entry. A holder whose build or remote store failed
+ * says so on release, so waiters compile at once instead of timing out. */
+static zc_status compile_unless_another_node_does(lookup_context *lookup, zc_artifact **out)
+{
+    zc_cache *cache = lookup->cache;
+    if (cache->remote == NULL || cache->wait_timeout_ms == 0)
+        return compile_and_store(lookup, out);
+    zc_remote_lock claim;
+    zc_storage_claim_result claimed =
+        zc_remote_claim(cache->remote, lookup->key, cache->wait_timeout_ms, &claim);
+    zc_status status = ZC_OK;
+    if (claimed != ZC_STORAGE_READY || !load_from_remote(lookup, out))
+        status = compile_and_store(lookup, out);
+    zc_remote_release(cache->remote, lookup->key, &claim,
+                      status != ZC_OK || lookup->remote_store_failed);
+    return status;
 }
 
 /* The ranks of a parallel job start together and miss on the same keys: one
@@ -138,7 +208,7 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
     zc_status status = ZC_OK;
     /* A ready entry that fails to load (corrupt, evicted) is compiled again. */
     if (claimed != ZC_DISK_READY || !load_from_disk(lookup, out))
-        status = compile_and_store(lookup, out);
+        status = compile_unless_another_node_does(lookup, out);
     zc_disk_tier_release(cache->disk, &claim); /* after the store: waiters then find it */
     return status;
 }
@@ -147,12 +217,12 @@ static zc_status load_or_compile(void *context, zc_artifact **out)
 {
     lookup_context *lookup = context;
     zc_cache *cache = lookup->cache;
-    if (cache->disk == NULL)
-        return compile_and_store(lookup, out);
-    if (load_from_disk(lookup, out))
+    if (cache->disk != NULL && load_from_disk(lookup, out))
         return ZC_OK;
-    if (cache->wait_timeout_ms == 0)
-        return compile_and_store(lookup, out);
+    if (load_from_remote(lookup, out))
+        return ZC_OK;
+    if (cache->disk == NULL || cache->wait_timeout_ms == 0)
+        return compile_unless_another_node_does(lookup, out);
     return compile_unless_another_process_does(lookup, out);
 }
 
@@ -170,6 +240,8 @@ static void count_and_log_lookup(zc_cache *cache, const zc_key *key, zc_lookup_o
     if (outcome == ZC_LOOKUP_DISK_HIT) {
         counter_add(&cache->counters.disk_hits, 1);
         zc_log_info("hit disk %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
+    } else if (outcome == ZC_LOOKUP_REMOTE_HIT) {
+        zc_log_info("hit remote %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
     } else {
         counter_add(&cache->counters.memory_hits, 1);
         zc_log_info("hit memory %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
@@ -223,6 +295,11 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
         (void)zc_disk_tier_remove_entry(cache->disk, path);
         store_on_disk(cache, key, artifact, trace);
     }
+    if (cache->remote != NULL) {
+        /* Every writable remote gets the fresh compile over what it held. */
+        lookup_context lookup = {.cache = cache, .key = key, .rejects = ~(zc_remote_rejects)0};
+        store_remotely(&lookup, artifact);
+    }
     return status;
 }
 
@@ -253,6 +330,11 @@ void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
         .store_errors = counter_read(&counters->store_errors),
         .compile_ns_spent = counter_read(&counters->compile_ns_spent),
         .compile_ns_saved = counter_read(&counters->compile_ns_saved),
+        .remote_hits = counter_read(&counters->remote_hits),
+        .remote_misses = counter_read(&counters->remote_misses),
+        .remote_stores = counter_read(&counters->remote_stores),
+        .remote_errors = counter_read(&counters->remote_errors),
+        .remote_rejected = counter_read(&counters->remote_rejected),
     };
     for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
         stats->bypasses[i] = counter_read(&counters->bypasses[i]);

@@ -61,7 +61,7 @@ static const char *getenv_debug_key(const char *name)
 /* Messages about invalid settings are collected while parsing and printed
  * once PrintDebugMessages is known, whatever order the variables come in. */
 typedef struct config_complaints {
-    char text[4][256];
+    char text[8][256];
     size_t count;
 } config_complaints;
 
@@ -154,6 +154,23 @@ static zc_config_source read_dir(zc_config *config, config_complaints *complaint
     return value != NULL ? ZC_SOURCE_INVALID : ZC_SOURCE_DEFAULT;
 }
 
+/* Text settings: copied as given; one too long for its buffer is refused
+ * whole (a cut list or path would name something else). */
+static zc_config_source read_text(const char *name, char *out, size_t size,
+                                  config_complaints *complaints)
+{
+    out[0] = '\0';
+    const char *value = getenv(name);
+    if (value == NULL || value[0] == '\0')
+        return ZC_SOURCE_DEFAULT;
+    if (strlen(value) >= size) {
+        complain(complaints, name, value, "a shorter value", "none");
+        return ZC_SOURCE_INVALID;
+    }
+    memcpy(out, value, strlen(value) + 1);
+    return ZC_SOURCE_ENV;
+}
+
 void zc_config_from_env(zc_config *config)
 {
     memset(config, 0, sizeof *config);
@@ -180,6 +197,11 @@ void zc_config_from_env(zc_config *config)
         read_u64("NEO_CACHE_WAIT_TIMEOUT_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS, ZC_DEFAULT_WAIT_TIMEOUT_MS,
                  &config->wait_timeout_ms, &complaints);
     config->dir_source = read_dir(config, &complaints);
+    config->remote_source =
+        read_text("NEO_CACHE_REMOTE", config->remote, sizeof config->remote, &complaints);
+    config->remote_secret_file_source =
+        read_text("NEO_CACHE_REMOTE_SECRET_FILE", config->remote_secret_file,
+                  sizeof config->remote_secret_file, &complaints);
 
     zc_log_set_enabled(config->print_debug_messages);
     for (size_t i = 0; i < complaints.count; i++)

@@ -81,9 +81,10 @@ static zc_status check_writable(const zc_fs_ops *ops, int dir_fd, const char *di
     return refuse(dir, "is not writable (" ZC_CONFIG_FILE_NAME ")", errno);
 }
 
-static zc_status open_checked_directory(const zc_config *config, const zc_fs_ops *ops, int *dir_fd)
+static zc_status open_checked_directory(const zc_config *config, const zc_fs_ops *ops,
+                                        bool read_only, int *dir_fd)
 {
-    if (!make_directories(ops, config->dir))
+    if (!read_only && !make_directories(ops, config->dir))
         return refuse(config->dir, "cannot be created", errno);
     /* Plain open: the user's path may lead through symlinks (not so below it). */
     *dir_fd = open(config->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -91,14 +92,15 @@ static zc_status open_checked_directory(const zc_config *config, const zc_fs_ops
         return refuse(config->dir, errno == ENOTDIR ? "is not a directory" : "cannot be opened",
                       errno);
     zc_status status = check_directory(ops, *dir_fd, config);
-    if (status == ZC_OK)
+    if (status == ZC_OK && !read_only)
         status = check_writable(ops, *dir_fd, config->dir);
     if (status != ZC_OK)
         close(*dir_fd);
     return status;
 }
 
-zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out)
+static zc_status open_tier(const zc_config *config, const zc_fs_ops *ops, bool read_only,
+                           zc_disk_tier **out)
 {
     if (config == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -114,7 +116,7 @@ zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_di
     if (ops == NULL)
         ops = zc_fs_ops_default();
     int dir_fd = -1;
-    zc_status status = open_checked_directory(config, ops, &dir_fd);
+    zc_status status = open_checked_directory(config, ops, read_only, &dir_fd);
     if (status != ZC_OK)
         return status;
     zc_disk_tier *tier = calloc(1, sizeof *tier);
@@ -131,6 +133,17 @@ zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_di
         snprintf(tier->dir, sizeof tier->dir, "%s", config->dir);
     *out = tier;
     return ZC_OK;
+}
+
+zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out)
+{
+    return open_tier(config, ops, false, out);
+}
+
+zc_status zc_disk_tier_open_read_only(const zc_config *config, const zc_fs_ops *ops,
+                                      zc_disk_tier **out)
+{
+    return open_tier(config, ops, true, out);
 }
 
 void zc_disk_tier_close(zc_disk_tier *tier)

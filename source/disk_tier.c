@@ -20,15 +20,17 @@ typedef struct entry_file {
     struct stat st;
 } entry_file;
 
-static uint64_t max_entry_file_size(const zc_disk_tier *tier)
+static uint64_t max_entry_file_size(const zc_disk_tier *tier, uint64_t trailer)
 {
-    uint64_t limit = ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD);
+    uint64_t limit = ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD) + trailer;
     return tier->max_size != 0 && tier->max_size < limit ? tier->max_size : limit;
 }
 
 /* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_* when reading
- * it failed, which says nothing about the entry. */
-static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, char *reason)
+ * it failed, which says nothing about the entry. trailer: bytes a storage may
+ * keep after the entry (remote_tag.h). */
+static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, char *reason,
+                                 uint64_t trailer)
 {
     memset(file, 0, sizeof *file);
     if (tier->ops->fstat(fd, &file->st) != 0)
@@ -38,7 +40,7 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, c
         return ZC_MISS;
     }
     uint64_t size = (uint64_t)file->st.st_size;
-    if (size > max_entry_file_size(tier)) {
+    if (size > max_entry_file_size(tier, trailer)) {
         snprintf(reason, REASON_SIZE, "file of %llu bytes exceeds the size limit",
                  (unsigned long long)size);
         return ZC_MISS;
@@ -100,7 +102,7 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, &file, reason);
+    zc_status status = read_entry_file(tier, fd, &file, reason, 0);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
     if (status == ZC_OK)
@@ -163,6 +165,22 @@ done:
     return status;
 }
 
+static zc_status store_bytes(zc_disk_tier *tier, const zc_key *key, const uint8_t *entry,
+                             size_t entry_size, const char *trace)
+{
+    if (tier->max_size != 0 && entry_size > tier->max_size) {
+        zc_log_info("entry of %zu bytes exceeds the cache size limit: not stored", entry_size);
+        return ZC_ERR_TOO_LARGE;
+    }
+    zc_disk_lock lock;
+    zc_status status = zc_disk_lock_acquire(tier, false, &lock);
+    if (status == ZC_OK) {
+        status = store_locked(tier, &lock, key, entry, entry_size, trace);
+        zc_disk_lock_release(tier, &lock);
+    }
+    return status;
+}
+
 /* A load refuses a payload above the limit (so that a corrupt header cannot
  * make it allocate more), hence a store must not write one, however well it
  * compresses. */
@@ -192,19 +210,48 @@ zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_art
     zc_status status = zc_entry_encode(key, artifact, tier->compression_level, &entry, &entry_size);
     if (status != ZC_OK)
         return status;
-    if (tier->max_size != 0 && entry_size > tier->max_size) {
-        zc_log_info("entry of %zu bytes exceeds the cache size limit: not stored", entry_size);
-        free(entry);
-        return ZC_ERR_TOO_LARGE;
-    }
-    zc_disk_lock lock;
-    status = zc_disk_lock_acquire(tier, false, &lock);
-    if (status == ZC_OK) {
-        status = store_locked(tier, &lock, key, entry, entry_size, trace);
-        zc_disk_lock_release(tier, &lock);
-    }
+    status = store_bytes(tier, key, entry, entry_size, trace);
     free(entry);
     return status;
+}
+
+zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t trailer,
+                                uint8_t **data, size_t *size)
+{
+    if (tier == NULL || key == NULL || data == NULL || size == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *data = NULL;
+    char rel[ZC_ENTRY_REL_SIZE];
+    zc_disk_entry_rel_path(key, rel);
+    int fd = tier->ops->openat(tier->dir_fd, rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) {
+        int err = errno;
+        log_open_failure(rel, err);
+        return err == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    }
+    char reason[REASON_SIZE] = "";
+    entry_file file;
+    zc_status status = read_entry_file(tier, fd, &file, reason, trailer);
+    if (status == ZC_ERR_IO)
+        zc_disk_log_errno("cannot read", rel, errno);
+    else if (status == ZC_MISS)
+        zc_log_info("ignored %s: %s", rel, reason);
+    tier->ops->close(fd);
+    if (status != ZC_OK) {
+        free(file.data);
+        return status;
+    }
+    *data = file.data;
+    *size = file.size;
+    return ZC_OK;
+}
+
+zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const uint8_t *data,
+                                 size_t size)
+{
+    if (tier == NULL || key == NULL || data == NULL)
+        return ZC_ERR_INVALID_ARG;
+    return store_bytes(tier, key, data, size, NULL);
 }
 
 /* The key a path must hold: only "<k0>/<k1>/<64 hex>.l0_cache" with k0 and
@@ -224,7 +271,7 @@ static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key
                                    zc_entry_header *header, char *why)
 {
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, &file, why);
+    zc_status status = read_entry_file(tier, fd, &file, why, 0);
     if (status != ZC_OK && status != ZC_MISS)
         snprintf(why, REASON_SIZE, "cannot read: %s", strerror(errno));
     zc_artifact *artifact = NULL;

@@ -46,6 +46,11 @@ static const counter_field fields[] = {
     {"memory_evictions", offsetof(zc_stats_counters, memory_evictions)},
     {"compile_ns_spent", offsetof(zc_stats_counters, compile_ns_spent)},
     {"compile_ns_saved", offsetof(zc_stats_counters, compile_ns_saved)},
+    {"remote_hits", offsetof(zc_stats_counters, remote_hits)},
+    {"remote_misses", offsetof(zc_stats_counters, remote_misses)},
+    {"remote_stores", offsetof(zc_stats_counters, remote_stores)},
+    {"remote_errors", offsetof(zc_stats_counters, remote_errors)},
+    {"remote_rejected", offsetof(zc_stats_counters, remote_rejected)},
 };
 
 enum { FIELD_COUNT = sizeof fields / sizeof fields[0] };

@@ -124,6 +124,10 @@ static void print_counters(const zc_stats_counters *counters)
            (unsigned long long)counters->store_errors);
     printf("%-19s %llu from disk, %llu from memory\n", "evictions",
            (unsigned long long)counters->evictions, (unsigned long long)counters->memory_evictions);
+    printf("%-19s %llu hits, %llu misses, %llu stores, %llu errors, %llu rejected\n", "remote",
+           (unsigned long long)counters->remote_hits, (unsigned long long)counters->remote_misses,
+           (unsigned long long)counters->remote_stores, (unsigned long long)counters->remote_errors,
+           (unsigned long long)counters->remote_rejected);
     printf("%-19s %.3f s saved, %.3f s spent compiling\n", "compile time",
            (double)counters->compile_ns_saved / 1e9, (double)counters->compile_ns_spent / 1e9);
 }

@@ -540,6 +540,11 @@ static zc_stats_counters sample_delta(void)
     delta.compile_ns_saved = 9000;
     delta.bypasses[ZC_BYPASS_NOT_CACHEABLE] = 8;
     delta.bypasses[ZC_BYPASS_REJECTED_BINARY] = 1;
+    delta.remote_hits = 11;
+    delta.remote_misses = 12;
+    delta.remote_stores = 13;
+    delta.remote_errors = 14;
+    delta.remote_rejected = 15;
     return delta;
 }
 
@@ -566,6 +571,11 @@ Test(stats_file, merges_add_up_exactly)
     cr_assert_eq(total.bypasses[ZC_BYPASS_NOT_CACHEABLE], 16);
     cr_assert_eq(total.bypasses[ZC_BYPASS_REJECTED_BINARY], 2);
     cr_assert_eq(total.bypasses[ZC_BYPASS_NATIVE_INPUT], 0);
+    cr_assert_eq(total.remote_hits, 22);
+    cr_assert_eq(total.remote_misses, 24);
+    cr_assert_eq(total.remote_stores, 26);
+    cr_assert_eq(total.remote_errors, 28);
+    cr_assert_eq(total.remote_rejected, 30);
     char *text = read_text(stats_path(), NULL);
     cr_assert_str_eq(text, "zecache-stats 1\n"
                            "memory_hits 4\n"
@@ -578,6 +588,11 @@ Test(stats_file, merges_add_up_exactly)
                            "memory_evictions 0\n"
                            "compile_ns_spent 14000\n"
                            "compile_ns_saved 18000\n"
+                           "remote_hits 22\n"
+                           "remote_misses 24\n"
+                           "remote_stores 26\n"
+                           "remote_errors 28\n"
+                           "remote_rejected 30\n"
                            "bypass.native-input 0\n"
                            "bypass.unsupported-input 0\n"
                            "bypass.not-cacheable 16\n"
@@ -735,7 +750,8 @@ Test(stats_file, foreach_names_every_counter_in_file_order)
     fclose(out);
     cr_assert_str_eq(text, "memory_hits=2;disk_hits=3;misses=5;failed_builds=1;stores=4;"
                            "store_errors=1;evictions=6;memory_evictions=0;compile_ns_spent=7000;"
-                           "compile_ns_saved=9000;bypass.native-input=0;"
+                           "compile_ns_saved=9000;remote_hits=11;remote_misses=12;remote_stores=13;"
+                           "remote_errors=14;remote_rejected=15;bypass.native-input=0;"
                            "bypass.unsupported-input=0;bypass.not-cacheable=8;"
                            "bypass.cache-error=0;bypass.rejected-binary=1;"
                            "bypass.compiler-unidentified=0;bypass.compiler-changed=0;");
@@ -873,7 +889,7 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
     cr_assert_str_eq(json_eval(run.out, check), "True");
     cr_assert_str_eq(json_eval(run.out, "d['counters_valid']"), "True");
     cr_assert_str_eq(json_eval(run.out, "sum(d['counters'].values())"), "0");
-    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "17");
+    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "22");
 
     cr_assert_eq(tool_in_cache("stats"), 0);
     cr_assert_str_eq(line_starting(run.out, "entries"),

@@ -41,6 +41,11 @@ typedef struct zc_cache_counters {
     atomic_uint_least64_t store_errors;     /* disk stores that failed (the app did not) */
     atomic_uint_least64_t compile_ns_spent; /* by the misses that succeeded */
     atomic_uint_least64_t compile_ns_saved; /* sum of the original compile times of hits */
+    /* The remote tier (remote.h): lookups a remote served, lookups that asked
+     * the remotes and got nothing usable, values put, failed calls, and bad
+     * or unsigned values ignored. */
+    atomic_uint_least64_t remote_hits, remote_misses, remote_stores, remote_errors,
+        remote_rejected;
 } zc_cache_counters;
 
 /* A snapshot of the counters in plain integers. */
@@ -51,14 +56,16 @@ typedef struct zc_cache_stats {
     uint64_t evictions;        /* entries the disk tier evicted to make room */
     uint64_t memory_evictions; /* artifacts the memory tier dropped for its budget */
     uint64_t compile_ns_spent, compile_ns_saved;
+    uint64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
 } zc_cache_stats;
 
 typedef struct zc_cache zc_cache;
 
-/* Opens the memory tier (config->memory_size bytes) and, when
- * config->persistent, the disk tier at config->dir. A disk tier that cannot
- * be opened leaves a memory-only cache (logged), not an error. ops NULL means
- * the real system calls. ZC_ERR_NOMEM is the only failure. */
+/* Opens the memory tier (config->memory_size bytes), when
+ * config->persistent the disk tier at config->dir, and the remote storages
+ * of config->remote (remote.h). A disk tier that cannot be opened leaves a
+ * memory-only cache (logged), not an error; so do unusable remotes. ops NULL
+ * means the real system calls. ZC_ERR_NOMEM is the only failure. */
 zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache **out);
 void zc_cache_close(zc_cache *cache); /* NULL is accepted */
 
@@ -73,19 +80,21 @@ typedef zc_status (*zc_compile_fn)(void *context, zc_artifact **out);
 typedef enum zc_lookup_outcome {
     ZC_LOOKUP_MEMORY_HIT, /* in memory, or built by another thread this one waited for */
     ZC_LOOKUP_DISK_HIT,
+    ZC_LOOKUP_REMOTE_HIT, /* from a remote storage (then copied to disk and memory) */
     ZC_LOOKUP_COMPILED, /* compile ran in this call (successfully or not) */
 } zc_lookup_outcome;
 
-/* Returns key's artifact: from memory, else from disk, else from
- * compile(context), whose result is stored on disk (with trace beside it when
- * trace is not NULL) and kept in memory. Threads asking for the same key at
+/* Returns key's artifact: from memory, else from disk, else from the remote
+ * storages in order, else from compile(context), whose result is stored on
+ * disk (with trace beside it when trace is not NULL) and in every writable
+ * remote, and kept in memory. Threads asking for the same key at
  * once share one disk load or compile. Counts the outcome and logs one line
  * per lookup under PrintDebugMessages. outcome may be NULL. */
 zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char *trace,
                                   zc_compile_fn compile, void *context, zc_artifact **out,
                                   zc_lookup_outcome *outcome);
 
-/* Replaces key's artifact in both tiers, for when the driver refused a cached
+/* Replaces key's artifact in every tier, for when the driver refused a cached
  * binary and a fresh compile succeeded. */
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
                            const char *trace);

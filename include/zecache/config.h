@@ -15,6 +15,7 @@
 #define ZC_DEFAULT_COMPRESSION_LEVEL 3
 #define ZC_DEFAULT_WAIT_TIMEOUT_MS 30000
 #define ZC_MAX_WAIT_TIMEOUT_MS (UINT64_C(24) * 3600 * 1000)
+#define ZC_REMOTE_TEXT_MAX 4096
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -36,6 +37,10 @@ typedef struct zc_config {
     uint64_t wait_timeout_ms;  /* NEO_CACHE_WAIT_TIMEOUT_MS: how long a process waits for
                                   another compiling the same key, 0 = not at all */
     zc_config_source wait_timeout_source;
+    char remote[ZC_REMOTE_TEXT_MAX]; /* NEO_CACHE_REMOTE as given ("" none); parsed by
+                                        remote_spec.h when the cache opens */
+    char remote_secret_file[PATH_MAX]; /* NEO_CACHE_REMOTE_SECRET_FILE ("" none) */
+    zc_config_source remote_source, remote_secret_file_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

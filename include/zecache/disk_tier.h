@@ -43,6 +43,20 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
 zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
                              const char *trace);
 
+/* For storages keeping the disk tier's layout (a file:// remote storage):
+ * key's file as it is, unverified, when no larger than an entry may be plus
+ * trailer bytes (ZC_MISS when absent or too large, ZC_ERR_IO when unreadable);
+ * and data stored as key's file like an entry (skipped when one exists). */
+zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t trailer,
+                                uint8_t **data, size_t *size);
+zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const uint8_t *data,
+                                 size_t size);
+
+/* Opens an existing directory for reading only (a read-only file:// storage):
+ * no directory or config.file is created, stores fail. */
+zc_status zc_disk_tier_open_read_only(const zc_config *config, const zc_fs_ops *ops,
+                                      zc_disk_tier **out);
+
 /* Cross-process single flight for one key: a build lock, <hex>.lock beside
  * where the entry goes, held with flock. Only the lock holder unlinks it
  * (while still holding it), so lock files do not pile up; one left by a

@@ -1,0 +1,74 @@
+/* NEO_CACHE_REMOTE: the remote storages, in ccache's syntax. A space-separated
+ * list of storages, each a URL optionally followed by |attribute parts:
+ *
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     (port 6379, db 0 by default)
+ *   redis+unix:///PATH/TO/SOCKET[?db=N]
+ *   file:///PATH                                   (the disk tier's layout and format)
+ *
+ *   |read-only            never written to
+ *   |connect-timeout=MS   default ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS
+ *   |timeout=MS           per command, default ZC_REMOTE_DEFAULT_TIMEOUT_MS
+ *   |shards=A,B,...       Redis only: one server per name, the URL's '*'
+ *                         replaced by it; keys spread by rendezvous hashing
+ *
+ * rediss:// (TLS) is refused: Debian's hiredis has no TLS. A storage that does
+ * not parse is left out with a message; the others are used. */
+#ifndef ZECACHE_REMOTE_SPEC_H
+#define ZECACHE_REMOTE_SPEC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/status.h"
+
+#define ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS 100
+#define ZC_REMOTE_DEFAULT_TIMEOUT_MS 500
+#define ZC_REMOTE_MAX_TIMEOUT_MS 600000
+#define ZC_REMOTE_DEFAULT_REDIS_PORT 6379
+#define ZC_REMOTE_MAX_STORAGES 16
+#define ZC_REMOTE_MAX_SHARDS 64
+
+typedef enum zc_remote_kind {
+    ZC_REMOTE_REDIS_TCP,
+    ZC_REMOTE_REDIS_UNIX,
+    ZC_REMOTE_FILE,
+} zc_remote_kind;
+
+/* One Redis server (one shard), or the directory of a file storage. */
+typedef struct zc_remote_server {
+    char host[256];      /* TCP; an IPv6 address without its brackets */
+    unsigned port;       /* TCP */
+    char path[PATH_MAX]; /* the Unix socket, or the file storage's directory */
+    unsigned db;
+    char user[128];     /* "" for none (AUTH with the password alone) */
+    char password[256]; /* "" for no AUTH */
+    char name[320];     /* for messages: the URL without the password */
+} zc_remote_server;
+
+typedef struct zc_remote_spec {
+    zc_remote_kind kind;
+    bool read_only;
+    uint32_t connect_timeout_ms;
+    uint32_t timeout_ms;
+    size_t server_count; /* 1, or the number of shards */
+    zc_remote_server *servers;
+    char name[512]; /* the storage as written, password masked, for messages */
+} zc_remote_spec;
+
+/* Parses one storage (a URL with its |attributes). ZC_OK, or
+ * ZC_ERR_INVALID_ARG with the reason. Free with zc_remote_spec_free. */
+zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *reason,
+                               size_t reason_size);
+void zc_remote_spec_free(zc_remote_spec *spec);
+
+/* Parses the whole list: the storages that parse go to specs (at most
+ * ZC_REMOTE_MAX_STORAGES), each one that does not is reported through
+ * complain (NULL: not reported) and left out. Free with zc_remote_specs_free. */
+typedef void (*zc_remote_complain_fn)(void *context, const char *storage, const char *reason);
+zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t *count,
+                                zc_remote_complain_fn complain, void *context);
+void zc_remote_specs_free(zc_remote_spec *specs, size_t count);
+
+#endif

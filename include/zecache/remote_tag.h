@@ -1,0 +1,53 @@
+/* Signed remote entries. With NEO_CACHE_REMOTE_SECRET_FILE set, every value
+ * written to a remote storage is the entry followed by a trailer:
+ *
+ *   "ZCHMAC1\0"                      8 bytes
+ *   HMAC-SHA-256(secret, entry)      32 bytes
+ *
+ * and a value read from one is used only when its trailer is there and its
+ * tag is right. The entry holds its key (entry.h), so a tag also binds the
+ * value to its key. Without a secret a trailer, if any, is ignored and the
+ * entry alone is verified. */
+#ifndef ZECACHE_REMOTE_TAG_H
+#define ZECACHE_REMOTE_TAG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/status.h"
+
+#define ZC_REMOTE_TAG_MAGIC "ZCHMAC1"
+#define ZC_REMOTE_TAG_SIZE 32
+#define ZC_REMOTE_TAG_TRAILER_SIZE (8 + ZC_REMOTE_TAG_SIZE)
+#define ZC_REMOTE_SECRET_MIN 16
+#define ZC_REMOTE_SECRET_MAX 4096
+
+typedef struct zc_remote_secret {
+    size_t size;
+    uint8_t bytes[ZC_REMOTE_SECRET_MAX];
+} zc_remote_secret;
+
+/* Reads the secret: the file's bytes without trailing white space, at least
+ * ZC_REMOTE_SECRET_MIN and at most ZC_REMOTE_SECRET_MAX of them. ZC_OK, or
+ * ZC_ERR_IO / ZC_ERR_INVALID_ARG with the reason. */
+zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char *reason,
+                                size_t reason_size);
+
+/* HMAC-SHA-256 (RFC 2104) over the low-level SHA-256 of sha256.c: OpenSSL's
+ * HMAC() goes through EVP, whose first use costs its whole start-up (2.6 to
+ * 7 ms measured here), which a remote hit must not pay. */
+bool zc_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
+                    uint8_t tag[ZC_REMOTE_TAG_SIZE]);
+
+/* entry followed by its trailer, in a new malloc'd buffer. */
+zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
+                               size_t entry_size, uint8_t **value, size_t *value_size);
+
+/* How many of value's bytes are the entry. secret NULL: any trailer is cut
+ * off unchecked. Otherwise ZC_MISS with the reason unless the trailer is
+ * there and its tag matches. */
+zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,
+                              size_t *entry_size, char *reason, size_t reason_size);
+
+#endif

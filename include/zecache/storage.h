@@ -1,0 +1,89 @@
+/* One storage of entries, as the cache's lookup walks them: get, put,
+ * remove, lock-and-wait, close, and a name for messages. Values are entry
+ * files as the disk tier writes them (entry.h), optionally followed by an
+ * HMAC tag (remote_tag.h); a storage never interprets them, the caller
+ * verifies everything it gets. One file per backend:
+ *
+ *   storage_file.c    the disk tier's layout and format in a directory
+ *                     (file:///PATH: NFS, a read-only image), through the
+ *                     disk tier's own code
+ *   storage_redis.c   Redis through hiredis: one string value per entry
+ *
+ * Every call is bounded: backends with a network use connect and command
+ * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
+#ifndef ZECACHE_STORAGE_H
+#define ZECACHE_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/config.h"
+#include "zecache/fs_ops.h"
+#include "zecache/key.h"
+#include "zecache/remote_spec.h"
+#include "zecache/status.h"
+
+typedef enum zc_storage_claim_result {
+    ZC_STORAGE_CLAIMED,   /* this process holds the key's build lock: compile, put, release */
+    ZC_STORAGE_READY,     /* the entry appeared meanwhile: get it */
+    ZC_STORAGE_GIVE_UP,   /* the wait timed out, or the holder's build or store failed:
+                             compile without the lock */
+} zc_storage_claim_result;
+
+/* What a claim holds: a random token only its taker knows. */
+typedef struct zc_storage_claim {
+    bool held;
+    char token[33];
+} zc_storage_claim;
+
+typedef struct zc_storage zc_storage;
+
+typedef struct zc_storage_ops {
+    /* ZC_OK with a malloc'd copy of key's value, ZC_MISS when there is none,
+     * ZC_ERR_IO when the storage failed. */
+    zc_status (*get)(zc_storage *storage, const zc_key *key, uint8_t **value, size_t *size);
+    /* Stores key's value; replace overwrites one already there (a bad one),
+     * otherwise an existing value may be kept. */
+    zc_status (*put)(zc_storage *storage, const zc_key *key, const uint8_t *value, size_t size,
+                     bool replace);
+    zc_status (*remove)(zc_storage *storage, const zc_key *key);
+    /* Cross-node single flight; NULL when the backend has none. Waits up to
+     * timeout_ms while another holds the lock. ZC_ERR_IO: compile unlocked. */
+    zc_status (*claim)(zc_storage *storage, const zc_key *key, uint64_t timeout_ms,
+                       zc_storage_claim_result *result, zc_storage_claim *claim);
+    /* Lets go of a claim; failed says the build or the store failed, so
+     * waiters stop waiting and compile at once. Nothing held is fine. */
+    void (*release)(zc_storage *storage, const zc_key *key, zc_storage_claim *claim, bool failed);
+    void (*close)(zc_storage *storage);
+} zc_storage_ops;
+
+struct zc_storage {
+    const zc_storage_ops *ops;
+    const char *name; /* the URL, password masked */
+    bool read_only;
+};
+
+/* Opens the storage a parsed NEO_CACHE_REMOTE item describes. config gives
+ * the limits a file storage applies (max size, compression level is unused).
+ * Nothing is contacted yet: network backends connect on first use.
+ * ZC_ERR_DISABLED (logged) when a file storage's directory is unusable. */
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config,
+                          const zc_fs_ops *ops, zc_storage **out);
+void zc_storage_close(zc_storage *storage); /* NULL is accepted */
+
+/* The backends' constructors (zc_storage_open picks one). */
+zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
+                               const zc_fs_ops *ops, zc_storage **out);
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, zc_storage **out);
+
+/* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
+ * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>. */
+#define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
+#define ZC_REDIS_LOCK_PREFIX "zecache:v1:lock:"
+/* The value a holder whose build or store failed leaves in its lock, for
+ * ZC_REDIS_FAILED_MARK_MS, so waiters compile at once. */
+#define ZC_REDIS_FAILED_MARK "failed"
+#define ZC_REDIS_FAILED_MARK_MS 5000
+
+#endif

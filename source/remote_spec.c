@@ -1,0 +1,470 @@
+/* Parsing NEO_CACHE_REMOTE (syntax in remote_spec.h). Everything that does not
+ * parse is refused with a reason: a misspelt "read-only" must not turn into a
+ * storage we write to. */
+#include "zecache/remote_spec.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zecache/config.h"
+
+enum { ITEM_MAX = 4096, NAME_MAX_SHARD = 128 };
+
+static zc_status refuse(char *reason, size_t reason_size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static zc_status refuse(char *reason, size_t reason_size, const char *fmt, ...)
+{
+    if (reason != NULL && reason_size > 0) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(reason, reason_size, fmt, args);
+        va_end(args);
+    }
+    return ZC_ERR_INVALID_ARG;
+}
+
+static bool starts_with(const char *text, const char *prefix)
+{
+    return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Copies length bytes of text to out, decoding %XX. False when it does not
+ * fit, a %XX is malformed, or it decodes to a NUL. */
+static bool percent_decode(const char *text, size_t length, char *out, size_t out_size)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < length; i++) {
+        char c = text[i];
+        if (c == '%') {
+            if (i + 2 >= length)
+                return false;
+            int high = hex_value(text[i + 1]), low = hex_value(text[i + 2]);
+            if (high < 0 || low < 0 || (high == 0 && low == 0))
+                return false;
+            c = (char)(high * 16 + low);
+            i += 2;
+        }
+        if (used + 1 >= out_size)
+            return false;
+        out[used++] = c;
+    }
+    out[used] = '\0';
+    return true;
+}
+
+static bool parse_number(const char *text, size_t length, uint64_t max, uint64_t *value)
+{
+    char copy[32];
+    if (length == 0 || length >= sizeof copy)
+        return false;
+    memcpy(copy, text, length);
+    copy[length] = '\0';
+    for (size_t i = 0; i < length; i++)
+        if (!isdigit((unsigned char)copy[i]))
+            return false;
+    return zc_config_parse_u64(copy, value) && *value <= max;
+}
+
+/* ---- redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] ---- */
+
+static zc_status parse_userinfo(const char *text, size_t length, zc_remote_server *server,
+                                char *reason, size_t reason_size)
+{
+    const char *colon = memchr(text, ':', length);
+    size_t user_length = colon != NULL ? (size_t)(colon - text) : 0;
+    const char *password = colon != NULL ? colon + 1 : text;
+    size_t password_length = length - (size_t)(password - text);
+    if (!percent_decode(text, user_length, server->user, sizeof server->user) ||
+        !percent_decode(password, password_length, server->password, sizeof server->password))
+        return refuse(reason, reason_size, "user or password is malformed or too long");
+    if (server->password[0] == '\0')
+        return refuse(reason, reason_size, "empty password before '@'");
+    return ZC_OK;
+}
+
+static zc_status parse_host_port(const char *text, size_t length, zc_remote_server *server,
+                                 char *reason, size_t reason_size)
+{
+    const char *host = text, *port = NULL;
+    size_t host_length;
+    if (length > 0 && text[0] == '[') { /* [IPv6]:port */
+        const char *close = memchr(text, ']', length);
+        if (close == NULL)
+            return refuse(reason, reason_size, "'[' without ']' in the host");
+        host = text + 1;
+        host_length = (size_t)(close - host);
+        if (close + 1 < text + length) {
+            if (close[1] != ':')
+                return refuse(reason, reason_size, "unexpected text after ']'");
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(text, ':', length);
+        host_length = colon != NULL ? (size_t)(colon - text) : length;
+        port = colon != NULL ? colon + 1 : NULL;
+    }
+    if (host_length == 0)
+        return refuse(reason, reason_size, "no host");
+    if (!percent_decode(host, host_length, server->host, sizeof server->host))
+        return refuse(reason, reason_size, "host is malformed or too long");
+    server->port = ZC_REMOTE_DEFAULT_REDIS_PORT;
+    if (port != NULL) {
+        uint64_t value;
+        if (!parse_number(port, (size_t)(text + length - port), 65535, &value) || value == 0)
+            return refuse(reason, reason_size, "port is not a number from 1 to 65535");
+        server->port = (unsigned)value;
+    }
+    return ZC_OK;
+}
+
+static zc_status parse_db(const char *text, size_t length, zc_remote_server *server, char *reason,
+                          size_t reason_size)
+{
+    uint64_t value = 0;
+    if (length > 0 && !parse_number(text, length, 1000000, &value))
+        return refuse(reason, reason_size, "database \"%.*s\" is not a number", (int)length, text);
+    server->db = (unsigned)value;
+    return ZC_OK;
+}
+
+static zc_status parse_redis_tcp(const char *rest, zc_remote_server *server, char *reason,
+                                 size_t reason_size)
+{
+    const char *slash = strchr(rest, '/');
+    const char *end = slash != NULL ? slash : rest + strlen(rest);
+    if (memchr(rest, '?', (size_t)(end - rest)) != NULL || strchr(end, '?') != NULL)
+        return refuse(reason, reason_size, "redis:// takes no '?' options");
+    const char *at = NULL;
+    for (const char *p = rest; p < end; p++)
+        if (*p == '@')
+            at = p; /* the last one: a password may hold '@' only encoded, but be lenient */
+    const char *host = rest;
+    zc_status status = ZC_OK;
+    if (at != NULL) {
+        status = parse_userinfo(rest, (size_t)(at - rest), server, reason, reason_size);
+        host = at + 1;
+    }
+    if (status == ZC_OK)
+        status = parse_host_port(host, (size_t)(end - host), server, reason, reason_size);
+    if (status == ZC_OK && slash != NULL)
+        status = parse_db(slash + 1, strlen(slash + 1), server, reason, reason_size);
+    return status;
+}
+
+/* ---- redis+unix:///PATH[?db=N], file:///PATH ---- */
+
+/* "///PATH", "//localhost/PATH" or ccache's "/PATH": the absolute path. */
+static const char *absolute_path_of(const char *rest)
+{
+    if (starts_with(rest, "//localhost/"))
+        return rest + strlen("//localhost");
+    if (starts_with(rest, "///"))
+        return rest + 2;
+    if (rest[0] == '/' && rest[1] != '/')
+        return rest;
+    return NULL;
+}
+
+static zc_status parse_path(const char *rest, size_t length, zc_remote_server *server,
+                            char *reason, size_t reason_size)
+{
+    char copy[PATH_MAX];
+    if (length >= sizeof copy)
+        return refuse(reason, reason_size, "path too long");
+    memcpy(copy, rest, length);
+    copy[length] = '\0';
+    const char *path = absolute_path_of(copy);
+    if (path == NULL)
+        return refuse(reason, reason_size, "expected an absolute path (scheme:///PATH)");
+    if (!percent_decode(path, strlen(path), server->path, sizeof server->path))
+        return refuse(reason, reason_size, "path is malformed or too long");
+    return ZC_OK;
+}
+
+static zc_status parse_redis_unix(const char *rest, zc_remote_server *server, char *reason,
+                                  size_t reason_size)
+{
+    const char *query = strchr(rest, '?');
+    size_t length = query != NULL ? (size_t)(query - rest) : strlen(rest);
+    zc_status status = parse_path(rest, length, server, reason, reason_size);
+    if (status != ZC_OK || query == NULL)
+        return status;
+    if (!starts_with(query, "?db="))
+        return refuse(reason, reason_size, "the only option is ?db=N");
+    return parse_db(query + 4, strlen(query + 4), server, reason, reason_size);
+}
+
+static void name_server(zc_remote_kind kind, zc_remote_server *server)
+{
+    if (kind == ZC_REMOTE_FILE) {
+        snprintf(server->name, sizeof server->name, "file://%.300s", server->path);
+        return;
+    }
+    char auth[160] = "";
+    if (server->password[0] != '\0')
+        snprintf(auth, sizeof auth, "%.120s:***@", server->user);
+    if (kind == ZC_REMOTE_REDIS_UNIX) {
+        snprintf(server->name, sizeof server->name, "redis+unix://%s%.200s?db=%u", auth,
+                 server->path, server->db);
+        return;
+    }
+    bool ipv6 = strchr(server->host, ':') != NULL;
+    snprintf(server->name, sizeof server->name, "redis://%s%s%.200s%s:%u/%u", auth,
+             ipv6 ? "[" : "", server->host, ipv6 ? "]" : "", server->port, server->db);
+}
+
+static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_server *server,
+                           char *reason, size_t reason_size)
+{
+    memset(server, 0, sizeof *server);
+    zc_status status;
+    if (starts_with(url, "rediss://"))
+        return refuse(reason, reason_size,
+                      "rediss:// (TLS) is not supported: Debian's hiredis has no TLS; reach the "
+                      "server through a TLS tunnel (stunnel, ssh -L) and use redis:// to its "
+                      "local end");
+    if (starts_with(url, "redis://")) {
+        *kind = ZC_REMOTE_REDIS_TCP;
+        status = parse_redis_tcp(url + strlen("redis://"), server, reason, reason_size);
+    } else if (starts_with(url, "redis+unix:")) {
+        *kind = ZC_REMOTE_REDIS_UNIX;
+        status = parse_redis_unix(url + strlen("redis+unix:"), server, reason, reason_size);
+    } else if (starts_with(url, "file:")) {
+        *kind = ZC_REMOTE_FILE;
+        status = parse_path(url + strlen("file:"), strlen(url + strlen("file:")), server, reason,
+                            reason_size);
+    } else {
+        return refuse(reason, reason_size,
+                      "unknown scheme (expected redis://, redis+unix:// or file://)");
+    }
+    if (status == ZC_OK)
+        name_server(*kind, server);
+    return status;
+}
+
+/* ---- attributes ---- */
+
+typedef struct attributes {
+    bool read_only;
+    uint32_t connect_timeout_ms, timeout_ms;
+    char shards[ITEM_MAX]; /* "" for none */
+} attributes;
+
+static zc_status parse_timeout(const char *name, const char *value, uint32_t *out, char *reason,
+                               size_t reason_size)
+{
+    uint64_t ms;
+    if (value == NULL || !parse_number(value, strlen(value), ZC_REMOTE_MAX_TIMEOUT_MS, &ms) ||
+        ms == 0)
+        return refuse(reason, reason_size, "%s needs a number of milliseconds from 1 to %u", name,
+                      ZC_REMOTE_MAX_TIMEOUT_MS);
+    *out = (uint32_t)ms;
+    return ZC_OK;
+}
+
+static zc_status parse_attribute(char *text, attributes *attrs, char *reason, size_t reason_size)
+{
+    char *equals = strchr(text, '=');
+    const char *value = NULL;
+    if (equals != NULL) {
+        *equals = '\0';
+        value = equals + 1;
+    }
+    if (strcmp(text, "read-only") == 0) {
+        if (value != NULL && strcmp(value, "true") != 0)
+            return refuse(reason, reason_size, "read-only takes no value");
+        attrs->read_only = true;
+        return ZC_OK;
+    }
+    if (strcmp(text, "connect-timeout") == 0)
+        return parse_timeout(text, value, &attrs->connect_timeout_ms, reason, reason_size);
+    if (strcmp(text, "timeout") == 0 || strcmp(text, "operation-timeout") == 0)
+        return parse_timeout(text, value, &attrs->timeout_ms, reason, reason_size);
+    if (strcmp(text, "shards") == 0) {
+        if (value == NULL || value[0] == '\0')
+            return refuse(reason, reason_size, "shards needs a list of names");
+        snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
+        return ZC_OK;
+    }
+    return refuse(reason, reason_size,
+                  "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
+                  "timeout=MS, shards=A,B,...)",
+                  text);
+}
+
+/* "a*b" with '*' replaced by shard. */
+static bool expand_shard(const char *url, const char *shard, char *out, size_t out_size)
+{
+    const char *star = strchr(url, '*');
+    int written =
+        snprintf(out, out_size, "%.*s%s%s", (int)(star - url), url, shard, star + 1);
+    return written > 0 && (size_t)written < out_size;
+}
+
+static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec, char *reason,
+                            size_t reason_size)
+{
+    if (strchr(url, '*') == NULL)
+        return refuse(reason, reason_size, "shards given but the URL has no '*' to replace");
+    char *saveptr = NULL;
+    for (char *shard = strtok_r(shards, ",", &saveptr); shard != NULL;
+         shard = strtok_r(NULL, ",", &saveptr)) {
+        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
+            return refuse(reason, reason_size, "more than %d shards", ZC_REMOTE_MAX_SHARDS);
+        char expanded[ITEM_MAX];
+        if (!expand_shard(url, shard, expanded, sizeof expanded))
+            return refuse(reason, reason_size, "shard URL too long");
+        zc_remote_kind kind;
+        zc_status status =
+            parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
+        if (status != ZC_OK)
+            return status;
+        if (kind == ZC_REMOTE_FILE)
+            return refuse(reason, reason_size, "shards are for Redis servers only");
+        spec->kind = kind;
+        spec->server_count++;
+    }
+    if (spec->server_count == 0)
+        return refuse(reason, reason_size, "shards needs a list of names");
+    return ZC_OK;
+}
+
+static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spec *spec,
+                               char *reason, size_t reason_size)
+{
+    size_t capacity = attrs->shards[0] != '\0' ? ZC_REMOTE_MAX_SHARDS : 1;
+    spec->servers = calloc(capacity, sizeof *spec->servers);
+    if (spec->servers == NULL)
+        return ZC_ERR_NOMEM;
+    if (attrs->shards[0] != '\0')
+        return add_shards(url, attrs->shards, spec, reason, reason_size);
+    if (strchr(url, '*') != NULL && !starts_with(url, "file:"))
+        return refuse(reason, reason_size, "'*' in the URL needs shards=A,B,...");
+    spec->server_count = 1;
+    return parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
+}
+
+static void name_spec(zc_remote_spec *spec, const attributes *attrs)
+{
+    if (spec->server_count == 1)
+        snprintf(spec->name, sizeof spec->name, "%s", spec->servers[0].name);
+    else
+        snprintf(spec->name, sizeof spec->name, "%s (+%zu more shards)", spec->servers[0].name,
+                 spec->server_count - 1);
+    if (attrs->read_only) {
+        size_t length = strlen(spec->name);
+        snprintf(spec->name + length, sizeof spec->name - length, "|read-only");
+    }
+}
+
+zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *reason,
+                               size_t reason_size)
+{
+    if (text == NULL || spec == NULL)
+        return ZC_ERR_INVALID_ARG;
+    memset(spec, 0, sizeof *spec);
+    char item[ITEM_MAX];
+    if (snprintf(item, sizeof item, "%s", text) >= (int)sizeof item)
+        return refuse(reason, reason_size, "longer than %d characters", ITEM_MAX - 1);
+    attributes attrs = {.connect_timeout_ms = ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS,
+                        .timeout_ms = ZC_REMOTE_DEFAULT_TIMEOUT_MS};
+    char *saveptr = NULL;
+    char *url = strtok_r(item, "|", &saveptr);
+    if (url == NULL || strchr(text, '|') == text)
+        return refuse(reason, reason_size, "no URL");
+    zc_status status = ZC_OK;
+    for (char *attr = strtok_r(NULL, "|", &saveptr); attr != NULL && status == ZC_OK;
+         attr = strtok_r(NULL, "|", &saveptr))
+        status = parse_attribute(attr, &attrs, reason, reason_size);
+    if (status == ZC_OK)
+        status = parse_servers(url, &attrs, spec, reason, reason_size);
+    if (status != ZC_OK) {
+        zc_remote_spec_free(spec);
+        return status;
+    }
+    spec->read_only = attrs.read_only;
+    spec->connect_timeout_ms = attrs.connect_timeout_ms;
+    spec->timeout_ms = attrs.timeout_ms;
+    name_spec(spec, &attrs);
+    return ZC_OK;
+}
+
+void zc_remote_spec_free(zc_remote_spec *spec)
+{
+    if (spec == NULL)
+        return;
+    free(spec->servers);
+    spec->servers = NULL;
+    spec->server_count = 0;
+}
+
+/* The storage as written, with anything between "://" and an '@' masked:
+ * messages must not show a password. */
+static void mask_password(const char *item, char *out, size_t out_size)
+{
+    const char *scheme_end = strstr(item, "://");
+    const char *at = scheme_end != NULL ? strchr(scheme_end, '@') : NULL;
+    if (at == NULL)
+        snprintf(out, out_size, "%s", item);
+    else
+        snprintf(out, out_size, "%.*s***%s", (int)(scheme_end + 3 - item), item, at);
+}
+
+zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t *count,
+                                zc_remote_complain_fn complain, void *context)
+{
+    if (specs == NULL || count == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *specs = NULL;
+    *count = 0;
+    if (text == NULL)
+        return ZC_OK;
+    zc_remote_spec *list = calloc(ZC_REMOTE_MAX_STORAGES, sizeof *list);
+    char *copy = strdup(text);
+    if (list == NULL || copy == NULL) {
+        free(list);
+        free(copy);
+        return ZC_ERR_NOMEM;
+    }
+    char *saveptr = NULL;
+    for (char *item = strtok_r(copy, " \t\n", &saveptr); item != NULL;
+         item = strtok_r(NULL, " \t\n", &saveptr)) {
+        char reason[512] = "";
+        zc_status status = ZC_ERR_INVALID_ARG;
+        if (*count == ZC_REMOTE_MAX_STORAGES)
+            snprintf(reason, sizeof reason, "more than %d storages", ZC_REMOTE_MAX_STORAGES);
+        else
+            status = zc_remote_spec_parse(item, &list[*count], reason, sizeof reason);
+        if (status == ZC_OK) {
+            (*count)++;
+        } else if (complain != NULL) {
+            char masked[ITEM_MAX];
+            mask_password(item, masked, sizeof masked);
+            complain(context, masked, reason);
+        }
+    }
+    free(copy);
+    *specs = list;
+    return ZC_OK;
+}
+
+void zc_remote_specs_free(zc_remote_spec *specs, size_t count)
+{
+    if (specs == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        zc_remote_spec_free(&specs[i]);
+    free(specs);
+}

@@ -1,0 +1,133 @@
+/* HMAC tags of remote entries (format in remote_tag.h). */
+#include "zecache/remote_tag.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zecache/sha256.h"
+
+enum { HMAC_BLOCK = 64 };
+
+_Static_assert(sizeof ZC_REMOTE_TAG_MAGIC == 8, "magic with its NUL is 8 bytes");
+_Static_assert(ZC_SHA256_SIZE == ZC_REMOTE_TAG_SIZE, "the tag is a SHA-256 digest");
+
+static bool hash_padded(const uint8_t block[HMAC_BLOCK], uint8_t pad, const void *data,
+                        size_t size, uint8_t digest[ZC_SHA256_SIZE])
+{
+    uint8_t padded[HMAC_BLOCK];
+    for (int i = 0; i < HMAC_BLOCK; i++)
+        padded[i] = block[i] ^ pad;
+    zc_sha256 *hash = zc_sha256_create();
+    bool ok = hash != NULL && zc_sha256_update(hash, padded, sizeof padded) &&
+              zc_sha256_update(hash, data, size) && zc_sha256_finish(hash, digest);
+    zc_sha256_destroy(hash);
+    return ok;
+}
+
+bool zc_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
+                    uint8_t tag[ZC_REMOTE_TAG_SIZE])
+{
+    uint8_t block[HMAC_BLOCK] = {0};
+    if (key_size > HMAC_BLOCK) {
+        if (!zc_sha256_digest(key, key_size, block))
+            return false;
+    } else if (key_size > 0) {
+        memcpy(block, key, key_size);
+    }
+    uint8_t inner[ZC_SHA256_SIZE];
+    return hash_padded(block, 0x36, data, size, inner) &&
+           hash_padded(block, 0x5c, inner, sizeof inner, tag);
+}
+
+zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char *reason,
+                                size_t reason_size)
+{
+    memset(secret, 0, sizeof *secret);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(reason, reason_size, "cannot open %s: %s", path, strerror(errno));
+        return ZC_ERR_IO;
+    }
+    uint8_t buffer[ZC_REMOTE_SECRET_MAX + 1];
+    size_t size = 0;
+    ssize_t got = 0;
+    while (size < sizeof buffer &&
+           ((got = read(fd, buffer + size, sizeof buffer - size)) > 0 || (got < 0 && errno == EINTR)))
+        size += got > 0 ? (size_t)got : 0;
+    int err = errno;
+    close(fd);
+    if (got < 0) {
+        snprintf(reason, reason_size, "cannot read %s: %s", path, strerror(err));
+        return ZC_ERR_IO;
+    }
+    while (size > 0 && isspace(buffer[size - 1]))
+        size--;
+    if (size < ZC_REMOTE_SECRET_MIN || size > ZC_REMOTE_SECRET_MAX) {
+        snprintf(reason, reason_size, "%s holds %zu bytes: a secret needs %d to %d", path, size,
+                 ZC_REMOTE_SECRET_MIN, ZC_REMOTE_SECRET_MAX);
+        return ZC_ERR_INVALID_ARG;
+    }
+    memcpy(secret->bytes, buffer, size);
+    secret->size = size;
+    return ZC_OK;
+}
+
+zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
+                               size_t entry_size, uint8_t **value, size_t *value_size)
+{
+    uint8_t *buffer = malloc(entry_size + ZC_REMOTE_TAG_TRAILER_SIZE);
+    if (buffer == NULL)
+        return ZC_ERR_NOMEM;
+    memcpy(buffer, entry, entry_size);
+    memcpy(buffer + entry_size, ZC_REMOTE_TAG_MAGIC, 8);
+    if (!zc_hmac_sha256(secret->bytes, secret->size, entry, entry_size, buffer + entry_size + 8)) {
+        free(buffer);
+        return ZC_ERR_NOMEM;
+    }
+    *value = buffer;
+    *value_size = entry_size + ZC_REMOTE_TAG_TRAILER_SIZE;
+    return ZC_OK;
+}
+
+static bool has_trailer(const uint8_t *value, size_t size)
+{
+    return size > ZC_REMOTE_TAG_TRAILER_SIZE &&
+           memcmp(value + size - ZC_REMOTE_TAG_TRAILER_SIZE, ZC_REMOTE_TAG_MAGIC, 8) == 0;
+}
+
+/* Compares all bytes whatever the first difference: no timing hint. */
+static bool same_tag(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t difference = 0;
+    for (int i = 0; i < ZC_REMOTE_TAG_SIZE; i++)
+        difference |= a[i] ^ b[i];
+    return difference == 0;
+}
+
+zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,
+                              size_t *entry_size, char *reason, size_t reason_size)
+{
+    bool trailer = has_trailer(value, size);
+    *entry_size = trailer ? size - ZC_REMOTE_TAG_TRAILER_SIZE : size;
+    if (secret == NULL)
+        return ZC_OK;
+    if (!trailer) {
+        snprintf(reason, reason_size, "not signed");
+        return ZC_MISS;
+    }
+    uint8_t expected[ZC_REMOTE_TAG_SIZE];
+    if (!zc_hmac_sha256(secret->bytes, secret->size, value, *entry_size, expected)) {
+        snprintf(reason, reason_size, "cannot compute the tag");
+        return ZC_MISS;
+    }
+    if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
+        snprintf(reason, reason_size, "wrong tag: signed with another secret, or altered");
+        return ZC_MISS;
+    }
+    return ZC_OK;
+}

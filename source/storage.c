@@ -1,0 +1,19 @@
+/* Picking a storage backend for a parsed NEO_CACHE_REMOTE item. */
+#include "zecache/storage.h"
+
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config,
+                          const zc_fs_ops *ops, zc_storage **out)
+{
+    if (spec == NULL || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *out = NULL;
+    if (spec->kind == ZC_REMOTE_FILE)
+        return zc_storage_file_open(spec, config, ops, out);
+    return zc_storage_redis_open(spec, out);
+}
+
+void zc_storage_close(zc_storage *storage)
+{
+    if (storage != NULL)
+        storage->ops->close(storage);
+}

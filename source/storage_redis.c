@@ -1,0 +1,481 @@
+/* Redis through hiredis's synchronous API. One string value per entry under
+ * ZC_REDIS_ENTRY_PREFIX<hex> (GET, SET, DEL); build locks are
+ * SET ZC_REDIS_LOCK_PREFIX<hex> <token> NX PX <ms>, released only by their
+ * taker (a script compares the token). With shards, each key lives on the
+ * server whose name scores highest for it (rendezvous hashing), so adding a
+ * server moves only the keys it wins.
+ *
+ * Every call is bounded by the connect and command timeouts. A failed call
+ * drops the connection (a late reply must not answer the next command); the
+ * next call connects again, and remote.c stops using a storage that keeps
+ * failing. One connection per server per process, used under a mutex. */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "zecache/log.h"
+#include "zecache/sha256.h"
+#include "zecache/storage.h"
+
+enum { FIRST_POLL_MS = 5, MAX_POLL_MS = 100, MIN_LOCK_MS = 1000, MAX_LOCK_MS = 600000 };
+
+/* ready: the entry exists; claimed: the lock is ours; failed: the holder's
+ * build or store failed; busy: another holds it. */
+static const char claim_script[] =
+    "if redis.call('EXISTS', KEYS[1]) == 1 then return 'ready' end\n"
+    "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end\n"
+    "if redis.call('GET', KEYS[2]) == '" ZC_REDIS_FAILED_MARK "' then return 'failed' end\n"
+    "return 'busy'\n";
+
+/* Only the taker's token may delete the lock, or mark it failed. */
+static const char release_script[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if ARGV[2] == '1' then\n"
+    "  redis.call('SET', KEYS[1], '" ZC_REDIS_FAILED_MARK "', 'PX', ARGV[3])\n"
+    "  return 1\n"
+    "end\n"
+    "return redis.call('DEL', KEYS[1])\n";
+
+typedef struct redis_server {
+    zc_remote_server spec;
+    redisContext *context; /* NULL: not connected */
+    pthread_mutex_t mutex;
+} redis_server;
+
+typedef struct redis_storage {
+    zc_storage base;
+    struct timeval connect_timeout, timeout;
+    size_t server_count;
+    redis_server *servers;
+    char name[sizeof(((zc_remote_spec *)0)->name)];
+} redis_storage;
+
+typedef struct redis_key {
+    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + ZC_KEY_HEX_SIZE];
+    char lock[sizeof ZC_REDIS_LOCK_PREFIX + ZC_KEY_HEX_SIZE];
+} redis_key;
+
+static void redis_key_of(const zc_key *key, redis_key *names)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s", hex);
+    snprintf(names->lock, sizeof names->lock, ZC_REDIS_LOCK_PREFIX "%s", hex);
+}
+
+static struct timeval timeval_of_ms(uint32_t ms)
+{
+    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}
+
+/* ---- rendezvous hashing ---- */
+
+static uint64_t shard_score(const zc_key *key, const char *server_name)
+{
+    uint8_t digest[ZC_SHA256_SIZE];
+    zc_sha256 *hash = zc_sha256_create();
+    bool ok = hash != NULL && zc_sha256_update(hash, key->bytes, ZC_KEY_SIZE) &&
+              zc_sha256_update(hash, server_name, strlen(server_name)) &&
+              zc_sha256_finish(hash, digest);
+    zc_sha256_destroy(hash);
+    uint64_t score = 0;
+    for (int i = 0; ok && i < 8; i++)
+        score = score << 8 | digest[i];
+    return score;
+}
+
+static redis_server *server_for(redis_storage *redis, const zc_key *key)
+{
+    size_t best = 0;
+    uint64_t best_score = 0;
+    for (size_t i = 0; i < redis->server_count && redis->server_count > 1; i++) {
+        uint64_t score = shard_score(key, redis->servers[i].spec.name);
+        if (i == 0 || score > best_score) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return &redis->servers[best];
+}
+
+/* ---- SIGPIPE ---- */
+
+/* hiredis writes with write(): a server that closed the connection would
+ * raise SIGPIPE, whose default kills the application. It is blocked in this
+ * thread around every call, and one raised meanwhile is consumed. */
+typedef struct sigpipe_guard {
+    sigset_t old_mask;
+    bool was_pending;
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *guard)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    guard->was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &guard->old_mask);
+}
+
+static void sigpipe_restore(sigpipe_guard *guard)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    if (!guard->was_pending && sigismember(&pending, SIGPIPE) == 1) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &guard->old_mask, NULL);
+}
+
+/* ---- connections and commands ---- */
+
+static void drop_connection(redis_server *server)
+{
+    if (server->context != NULL)
+        redisFree(server->context);
+    server->context = NULL;
+}
+
+static void log_failure(const redis_server *server, const char *what, const char *detail)
+{
+    zc_log_info("remote %s: %s: %s", server->spec.name, what, detail);
+}
+
+static redisReply *command_on(redis_server *server, int argc, const char **argv,
+                              const size_t *lengths)
+{
+    redisReply *reply = redisCommandArgv(server->context, argc, argv, lengths);
+    if (reply == NULL) {
+        log_failure(server, argv[0], server->context->errstr[0] != '\0'
+                                         ? server->context->errstr
+                                         : "no reply (timed out?)");
+        drop_connection(server);
+    }
+    return reply;
+}
+
+/* AUTH and SELECT on a new connection; false (logged) when refused. */
+static bool prepare_connection(redis_server *server)
+{
+    const zc_remote_server *spec = &server->spec;
+    redisReply *reply = NULL;
+    if (spec->password[0] != '\0') {
+        const char *argv[] = {"AUTH", spec->user, spec->password};
+        const char **args = spec->user[0] != '\0' ? argv : (const char *[]){"AUTH", spec->password};
+        int argc = spec->user[0] != '\0' ? 3 : 2;
+        reply = command_on(server, argc, args, NULL);
+        if (reply == NULL)
+            return false;
+        bool ok = reply->type != REDIS_REPLY_ERROR;
+        if (!ok)
+            log_failure(server, "AUTH", reply->str);
+        freeReplyObject(reply);
+        if (!ok)
+            return false;
+    }
+    if (spec->db != 0) {
+        char db[16];
+        snprintf(db, sizeof db, "%u", spec->db);
+        reply = command_on(server, 2, (const char *[]){"SELECT", db}, NULL);
+        if (reply == NULL)
+            return false;
+        bool ok = reply->type != REDIS_REPLY_ERROR;
+        if (!ok)
+            log_failure(server, "SELECT", reply->str);
+        freeReplyObject(reply);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool connect_server(redis_storage *redis, redis_server *server)
+{
+    if (server->context != NULL)
+        return true;
+    redisContext *context =
+        server->spec.path[0] != '\0'
+            ? redisConnectUnixWithTimeout(server->spec.path, redis->connect_timeout)
+            : redisConnectWithTimeout(server->spec.host, (int)server->spec.port,
+                                      redis->connect_timeout);
+    if (context == NULL || context->err != 0) {
+        log_failure(server, "cannot connect", context != NULL ? context->errstr : "out of memory");
+        if (context != NULL)
+            redisFree(context);
+        return false;
+    }
+    if (redisSetTimeout(context, redis->timeout) != REDIS_OK) {
+        log_failure(server, "cannot set the timeout", context->errstr);
+        redisFree(context);
+        return false;
+    }
+    server->context = context;
+    if (!prepare_connection(server)) {
+        drop_connection(server);
+        return false;
+    }
+    return true;
+}
+
+/* One command on key's server, connecting first if needed. NULL (logged)
+ * when the server could not be reached or did not answer in time. */
+static redisReply *run_command(redis_storage *redis, const zc_key *key, int argc,
+                               const char **argv, const size_t *lengths)
+{
+    redis_server *server = server_for(redis, key);
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    pthread_mutex_lock(&server->mutex);
+    redisReply *reply = NULL;
+    if (connect_server(redis, server))
+        reply = command_on(server, argc, argv, lengths);
+    pthread_mutex_unlock(&server->mutex);
+    sigpipe_restore(&guard);
+    return reply;
+}
+
+/* An error reply: the server answered and refused (OOM, WRONGTYPE, ...). */
+static zc_status refused(redis_storage *redis, const zc_key *key, redisReply *reply,
+                         const char *what)
+{
+    log_failure(server_for(redis, key), what, reply->str != NULL ? reply->str : "error");
+    freeReplyObject(reply);
+    return ZC_ERR_DISABLED;
+}
+
+/* ---- the storage operations ---- */
+
+static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **value, size_t *size)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    redis_key names;
+    redis_key_of(key, &names);
+    redisReply *reply = run_command(redis, key, 2, (const char *[]){"GET", names.entry}, NULL);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_NIL) {
+        freeReplyObject(reply);
+        return ZC_MISS;
+    }
+    /* Not a string (WRONGTYPE): reads as an empty value, which no
+     * verification accepts, so the caller replaces it. */
+    size_t length = reply->type == REDIS_REPLY_STRING ? reply->len : 0;
+    if (reply->type == REDIS_REPLY_ERROR)
+        log_failure(server_for(redis, key), "GET", reply->str);
+    uint8_t *copy = malloc(length + 1);
+    if (copy != NULL && length > 0)
+        memcpy(copy, reply->str, length);
+    freeReplyObject(reply);
+    if (copy == NULL)
+        return ZC_ERR_NOMEM;
+    *value = copy;
+    *size = length;
+    return ZC_OK;
+}
+
+/* SET overwrites whatever is there, a bad value or another node's equal one:
+ * replace needs nothing more. */
+static zc_status redis_put(zc_storage *storage, const zc_key *key, const uint8_t *value,
+                           size_t size, bool replace)
+{
+    (void)replace;
+    redis_storage *redis = (redis_storage *)storage;
+    redis_key names;
+    redis_key_of(key, &names);
+    const char *argv[] = {"SET", names.entry, (const char *)value};
+    size_t lengths[] = {3, strlen(names.entry), size};
+    redisReply *reply = run_command(redis, key, 3, argv, lengths);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_ERROR)
+        return refused(redis, key, reply, "SET");
+    freeReplyObject(reply);
+    return ZC_OK;
+}
+
+static zc_status redis_remove(zc_storage *storage, const zc_key *key)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    redis_key names;
+    redis_key_of(key, &names);
+    redisReply *reply = run_command(redis, key, 2, (const char *[]){"DEL", names.entry}, NULL);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_ERROR)
+        return refused(redis, key, reply, "DEL");
+    freeReplyObject(reply);
+    return ZC_OK;
+}
+
+static uint64_t monotonic_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec pause = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+    nanosleep(&pause, NULL);
+}
+
+static void make_token(char token[33])
+{
+    uint8_t random[16];
+    if (getrandom(random, sizeof random, GRND_NONBLOCK) != (ssize_t)sizeof random) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        uint64_t mix = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^
+                       (uint64_t)(uintptr_t)token;
+        for (int i = 0; i < 16; i++)
+            random[i] = (uint8_t)(mix >> (8 * (i % 8))) ^ (uint8_t)i;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(token + 2 * i, 3, "%02x", random[i]);
+}
+
+typedef enum claim_answer { ANSWER_READY, ANSWER_CLAIMED, ANSWER_FAILED, ANSWER_BUSY } claim_answer;
+
+static zc_status try_claim(redis_storage *redis, const zc_key *key, const redis_key *names,
+                           const char *token, uint64_t lock_ms, claim_answer *answer)
+{
+    char px[24];
+    snprintf(px, sizeof px, "%llu", (unsigned long long)lock_ms);
+    const char *argv[] = {"EVAL", claim_script, "2", names->entry, names->lock, token, px};
+    redisReply *reply = run_command(redis, key, 7, argv, NULL);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
+        return refused(redis, key, reply, "EVAL (claim)");
+    if (strcmp(reply->str, "ready") == 0)
+        *answer = ANSWER_READY;
+    else if (strcmp(reply->str, "claimed") == 0)
+        *answer = ANSWER_CLAIMED;
+    else if (strcmp(reply->str, "failed") == 0)
+        *answer = ANSWER_FAILED;
+    else
+        *answer = ANSWER_BUSY;
+    freeReplyObject(reply);
+    return ZC_OK;
+}
+
+/* The lock outlives a holder that died by at most its expiry: the wait
+ * timeout, within [MIN_LOCK_MS, MAX_LOCK_MS]. It is not renewed: a compile
+ * that takes longer lets a waiter take over, which costs a second compile,
+ * never a wrong result. */
+static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t timeout_ms,
+                             zc_storage_claim_result *result, zc_storage_claim *claim)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    *claim = (zc_storage_claim){.held = false};
+    *result = ZC_STORAGE_GIVE_UP;
+    make_token(claim->token);
+    redis_key names;
+    redis_key_of(key, &names);
+    uint64_t lock_ms = timeout_ms < MIN_LOCK_MS   ? MIN_LOCK_MS
+                       : timeout_ms > MAX_LOCK_MS ? MAX_LOCK_MS
+                                                  : timeout_ms;
+    uint64_t deadline = monotonic_ms() + timeout_ms, poll_ms = FIRST_POLL_MS;
+    for (;;) {
+        claim_answer answer;
+        zc_status status = try_claim(redis, key, &names, claim->token, lock_ms, &answer);
+        if (status != ZC_OK)
+            return status;
+        if (answer == ANSWER_READY) {
+            *result = ZC_STORAGE_READY;
+            return ZC_OK;
+        }
+        if (answer == ANSWER_CLAIMED) {
+            claim->held = true;
+            *result = ZC_STORAGE_CLAIMED;
+            return ZC_OK;
+        }
+        uint64_t now = monotonic_ms();
+        if (answer == ANSWER_FAILED || now >= deadline) {
+            zc_log_info("remote %s: %s", redis->name,
+                        answer == ANSWER_FAILED ? "the other node's build failed: compiling"
+                                                : "stopped waiting for another node");
+            return ZC_OK;
+        }
+        sleep_ms(poll_ms < deadline - now ? poll_ms : deadline - now);
+        poll_ms = poll_ms * 2 < MAX_POLL_MS ? poll_ms * 2 : MAX_POLL_MS;
+    }
+}
+
+static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_claim *claim,
+                          bool failed)
+{
+    if (claim == NULL || !claim->held)
+        return;
+    claim->held = false;
+    redis_storage *redis = (redis_storage *)storage;
+    redis_key names;
+    redis_key_of(key, &names);
+    char mark_ms[16];
+    snprintf(mark_ms, sizeof mark_ms, "%d", ZC_REDIS_FAILED_MARK_MS);
+    const char *argv[] = {"EVAL", release_script, "1", names.lock, claim->token,
+                          failed ? "1" : "0", mark_ms};
+    redisReply *reply = run_command(redis, key, 7, argv, NULL);
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+        log_failure(server_for(redis, key), "EVAL (release)", reply->str);
+    if (reply != NULL)
+        freeReplyObject(reply);
+    /* Not released (server gone): the lock expires by itself. */
+}
+
+static void redis_close(zc_storage *storage)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    for (size_t i = 0; i < redis->server_count; i++) {
+        drop_connection(&redis->servers[i]);
+        pthread_mutex_destroy(&redis->servers[i].mutex);
+    }
+    free(redis->servers);
+    free(redis);
+}
+
+static const zc_storage_ops redis_ops = {
+    .get = redis_get,
+    .put = redis_put,
+    .remove = redis_remove,
+    .claim = redis_claim,
+    .release = redis_release,
+    .close = redis_close,
+};
+
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, zc_storage **out)
+{
+    if (spec == NULL || spec->kind == ZC_REMOTE_FILE || spec->server_count == 0 || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    redis_storage *redis = calloc(1, sizeof *redis);
+    redis_server *servers = calloc(spec->server_count, sizeof *servers);
+    if (redis == NULL || servers == NULL) {
+        free(redis);
+        free(servers);
+        return ZC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < spec->server_count; i++) {
+        servers[i].spec = spec->servers[i];
+        pthread_mutex_init(&servers[i].mutex, NULL);
+    }
+    redis->servers = servers;
+    redis->server_count = spec->server_count;
+    redis->connect_timeout = timeval_of_ms(spec->connect_timeout_ms);
+    redis->timeout = timeval_of_ms(spec->timeout_ms);
+    snprintf(redis->name, sizeof redis->name, "%s", spec->name);
+    redis->base = (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
+    *out = &redis->base;
+    return ZC_OK;
+}
