@@ -1,0 +1,477 @@
+/* The cache walking memory, the local disk and the remote storages, with
+ * nodes simulated as caches on separate directories sharing one private
+ * redis-server (or a file:// directory): remote hits copied locally, bad and
+ * wrongly signed values rejected and replaced, a read-only file storage, a
+ * dead or silent server, and one compile per key across nodes. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk_test_support.h"
+#include "redis_test_support.h"
+#include "zecache/cache.h"
+#include "zecache/remote.h"
+
+enum { ARTIFACT_SIZE = 20000, KEYS = 5 };
+
+static t_redis server;
+static char scratch[128];
+static int next_node;
+
+static void setup(void)
+{
+    t_redis_start(&server, NULL);
+    snprintf(scratch, sizeof scratch, "/tmp/zc_rcache_XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch));
+    next_node = 0;
+}
+
+static void teardown(void)
+{
+    t_redis_stop(&server);
+    t_remove_tree(scratch);
+}
+
+static void redis_url(char *url, size_t size)
+{
+    snprintf(url, size, "redis+unix://%s", server.socket);
+}
+
+/* A node: its own cache directory, the given remotes and secret. */
+static zc_cache *open_node(const char *remote, const char *secret, uint64_t wait_timeout_ms)
+{
+    zc_config config;
+    memset(&config, 0, sizeof config);
+    config.persistent = true;
+    snprintf(config.dir, sizeof config.dir, "%s/node%d", scratch, next_node++);
+    config.max_size = ZC_DEFAULT_MAX_SIZE;
+    config.memory_size = 4 << 20;
+    config.compression_level = 3;
+    config.wait_timeout_ms = wait_timeout_ms;
+    snprintf(config.remote, sizeof config.remote, "%s", remote);
+    if (secret != NULL) {
+        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret-%d",
+                 scratch, next_node);
+        t_write_file(config.remote_secret_file, secret, strlen(secret));
+    }
+    zc_cache *cache = NULL;
+    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    return cache;
+}
+
+static zc_cache *open_redis_node(const char *secret)
+{
+    char url[256];
+    redis_url(url, sizeof url);
+    return open_node(url, secret, 0);
+}
+
+typedef struct counted_compile {
+    atomic_int calls;
+    int pause_ms;
+    bool fail;
+} counted_compile;
+
+static uint64_t seed_of(const zc_key *key)
+{
+    return key->bytes[0] + 1000;
+}
+
+typedef struct compile_request {
+    counted_compile *counter;
+    uint64_t seed;
+} compile_request;
+
+static zc_status compile_counted(void *context, zc_artifact **out)
+{
+    compile_request *request = context;
+    atomic_fetch_add(&request->counter->calls, 1);
+    if (request->counter->pause_ms > 0) {
+        struct timespec pause = {0, (long)request->counter->pause_ms * 1000000};
+        nanosleep(&pause, NULL);
+    }
+    if (request->counter->fail)
+        return ZC_ERR_BUILD;
+    *out = t_artifact(ARTIFACT_SIZE, request->seed);
+    return ZC_OK;
+}
+
+/* Looks key up and checks the artifact is exactly the one its seed makes. */
+static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *counter)
+{
+    compile_request request = {.counter = counter, .seed = seed_of(key)};
+    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
+    zc_lookup_outcome outcome;
+    cr_assert_eq(zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact,
+                                         &outcome),
+                 ZC_OK);
+    t_assert_same_artifact(artifact, expected);
+    zc_artifact_unref(artifact);
+    zc_artifact_unref(expected);
+    return outcome;
+}
+
+static zc_cache_stats stats_of(zc_cache *cache)
+{
+    zc_cache_stats stats;
+    zc_cache_get_stats(cache, &stats);
+    return stats;
+}
+
+static void fill_node(zc_cache *cache)
+{
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        cr_assert_eq(lookup(cache, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, KEYS);
+    cr_assert_eq(stats_of(cache).remote_stores, KEYS);
+}
+
+static void assert_all_remote_hits(zc_cache *cache)
+{
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        cr_assert_eq(lookup(cache, &key, &counter), ZC_LOOKUP_REMOTE_HIT, "key %llu",
+                     (unsigned long long)i);
+    }
+    cr_assert_eq(counter.calls, 0);
+    zc_cache_stats stats = stats_of(cache);
+    cr_assert_eq(stats.remote_hits, KEYS);
+    cr_assert_eq(stats.remote_rejected, 0);
+    cr_assert_eq(stats.misses, 0);
+}
+
+static void assert_all_compiled_and_rejected(zc_cache *cache)
+{
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        cr_assert_eq(lookup(cache, &key, &counter), ZC_LOOKUP_COMPILED, "key %llu",
+                     (unsigned long long)i);
+    }
+    cr_assert_eq(counter.calls, KEYS);
+    zc_cache_stats stats = stats_of(cache);
+    cr_assert_eq(stats.remote_rejected, KEYS);
+    cr_assert_eq(stats.remote_hits, 0);
+    cr_assert_eq(stats.misses, KEYS);
+}
+
+Test(remote_cache, new_node_gets_every_module_from_redis, .init = setup, .fini = teardown)
+{
+    zc_cache *first = open_redis_node(NULL);
+    fill_node(first);
+    zc_cache_close(first);
+    zc_cache *fresh = open_redis_node(NULL);
+    assert_all_remote_hits(fresh);
+    cr_assert_eq(stats_of(fresh).stores, KEYS, "remote hits are copied to the local disk");
+    cr_assert_eq(stats_of(fresh).remote_stores, 0);
+    zc_cache_close(fresh);
+    /* The same node again, memory cold and Redis gone: its disk has them. */
+    next_node--;
+    t_redis_stop(&server);
+    zc_cache *again = open_redis_node(NULL);
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        cr_assert_eq(lookup(again, &key, &counter), ZC_LOOKUP_DISK_HIT);
+    }
+    zc_cache_close(again);
+}
+
+static void value_name(const zc_key *key, char name[128])
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(name, 128, "zecache:v1:%s", hex);
+}
+
+/* Each key's value damaged a different way: a flipped payload byte, a cut,
+ * garbage, empty, a non-string, another key's value. */
+static void corrupt_every_value(void)
+{
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i), other = t_key((i + 1) % KEYS);
+        char name[128], other_name[128];
+        value_name(&key, name);
+        value_name(&other, other_name);
+        redisReply *reply = t_redis_command(&server, 2, (const char *[]){"GET", name}, NULL);
+        cr_assert_eq(reply->type, REDIS_REPLY_STRING);
+        size_t size = reply->len;
+        char *value = malloc(size);
+        memcpy(value, reply->str, size);
+        freeReplyObject(reply);
+        if (i == 0) {
+            value[size / 2] ^= 0x40;
+        } else if (i == 1) {
+            size -= 100;
+        } else if (i == 2) {
+            memset(value, 'g', size);
+        } else if (i == 3) {
+            size = 0;
+        } else {
+            freeReplyObject(t_redis_command(&server, 2, (const char *[]){"DEL", name}, NULL));
+            freeReplyObject(
+                t_redis_command(&server, 3, (const char *[]){"RPUSH", name, "x"}, NULL));
+            free(value);
+            continue;
+        }
+        freeReplyObject(t_redis_command(&server, 3, (const char *[]){"SET", name, value},
+                                        (size_t[]){3, strlen(name), size}));
+        free(value);
+    }
+}
+
+Test(remote_cache, bad_values_are_misses_and_get_replaced, .init = setup, .fini = teardown)
+{
+    zc_cache *first = open_redis_node(NULL);
+    fill_node(first);
+    zc_cache_close(first);
+    corrupt_every_value();
+    zc_cache *victim = open_redis_node(NULL);
+    assert_all_compiled_and_rejected(victim);
+    cr_assert_eq(stats_of(victim).remote_stores, KEYS, "the bad values are replaced");
+    zc_cache_close(victim);
+    zc_cache *later = open_redis_node(NULL);
+    assert_all_remote_hits(later);
+    zc_cache_close(later);
+}
+
+Test(remote_cache, another_secret_takes_nothing, .init = setup, .fini = teardown)
+{
+    const char *one = "first secret, long enough", *two = "second secret, long enough";
+    zc_cache *signer = open_redis_node(one);
+    fill_node(signer);
+    zc_cache_close(signer);
+    /* Without a secret, signed values are checked for integrity only. */
+    zc_cache *unsigned_node = open_redis_node(NULL);
+    assert_all_remote_hits(unsigned_node);
+    zc_cache_close(unsigned_node);
+    zc_cache *same = open_redis_node(one);
+    assert_all_remote_hits(same);
+    zc_cache_close(same);
+    zc_cache *other = open_redis_node(two);
+    assert_all_compiled_and_rejected(other); /* and replaces them, signed with its own */
+    zc_cache_close(other);
+    zc_cache *back = open_redis_node(one);
+    assert_all_compiled_and_rejected(back);
+    zc_cache_close(back);
+}
+
+Test(remote_cache, unsigned_values_are_refused_with_a_secret, .init = setup, .fini = teardown)
+{
+    zc_cache *plain = open_redis_node(NULL);
+    fill_node(plain);
+    zc_cache_close(plain);
+    zc_cache *strict = open_redis_node("a secret that is long enough");
+    assert_all_compiled_and_rejected(strict);
+    zc_cache_close(strict);
+}
+
+Test(remote_cache, unusable_secret_file_turns_the_remotes_off, .init = setup, .fini = teardown)
+{
+    zc_cache *plain = open_redis_node(NULL);
+    fill_node(plain);
+    zc_cache_close(plain);
+    zc_cache *node = open_redis_node("short");
+    counted_compile counter = {0};
+    zc_key key = t_key(0);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    zc_cache_stats stats = stats_of(node);
+    cr_assert_eq(stats.remote_hits + stats.remote_misses + stats.remote_stores, 0);
+    zc_cache_close(node);
+}
+
+static size_t count_entries(const char *dir)
+{
+    char command[256];
+    snprintf(command, sizeof command, "find %s -name '*.l0_cache' | wc -l", dir);
+    FILE *pipe = popen(command, "r");
+    unsigned long count = 0;
+    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
+    pclose(pipe);
+    return count;
+}
+
+Test(remote_cache, file_storage_serves_hits_and_read_only_takes_nothing, .init = setup,
+     .fini = teardown)
+{
+    /* A node's own cache directory, served as is. */
+    zc_cache *first = open_node("", NULL, 0);
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        lookup(first, &key, &counter);
+    }
+    char shared[PATH_MAX];
+    snprintf(shared, sizeof shared, "%s", zc_cache_disk_dir(first));
+    zc_cache_close(first);
+    char remote[PATH_MAX + 32];
+    snprintf(remote, sizeof remote, "file://%s|read-only", shared);
+    zc_cache *reader = open_node(remote, NULL, 0);
+    assert_all_remote_hits(reader);
+    zc_key new_key = t_key(50);
+    cr_assert_eq(lookup(reader, &new_key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(count_entries(shared), KEYS, "a read-only storage was written to");
+    cr_assert_eq(stats_of(reader).remote_stores, 0);
+    zc_cache_close(reader);
+    /* Writable: the new compile lands there too. */
+    snprintf(remote, sizeof remote, "file://%s", shared);
+    zc_cache *writer = open_node(remote, NULL, 0);
+    zc_key newer_key = t_key(51);
+    cr_assert_eq(lookup(writer, &newer_key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(stats_of(writer).remote_stores, 1);
+    cr_assert_eq(count_entries(shared), KEYS + 1);
+    zc_cache_close(writer);
+}
+
+/* Every lookup still gives the right artifact; the storage is left alone
+ * after ZC_REMOTE_MAX_FAILURES failed calls. */
+static void assert_compiles_despite(const char *remote, uint64_t wait_timeout_ms)
+{
+    zc_cache *node = open_node(remote, NULL, wait_timeout_ms);
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < 10; i++) {
+        zc_key key = t_key(200 + i);
+        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, 10);
+    zc_cache_stats stats = stats_of(node);
+    cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
+    cr_assert_eq(stats.remote_hits, 0);
+    cr_assert_eq(stats.stores, 10);
+    zc_cache_close(node);
+}
+
+Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    unsigned port;
+    int listener = t_silent_listener(&port);
+    char remote[128];
+    snprintf(remote, sizeof remote, "redis://127.0.0.1:%u|connect-timeout=100|timeout=100", port);
+    assert_compiles_despite(remote, 30000);
+    close(listener);
+}
+
+Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+    char remote[256];
+    snprintf(remote, sizeof remote, "redis+unix://%s|timeout=100", server.socket);
+    cr_assert_eq(kill(server.pid, SIGSTOP), 0);
+    assert_compiles_despite(remote, 30000);
+    /* Killed mid-run: a node that was using it goes on compiling. */
+    kill(server.pid, SIGCONT);
+    zc_cache *node = open_node(remote, NULL, 30000);
+    counted_compile counter = {0};
+    zc_key key = t_key(300);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(stats_of(node).remote_stores, 1);
+    t_redis_stop(&server);
+    for (uint64_t i = 1; i < 6; i++) {
+        key = t_key(300 + i);
+        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, 6);
+    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
+    zc_cache_close(node);
+}
+
+/* ---- one compile per key across nodes ---- */
+
+enum { NODES = 4, SHARED_KEYS = 3 };
+
+typedef struct node_run {
+    zc_cache *cache;
+    counted_compile *counter;
+    zc_lookup_outcome outcomes[SHARED_KEYS];
+} node_run;
+
+static pthread_barrier_t start_line;
+
+static void *run_node(void *context)
+{
+    node_run *run = context;
+    pthread_barrier_wait(&start_line);
+    for (uint64_t i = 0; i < SHARED_KEYS; i++) {
+        zc_key key = t_key(400 + i);
+        run->outcomes[i] = lookup(run->cache, &key, run->counter);
+    }
+    return NULL;
+}
+
+Test(remote_cache, nodes_cold_at_once_compile_each_key_once, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    char url[256];
+    redis_url(url, sizeof url);
+    counted_compile counter = {.pause_ms = 300};
+    node_run runs[NODES];
+    pthread_t threads[NODES];
+    pthread_barrier_init(&start_line, NULL, NODES);
+    for (int n = 0; n < NODES; n++) {
+        runs[n] = (node_run){.cache = open_node(url, NULL, 60000), .counter = &counter};
+        cr_assert_eq(pthread_create(&threads[n], NULL, run_node, &runs[n]), 0);
+    }
+    for (int n = 0; n < NODES; n++)
+        pthread_join(threads[n], NULL);
+    pthread_barrier_destroy(&start_line);
+    cr_assert_eq(counter.calls, SHARED_KEYS, "%d compiles for %d keys", counter.calls,
+                 SHARED_KEYS);
+    uint64_t compiled = 0, remote_hits = 0;
+    for (int n = 0; n < NODES; n++) {
+        zc_cache_stats stats = stats_of(runs[n].cache);
+        compiled += stats.misses;
+        remote_hits += stats.remote_hits;
+        zc_cache_close(runs[n].cache);
+    }
+    cr_assert_eq(compiled, SHARED_KEYS);
+    cr_assert_eq(remote_hits, (NODES - 1) * SHARED_KEYS);
+}
+
+typedef struct failing_holder {
+    zc_cache *cache;
+    counted_compile counter;
+} failing_holder;
+
+static void *fail_a_build(void *context)
+{
+    failing_holder *holder = context;
+    zc_key key = t_key(500);
+    compile_request request = {.counter = &holder->counter, .seed = 1};
+    zc_artifact *artifact = NULL;
+    cr_assert_eq(zc_cache_get_or_compile(holder->cache, &key, NULL, compile_counted, &request,
+                                         &artifact, NULL),
+                 ZC_ERR_BUILD);
+    return NULL;
+}
+
+/* The holder's build fails: the waiter compiles at once instead of waiting
+ * out its (here 100 s) timeout; the Criterion timeout would catch that. */
+Test(remote_cache, holder_failure_releases_waiters_at_once, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+    char url[256];
+    redis_url(url, sizeof url);
+    failing_holder holder = {.cache = open_node(url, NULL, 100000),
+                             .counter = {.pause_ms = 500, .fail = true}};
+    zc_cache *waiter = open_node(url, NULL, 100000);
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, fail_a_build, &holder), 0);
+    while (atomic_load(&holder.counter.calls) == 0) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    counted_compile counter = {0};
+    zc_key key = t_key(500);
+    cr_assert_eq(lookup(waiter, &key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(counter.calls, 1);
+    pthread_join(thread, NULL);
+    zc_cache_close(holder.cache);
+    zc_cache_close(waiter);
+}
