@@ -5,6 +5,7 @@
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/remote_spec.h"
 
 static void print_source(const char *variable, zc_config_source source)
 {
@@ -29,6 +30,27 @@ static void print_size_setting(const char *variable, uint64_t bytes, const char 
     print_source(variable, source);
 }
 
+static void print_remote_problem(void *context, const char *storage, const char *reason)
+{
+    (void)context;
+    printf("  %s: IGNORED: %s\n", storage, reason);
+}
+
+/* Each storage as the layer will use it, or why it will not. */
+static void print_remotes(const zc_config *config)
+{
+    zc_remote_spec *specs = NULL;
+    size_t count = 0;
+    if (zc_remote_specs_parse(config->remote, &specs, &count, print_remote_problem, NULL) !=
+        ZC_OK)
+        return;
+    for (size_t i = 0; i < count; i++)
+        printf("  %s (connect-timeout %u ms, timeout %u ms%s)\n", specs[i].name,
+               specs[i].connect_timeout_ms, specs[i].timeout_ms,
+               specs[i].kind == ZC_REMOTE_FILE ? ", unused for file://" : "");
+    zc_remote_specs_free(specs, count);
+}
+
 static void print_settings(const tool_context *tool, const zc_config *config)
 {
     printf("%-28s %-32d ", "NEO_CACHE_PERSISTENT", config->persistent);
@@ -49,6 +71,16 @@ static void print_settings(const tool_context *tool, const zc_config *config)
     printf("%-28s %-32llu ", "NEO_CACHE_WAIT_TIMEOUT_MS",
            (unsigned long long)config->wait_timeout_ms);
     print_source("NEO_CACHE_WAIT_TIMEOUT_MS", config->wait_timeout_source);
+    printf("%-28s %-32s ", "NEO_CACHE_REMOTE", config->remote[0] != '\0' ? "(below)" : "(none)");
+    print_source("NEO_CACHE_REMOTE", config->remote_source);
+    print_remotes(config);
+    printf("%-28s %-32s ", "NEO_CACHE_REMOTE_SECRET_FILE",
+           config->remote_secret_file[0] != '\0' ? config->remote_secret_file : "(none)");
+    print_source("NEO_CACHE_REMOTE_SECRET_FILE", config->remote_secret_file_source);
+    if (config->remote[0] != '\0' && config->remote_secret_file[0] == '\0')
+        printf("%-28s without a secret, whoever can write to a remote storage chooses the code "
+               "run here\n",
+               "");
     /* zc_config records no source for these three. */
     printf("%-28s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
     printf("%-28s %d\n", "PrintDebugMessages", config->print_debug_messages);

@@ -7,7 +7,7 @@
  *   tool_entries.c   listing entries with their headers
  *   tool_units.c     sizes, durations and times (tool_support.h)
  *   tool_json.c      JSON output (tool_support.h)
- *   cmd_*.c          one command group each */
+ *   cmd_*.c          one command group each (cmd_remote.c: remote check) */
 #ifndef ZECACHE_TOOL_H
 #define ZECACHE_TOOL_H
 
@@ -47,7 +47,7 @@ struct tool_context {
 };
 
 extern const tool_command tool_cmd_exec, tool_cmd_stats, tool_cmd_zero_stats, tool_cmd_ls,
-    tool_cmd_show, tool_cmd_verify, tool_cmd_trim, tool_cmd_clear, tool_cmd_config;
+    tool_cmd_show, tool_cmd_verify, tool_cmd_trim, tool_cmd_clear, tool_cmd_config, tool_cmd_remote;
 
 /* ---- tool_cli.c ---- */
 
