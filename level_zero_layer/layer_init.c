@@ -24,6 +24,11 @@ static void zero_counters_in_child(void)
         atomic_store(&counters->bypasses[i], 0);
     atomic_store(&counters->stores, 0);
     atomic_store(&counters->store_errors, 0);
+    atomic_store(&counters->remote_hits, 0);
+    atomic_store(&counters->remote_misses, 0);
+    atomic_store(&counters->remote_stores, 0);
+    atomic_store(&counters->remote_errors, 0);
+    atomic_store(&counters->remote_rejected, 0);
     atomic_store(&counters->compile_ns_spent, 0);
     atomic_store(&counters->compile_ns_saved, 0);
 }
@@ -71,11 +76,15 @@ static void log_summary(const zc_cache_stats *stats)
     for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
         bypasses += stats->bypasses[i];
     zc_log_info("summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu "
-                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved",
+                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved; remote: "
+                "%llu hits, %llu misses, %llu stores, %llu errors, %llu rejected",
                 (unsigned long long)stats->memory_hits, (unsigned long long)stats->disk_hits,
                 (unsigned long long)stats->misses, (unsigned long long)stats->failed_builds,
                 (unsigned long long)bypasses, (unsigned long long)stats->stores,
-                (unsigned long long)stats->store_errors, (double)stats->compile_ns_saved / 1e6);
+                (unsigned long long)stats->store_errors, (double)stats->compile_ns_saved / 1e6,
+                (unsigned long long)stats->remote_hits, (unsigned long long)stats->remote_misses,
+                (unsigned long long)stats->remote_stores, (unsigned long long)stats->remote_errors,
+                (unsigned long long)stats->remote_rejected);
 }
 
 /* The process's counters go into the cache's stats file once, at exit, so

@@ -181,7 +181,8 @@ static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
 static zc_status compile_unless_another_node_does(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
-    if (cache->remote == NULL || cache->wait_timeout_ms == 0)
+    /* A bad value already seen there would read as ready: nothing to wait for. */
+    if (cache->remote == NULL || cache->wait_timeout_ms == 0 || lookup->rejects != 0)
         return compile_and_store(lookup, out);
     zc_remote_lock claim;
     zc_storage_claim_result claimed =

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "zecache/log.h"
 #include "zecache/sha256.h"
@@ -45,6 +46,7 @@ static const char release_script[] =
 typedef struct redis_server {
     zc_remote_server spec;
     redisContext *context; /* NULL: not connected */
+    pid_t owner;           /* the process that connected it */
     pthread_mutex_t mutex;
 } redis_server;
 
@@ -202,6 +204,10 @@ static bool prepare_connection(redis_server *server)
 
 static bool connect_server(redis_storage *redis, redis_server *server)
 {
+    /* A child of fork shares the parent's socket: its replies are not ours.
+     * The child closes its copy and connects on its own. */
+    if (server->context != NULL && server->owner != getpid())
+        drop_connection(server);
     if (server->context != NULL)
         return true;
     redisContext *context =
@@ -221,6 +227,7 @@ static bool connect_server(redis_storage *redis, redis_server *server)
         return false;
     }
     server->context = context;
+    server->owner = getpid();
     if (!prepare_connection(server)) {
         drop_connection(server);
         return false;

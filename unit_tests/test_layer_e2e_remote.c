@@ -1,0 +1,209 @@
+/* The remote tier on Intel's real driver: ze_probe processes as nodes, each
+ * with its own NEO_CACHE_DIR, sharing a private redis-server or a file://
+ * directory. Compiles and hits are counted from the layer's
+ * PrintDebugMessages lines, summed over the processes. */
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "e2e_together_support.h"
+#include "redis_test_support.h"
+
+#define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
+#define MISS "[Cache]: miss "
+#define HIT_DISK "[Cache]: hit disk "
+#define HIT_REMOTE "[Cache]: hit remote "
+#define REJECTED ": rejected "
+#define NODES 4
+
+static char root[128];
+static t_redis server;
+static char remote_setting[512];
+static int next_probe;
+
+static void setup(void)
+{
+    snprintf(root, sizeof root, "/tmp/zc_e2e_remote.XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    t_redis_start(&server, NULL);
+    snprintf(remote_setting, sizeof remote_setting, "NEO_CACHE_REMOTE=redis+unix://%s",
+             server.socket);
+    next_probe = 0;
+}
+
+static void teardown(void)
+{
+    t_redis_stop(&server);
+    t_remove_tree(root);
+}
+
+TestSuite(e2e_remote, .init = setup, .fini = teardown, .timeout = 300);
+
+/* A node: its own directory, cache inside it, and the given settings. */
+typedef struct node {
+    e2e_probe probe;
+    char cache_setting[PATH_MAX + 16];
+    char cache_dir[PATH_MAX];
+} node;
+
+static void make_node(node *n, const char *a, const char *b, const char *c)
+{
+    memset(n, 0, sizeof *n);
+    snprintf(n->probe.dir, sizeof n->probe.dir, "%s/node%d", root, next_probe++);
+    snprintf(n->cache_dir, sizeof n->cache_dir, "%s/cache", n->probe.dir);
+    snprintf(n->cache_setting, sizeof n->cache_setting, "NEO_CACHE_DIR=%s", n->cache_dir);
+    n->probe.settings[0] = n->cache_setting;
+    n->probe.settings[1] = a;
+    n->probe.settings[2] = b;
+    n->probe.settings[3] = c;
+}
+
+static void run_nodes(node *nodes, int count)
+{
+    e2e_probe probes[NODES];
+    cr_assert_leq(count, NODES);
+    for (int i = 0; i < count; i++)
+        probes[i] = nodes[i].probe;
+    e2e_run_together(probes, count, SAXPY);
+    for (int i = 0; i < count; i++)
+        nodes[i].probe = probes[i];
+    for (int i = 0; i < count; i++)
+        e2e_assert_all_created_the_module(&nodes[i].probe, 1);
+}
+
+static void run_node(node *n)
+{
+    run_nodes(n, 1);
+}
+
+static int count_in(const node *n, const char *needle)
+{
+    return e2e_count_of(n->probe.err, needle);
+}
+
+static void assert_lookups(const node *n, int misses, int remote_hits, int rejected)
+{
+    cr_assert_eq(count_in(n, MISS), misses, "stderr: %s", n->probe.err);
+    cr_assert_eq(count_in(n, HIT_REMOTE), remote_hits, "stderr: %s", n->probe.err);
+    cr_assert_eq(count_in(n, REJECTED), rejected, "stderr: %s", n->probe.err);
+}
+
+static void assert_same_native(const node *reference, const node *n)
+{
+    e2e_assert_same_native(&reference->probe, &n->probe, 1);
+}
+
+Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
+{
+    node *nodes = calloc(NODES + 1, sizeof *nodes);
+    for (int i = 0; i < NODES; i++)
+        make_node(&nodes[i], remote_setting, NULL, NULL);
+    run_nodes(nodes, NODES);
+    int misses = 0, remote_hits = 0;
+    for (int i = 0; i < NODES; i++) {
+        misses += count_in(&nodes[i], MISS);
+        remote_hits += count_in(&nodes[i], HIT_REMOTE);
+        assert_same_native(&nodes[0], &nodes[i]);
+    }
+    cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
+    cr_assert_eq(remote_hits, NODES - 1);
+    make_node(&nodes[NODES], remote_setting, NULL, NULL);
+    run_node(&nodes[NODES]);
+    assert_lookups(&nodes[NODES], 0, 1, 0);
+    assert_same_native(&nodes[0], &nodes[NODES]);
+    free(nodes);
+}
+
+static void corrupt_every_value(void)
+{
+    redisReply *keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:*"}, NULL);
+    cr_assert_eq(keys->type, REDIS_REPLY_ARRAY);
+    cr_assert_gt(keys->elements, 0);
+    for (size_t i = 0; i < keys->elements; i++) {
+        const char *name = keys->element[i]->str;
+        redisReply *value = t_redis_command(&server, 2, (const char *[]){"GET", name}, NULL);
+        cr_assert_eq(value->type, REDIS_REPLY_STRING);
+        value->str[value->len / 2] ^= 0x10; /* inside the zstd frame */
+        freeReplyObject(t_redis_command(&server, 3, (const char *[]){"SET", name, value->str},
+                                        (size_t[]){3, strlen(name), value->len}));
+        freeReplyObject(value);
+    }
+    freeReplyObject(keys);
+}
+
+Test(e2e_remote, corrupted_values_give_the_same_results_as_no_cache)
+{
+    node *nodes = calloc(3, sizeof *nodes);
+    make_node(&nodes[0], "NEO_CACHE_PERSISTENT=0", NULL, NULL); /* no cache at all */
+    run_node(&nodes[0]);
+    make_node(&nodes[1], remote_setting, NULL, NULL);
+    run_node(&nodes[1]);
+    corrupt_every_value();
+    make_node(&nodes[2], remote_setting, NULL, NULL);
+    run_node(&nodes[2]);
+    assert_lookups(&nodes[2], 1, 0, 1);
+    assert_same_native(&nodes[0], &nodes[1]);
+    assert_same_native(&nodes[0], &nodes[2]);
+    free(nodes);
+}
+
+Test(e2e_remote, stopped_or_dead_server_gives_the_same_results_without_hanging)
+{
+    node *nodes = calloc(3, sizeof *nodes);
+    make_node(&nodes[0], remote_setting, NULL, NULL);
+    run_node(&nodes[0]);
+    char timeouts[600];
+    snprintf(timeouts, sizeof timeouts, "%s|connect-timeout=100|timeout=100", remote_setting);
+    cr_assert_eq(kill(server.pid, SIGSTOP), 0);
+    make_node(&nodes[1], timeouts, NULL, NULL); /* never answers */
+    run_node(&nodes[1]);
+    assert_lookups(&nodes[1], 1, 0, 0);
+    t_redis_stop(&server); /* killed */
+    make_node(&nodes[2], timeouts, NULL, NULL);
+    run_node(&nodes[2]);
+    assert_lookups(&nodes[2], 1, 0, 0);
+    assert_same_native(&nodes[0], &nodes[1]);
+    assert_same_native(&nodes[0], &nodes[2]);
+    free(nodes);
+}
+
+static void write_secret(const char *name, const char *text, char *setting, size_t size)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, name);
+    t_write_file(path, text, strlen(text));
+    snprintf(setting, size, "NEO_CACHE_REMOTE_SECRET_FILE=%s", path);
+}
+
+Test(e2e_remote, node_with_another_secret_takes_nothing)
+{
+    char one[PATH_MAX + 40], two[PATH_MAX + 40];
+    write_secret("one", "the first secret of this test", one, sizeof one);
+    write_secret("two", "the second secret of this test", two, sizeof two);
+    node *nodes = calloc(3, sizeof *nodes);
+    make_node(&nodes[0], remote_setting, one, NULL);
+    run_node(&nodes[0]);
+    make_node(&nodes[1], remote_setting, one, NULL);
+    run_node(&nodes[1]);
+    assert_lookups(&nodes[1], 0, 1, 0);
+    make_node(&nodes[2], remote_setting, two, NULL);
+    run_node(&nodes[2]);
+    assert_lookups(&nodes[2], 1, 0, 1);
+    assert_same_native(&nodes[0], &nodes[1]);
+    assert_same_native(&nodes[0], &nodes[2]);
+    free(nodes);
+}
+
+Test(e2e_remote, read_only_file_storage_serves_hits)
+{
+    node *nodes = calloc(2, sizeof *nodes);
+    make_node(&nodes[0], NULL, NULL, NULL);
+    run_node(&nodes[0]);
+    char setting[PATH_MAX + 64];
+    snprintf(setting, sizeof setting, "NEO_CACHE_REMOTE=file://%s|read-only", nodes[0].cache_dir);
+    make_node(&nodes[1], setting, NULL, NULL);
+    run_node(&nodes[1]);
+    assert_lookups(&nodes[1], 0, 1, 0);
+    cr_assert_eq(count_in(&nodes[1], HIT_DISK), 0);
+    assert_same_native(&nodes[0], &nodes[1]);
+    free(nodes);
+}
