@@ -112,9 +112,11 @@ static void print_bypasses(const zc_stats_counters *counters)
 
 static void print_counters(const zc_stats_counters *counters)
 {
-    uint64_t hits = counters->memory_hits + counters->disk_hits;
+    uint64_t hits = counters->memory_hits + counters->disk_hits + counters->remote_hits;
     printf("%-19s %llu from memory, %llu from disk", "hits",
            (unsigned long long)counters->memory_hits, (unsigned long long)counters->disk_hits);
+    if (counters->remote_hits > 0)
+        printf(", %llu from remote storages", (unsigned long long)counters->remote_hits);
     if (hits + counters->misses > 0)
         printf(" (hit rate %.1f%%)", 100.0 * (double)hits / (double)(hits + counters->misses));
     printf("\n%-19s %llu (%llu failed to build)\n", "misses", (unsigned long long)counters->misses,
