@@ -50,8 +50,8 @@ static zc_status read_secret(const zc_config *config, zc_remote *remote)
         zc_remote_secret_read(config->remote_secret_file, remote->secret, reason, sizeof reason);
     if (status != ZC_OK) {
         char what[sizeof reason + 96];
-        snprintf(what, sizeof what,
-                 "NEO_CACHE_REMOTE_SECRET_FILE: %s: remote storages not used", reason);
+        snprintf(what, sizeof what, "NEO_CACHE_REMOTE_SECRET_FILE: %s: remote storages not used",
+                 reason);
         zc_log_failure(what, 0);
     }
     return status;
@@ -77,8 +77,8 @@ static void open_storages(const zc_config *config, const zc_fs_ops *ops, zc_remo
     zc_remote_specs_free(specs, spec_count);
 }
 
-zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops,
-                         zc_cache_counters *counters, zc_remote **out)
+zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops, zc_cache_counters *counters,
+                         zc_remote **out)
 {
     if (config == NULL || counters == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -142,11 +142,11 @@ static bool verify_value(zc_remote *remote, remote_storage *slot, const zc_key *
                          zc_artifact **artifact, size_t *entry_size)
 {
     char reason[256] = "";
-    zc_status status = zc_remote_tag_check(remote->secret, value, size, entry_size, reason,
-                                           sizeof reason);
+    zc_status status =
+        zc_remote_tag_check(remote->secret, value, size, entry_size, reason, sizeof reason);
     if (status == ZC_OK)
-        status = zc_entry_decode(value, *entry_size, key, max_payload, artifact, reason,
-                                 sizeof reason);
+        status =
+            zc_entry_decode(value, *entry_size, key, max_payload, artifact, reason, sizeof reason);
     if (status == ZC_OK)
         return true;
     char hex[ZC_KEY_HEX_SIZE];
@@ -191,8 +191,8 @@ static bool writable(remote_storage *slot)
     return usable(slot) && !slot->storage->read_only;
 }
 
-bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
-                     size_t entry_size, zc_remote_rejects replace)
+bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,
+                     zc_remote_rejects replace)
 {
     const uint8_t *value = entry;
     size_t value_size = entry_size;
@@ -209,7 +209,8 @@ bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
         if (!writable(slot))
             continue;
         bool replace_it = (replace >> i) & 1;
-        zc_status status = slot->storage->ops->put(slot->storage, key, value, value_size, replace_it);
+        zc_status status =
+            slot->storage->ops->put(slot->storage, key, value, value_size, replace_it);
         note_result(remote, slot, status);
         if (status == ZC_OK)
             count(&remote->counters->remote_stores);
@@ -222,8 +223,8 @@ bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
 
 /* ---- cross-node single flight ---- */
 
-zc_storage_claim_result zc_remote_claim(zc_remote *remote, const zc_key *key,
-                                        uint64_t timeout_ms, zc_remote_lock *claim)
+zc_storage_claim_result zc_remote_claim(zc_remote *remote, const zc_key *key, uint64_t timeout_ms,
+                                        zc_remote_lock *claim)
 {
     *claim = (zc_remote_lock){.storage = NULL};
     for (size_t i = 0; i < remote->count; i++) {

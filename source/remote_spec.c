@@ -177,8 +177,8 @@ static const char *absolute_path_of(const char *rest)
     return NULL;
 }
 
-static zc_status parse_path(const char *rest, size_t length, zc_remote_server *server,
-                            char *reason, size_t reason_size)
+static zc_status parse_path(const char *rest, size_t length, zc_remote_server *server, char *reason,
+                            size_t reason_size)
 {
     char copy[PATH_MAX];
     if (length >= sizeof copy)
@@ -221,8 +221,8 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         return;
     }
     bool ipv6 = strchr(server->host, ':') != NULL;
-    snprintf(server->name, sizeof server->name, "redis://%s%s%.200s%s:%u/%u", auth,
-             ipv6 ? "[" : "", server->host, ipv6 ? "]" : "", server->port, server->db);
+    snprintf(server->name, sizeof server->name, "redis://%s%s%.200s%s:%u/%u", auth, ipv6 ? "[" : "",
+             server->host, ipv6 ? "]" : "", server->port, server->db);
 }
 
 static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_server *server,
@@ -308,8 +308,7 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
 static bool expand_shard(const char *url, const char *shard, char *out, size_t out_size)
 {
     const char *star = strchr(url, '*');
-    int written =
-        snprintf(out, out_size, "%.*s%s%s", (int)(star - url), url, shard, star + 1);
+    int written = snprintf(out, out_size, "%.*s%s%s", (int)(star - url), url, shard, star + 1);
     return written > 0 && (size_t)written < out_size;
 }
 

@@ -16,8 +16,8 @@ enum { HMAC_BLOCK = 64 };
 _Static_assert(sizeof ZC_REMOTE_TAG_MAGIC == 8, "magic with its NUL is 8 bytes");
 _Static_assert(ZC_SHA256_SIZE == ZC_REMOTE_TAG_SIZE, "the tag is a SHA-256 digest");
 
-static bool hash_padded(const uint8_t block[HMAC_BLOCK], uint8_t pad, const void *data,
-                        size_t size, uint8_t digest[ZC_SHA256_SIZE])
+static bool hash_padded(const uint8_t block[HMAC_BLOCK], uint8_t pad, const void *data, size_t size,
+                        uint8_t digest[ZC_SHA256_SIZE])
 {
     uint8_t padded[HMAC_BLOCK];
     for (int i = 0; i < HMAC_BLOCK; i++)
@@ -56,8 +56,8 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
     uint8_t buffer[ZC_REMOTE_SECRET_MAX + 1];
     size_t size = 0;
     ssize_t got = 0;
-    while (size < sizeof buffer &&
-           ((got = read(fd, buffer + size, sizeof buffer - size)) > 0 || (got < 0 && errno == EINTR)))
+    while (size < sizeof buffer && ((got = read(fd, buffer + size, sizeof buffer - size)) > 0 ||
+                                    (got < 0 && errno == EINTR)))
         size += got > 0 ? (size_t)got : 0;
     int err = errno;
     close(fd);

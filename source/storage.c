@@ -1,8 +1,8 @@
 /* Picking a storage backend for a parsed NEO_CACHE_REMOTE item. */
 #include "zecache/storage.h"
 
-zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config,
-                          const zc_fs_ops *ops, zc_storage **out)
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, const zc_fs_ops *ops,
+                          zc_storage **out)
 {
     if (spec == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;

@@ -33,8 +33,8 @@ static zc_status file_remove(zc_storage *storage, const zc_key *key)
 }
 
 /* The disk tier keeps an existing file: a bad one is removed first. */
-static zc_status file_put(zc_storage *storage, const zc_key *key, const uint8_t *value,
-                          size_t size, bool replace)
+static zc_status file_put(zc_storage *storage, const zc_key *key, const uint8_t *value, size_t size,
+                          bool replace)
 {
     file_storage *file = (file_storage *)storage;
     if (replace)
@@ -76,9 +76,8 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
     dir_config->persistent = true;
     /* Shared by intent: who may write it is the trust model (README). */
     dir_config->allow_shared = true;
-    zc_status status = spec->read_only
-                           ? zc_disk_tier_open_read_only(dir_config, ops, &file->tier)
-                           : zc_disk_tier_open(dir_config, ops, &file->tier);
+    zc_status status = spec->read_only ? zc_disk_tier_open_read_only(dir_config, ops, &file->tier)
+                                       : zc_disk_tier_open(dir_config, ops, &file->tier);
     free(dir_config);
     if (status != ZC_OK) {
         free(file);

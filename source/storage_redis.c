@@ -159,9 +159,9 @@ static redisReply *command_on(redis_server *server, int argc, const char **argv,
 {
     redisReply *reply = redisCommandArgv(server->context, argc, argv, lengths);
     if (reply == NULL) {
-        log_failure(server, argv[0], server->context->errstr[0] != '\0'
-                                         ? server->context->errstr
-                                         : "no reply (timed out?)");
+        log_failure(server, argv[0],
+                    server->context->errstr[0] != '\0' ? server->context->errstr
+                                                       : "no reply (timed out?)");
         drop_connection(server);
     }
     return reply;
@@ -237,8 +237,8 @@ static bool connect_server(redis_storage *redis, redis_server *server)
 
 /* One command on key's server, connecting first if needed. NULL (logged)
  * when the server could not be reached or did not answer in time. */
-static redisReply *run_command(redis_storage *redis, const zc_key *key, int argc,
-                               const char **argv, const size_t *lengths)
+static redisReply *run_command(redis_storage *redis, const zc_key *key, int argc, const char **argv,
+                               const size_t *lengths)
 {
     redis_server *server = server_for(redis, key);
     sigpipe_guard guard;
@@ -351,8 +351,8 @@ static void make_token(char token[33])
     if (getrandom(random, sizeof random, GRND_NONBLOCK) != (ssize_t)sizeof random) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        uint64_t mix = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^
-                       (uint64_t)(uintptr_t)token;
+        uint64_t mix =
+            (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uint64_t)(uintptr_t)token;
         for (int i = 0; i < 16; i++)
             random[i] = (uint8_t)(mix >> (8 * (i % 8))) ^ (uint8_t)i;
     }
@@ -439,8 +439,8 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     redis_key_of(key, &names);
     char mark_ms[16];
     snprintf(mark_ms, sizeof mark_ms, "%d", ZC_REDIS_FAILED_MARK_MS);
-    const char *argv[] = {"EVAL", release_script, "1", names.lock, claim->token,
-                          failed ? "1" : "0", mark_ms};
+    const char *argv[] = {"EVAL",       release_script,     "1",    names.lock,
+                          claim->token, failed ? "1" : "0", mark_ms};
     redisReply *reply = run_command(redis, key, 7, argv, NULL);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
         log_failure(server_for(redis, key), "EVAL (release)", reply->str);
@@ -489,7 +489,8 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, zc_storage **out)
     redis->connect_timeout = timeval_of_ms(spec->connect_timeout_ms);
     redis->timeout = timeval_of_ms(spec->timeout_ms);
     snprintf(redis->name, sizeof redis->name, "%s", spec->name);
-    redis->base = (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
+    redis->base =
+        (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
     *out = &redis->base;
     return ZC_OK;
 }

@@ -41,8 +41,7 @@ static void print_remotes(const zc_config *config)
 {
     zc_remote_spec *specs = NULL;
     size_t count = 0;
-    if (zc_remote_specs_parse(config->remote, &specs, &count, print_remote_problem, NULL) !=
-        ZC_OK)
+    if (zc_remote_specs_parse(config->remote, &specs, &count, print_remote_problem, NULL) != ZC_OK)
         return;
     for (size_t i = 0; i < count; i++)
         printf("  %s (connect-timeout %u ms, timeout %u ms%s)\n", specs[i].name,

@@ -46,8 +46,7 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
     size_t size = 0;
     double start = now_ms();
     const char *problem = NULL;
-    if (!storage->read_only &&
-        storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
+    if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
     if (problem == NULL && got == ZC_ERR_IO)
@@ -55,8 +54,7 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
     else if (problem == NULL && !storage->read_only &&
              (got != ZC_OK || size != sizeof probe || memcmp(value, probe, size) != 0))
         problem = "the probe read back differs from what was written";
-    if (problem == NULL && !storage->read_only &&
-        storage->ops->remove(storage, &key) != ZC_OK)
+    if (problem == NULL && !storage->read_only && storage->ops->remove(storage, &key) != ZC_OK)
         problem = "cannot remove the probe";
     *elapsed_ms = now_ms() - start;
     free(value);

@@ -22,7 +22,7 @@
 #define E2E_MAX_SETTINGS 6
 
 typedef struct e2e_probe {
-    char dir[256]; /* its working directory: output and native binary */
+    char dir[256];                          /* its working directory: output and native binary */
     const char *settings[E2E_MAX_SETTINGS]; /* "NAME=value", NULL-terminated */
     pid_t pid;
     int exit_status; /* exit code, or 128 + signal */
@@ -44,9 +44,8 @@ static inline _Noreturn void e2e_exec_probe(const e2e_probe *probe, const e2e_st
                                             const char *spirv)
 {
     static const char *const base[] = {
-        "NEOReadDebugKeys=1",        "SetCommandStreamReceiver=1", "ProductFamilyOverride=tgllp",
-        "PrintDebugMessages=1",      "LD_LIBRARY_PATH=" ZC_LAYER_DIR,
-        "ZE_ENABLE_VALIDATION_LAYER=1"};
+        "NEOReadDebugKeys=1",   "SetCommandStreamReceiver=1",    "ProductFamilyOverride=tgllp",
+        "PrintDebugMessages=1", "LD_LIBRARY_PATH=" ZC_LAYER_DIR, "ZE_ENABLE_VALIDATION_LAYER=1"};
     char *env[16];
     size_t count = 0;
     char home[PATH_MAX + 8];

@@ -67,10 +67,25 @@ static inline void t_redis_start(t_redis *redis, const char *const *extra)
     redis->port = t_free_tcp_port();
     char port[16];
     snprintf(port, sizeof port, "%u", redis->port);
-    const char *argv[64] = {"redis-server", "--port", port, "--bind", "127.0.0.1",
-                            "--unixsocket", redis->socket, "--save", "", "--appendonly", "no",
-                            "--dir", redis->dir, "--daemonize", "no", "--loglevel", "warning",
-                            "--logfile", ""};
+    const char *argv[64] = {"redis-server",
+                            "--port",
+                            port,
+                            "--bind",
+                            "127.0.0.1",
+                            "--unixsocket",
+                            redis->socket,
+                            "--save",
+                            "",
+                            "--appendonly",
+                            "no",
+                            "--dir",
+                            redis->dir,
+                            "--daemonize",
+                            "no",
+                            "--loglevel",
+                            "warning",
+                            "--logfile",
+                            ""};
     size_t argc = 19;
     for (size_t i = 0; extra != NULL && extra[i] != NULL && argc < 62; i++)
         argv[argc++] = extra[i];
@@ -125,8 +140,7 @@ static inline int t_silent_listener(unsigned *port)
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t length = sizeof address;
     cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&address, sizeof address) == 0 &&
-              listen(fd, 64) == 0 &&
-              getsockname(fd, (struct sockaddr *)&address, &length) == 0);
+              listen(fd, 64) == 0 && getsockname(fd, (struct sockaddr *)&address, &length) == 0);
     *port = ntohs(address.sin_port);
     return fd;
 }

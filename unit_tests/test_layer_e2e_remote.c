@@ -122,7 +122,11 @@ static void corrupt_every_value(void)
         const char *name = keys->element[i]->str;
         redisReply *value = t_redis_command(&server, 2, (const char *[]){"GET", name}, NULL);
         cr_assert_eq(value->type, REDIS_REPLY_STRING);
-        value->str[value->len / 2] ^= 0x10; /* inside the zstd frame */
+        /* 64 bytes inside the zstd frame: a single flipped bit may land on a
+         * bit the decoder ignores, which changes nothing. */
+        cr_assert_gt(value->len, 600);
+        for (size_t at = value->len / 2; at < value->len / 2 + 64; at++)
+            value->str[at] ^= 0xa5;
         freeReplyObject(t_redis_command(&server, 3, (const char *[]){"SET", name, value->str},
                                         (size_t[]){3, strlen(name), value->len}));
         freeReplyObject(value);

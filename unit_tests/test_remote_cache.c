@@ -104,9 +104,9 @@ static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_comp
     compile_request request = {.counter = counter, .seed = seed_of(key)};
     zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
     zc_lookup_outcome outcome;
-    cr_assert_eq(zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact,
-                                         &outcome),
-                 ZC_OK);
+    cr_assert_eq(
+        zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact, &outcome),
+        ZC_OK);
     t_assert_same_artifact(artifact, expected);
     zc_artifact_unref(artifact);
     zc_artifact_unref(expected);
@@ -358,8 +358,8 @@ Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = t
     close(listener);
 }
 
-Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setup,
-     .fini = teardown, .timeout = 60)
+Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setup, .fini = teardown,
+     .timeout = 60)
 {
     char remote[256];
     snprintf(remote, sizeof remote, "redis+unix://%s|timeout=100", server.socket);
@@ -421,8 +421,7 @@ Test(remote_cache, nodes_cold_at_once_compile_each_key_once, .init = setup, .fin
     for (int n = 0; n < NODES; n++)
         pthread_join(threads[n], NULL);
     pthread_barrier_destroy(&start_line);
-    cr_assert_eq(counter.calls, SHARED_KEYS, "%d compiles for %d keys", counter.calls,
-                 SHARED_KEYS);
+    cr_assert_eq(counter.calls, SHARED_KEYS, "%d compiles for %d keys", counter.calls, SHARED_KEYS);
     uint64_t compiled = 0, remote_hits = 0;
     for (int n = 0; n < NODES; n++) {
         zc_cache_stats stats = stats_of(runs[n].cache);

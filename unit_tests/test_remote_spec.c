@@ -20,8 +20,8 @@ static void parse_refused(const char *text, const char *reason_part)
     char reason[512] = "";
     cr_assert_eq(zc_remote_spec_parse(text, &spec, reason, sizeof reason), ZC_ERR_INVALID_ARG,
                  "%s was accepted", text);
-    cr_assert_not_null(strstr(reason, reason_part), "%s: reason \"%s\" lacks \"%s\"", text,
-                       reason, reason_part);
+    cr_assert_not_null(strstr(reason, reason_part), "%s: reason \"%s\" lacks \"%s\"", text, reason,
+                       reason_part);
     cr_assert_null(spec.servers);
 }
 

@@ -53,8 +53,8 @@ Test(remote_tag, signed_value_checks_only_with_its_secret)
     char reason[128];
     cr_assert_eq(zc_remote_tag_append(&secret, entry, sizeof entry, &value, &value_size), ZC_OK);
     cr_assert_eq(value_size, sizeof entry + ZC_REMOTE_TAG_TRAILER_SIZE);
-    cr_assert_eq(zc_remote_tag_check(&secret, value, value_size, &entry_size, reason, sizeof reason),
-                 ZC_OK);
+    cr_assert_eq(
+        zc_remote_tag_check(&secret, value, value_size, &entry_size, reason, sizeof reason), ZC_OK);
     cr_assert_eq(entry_size, sizeof entry);
     /* Without a secret the trailer is cut off unchecked. */
     cr_assert_eq(zc_remote_tag_check(NULL, value, value_size, &entry_size, reason, sizeof reason),
@@ -77,8 +77,9 @@ Test(remote_tag, signed_value_checks_only_with_its_secret)
                                          sizeof reason),
                      ZC_MISS, "cut by %zu and still accepted", cut);
     /* An unsigned value: refused with a secret, whole without one. */
-    cr_assert_eq(zc_remote_tag_check(&secret, entry, sizeof entry, &entry_size, reason, sizeof reason),
-                 ZC_MISS);
+    cr_assert_eq(
+        zc_remote_tag_check(&secret, entry, sizeof entry, &entry_size, reason, sizeof reason),
+        ZC_MISS);
     cr_assert_not_null(strstr(reason, "not signed"));
     cr_assert_eq(zc_remote_tag_check(NULL, entry, sizeof entry, &entry_size, reason, sizeof reason),
                  ZC_OK);

@@ -47,8 +47,7 @@ static void value_of(uint64_t seed, uint8_t *bytes, size_t size)
     t_fill_random(bytes, size, seed);
 }
 
-static void assert_get(zc_storage *storage, const zc_key *key, const uint8_t *expected,
-                       size_t size)
+static void assert_get(zc_storage *storage, const zc_key *key, const uint8_t *expected, size_t size)
 {
     uint8_t *value = NULL;
     size_t value_size = 0;
@@ -148,8 +147,8 @@ Test(storage_redis, shards_spread_keys_by_rendezvous_hashing, .fini = stop)
         snprintf(name, sizeof name, "zecache:v1:%s", hex);
         int found = 0;
         for (int s = 0; s < 2; s++) {
-            redisReply *reply = t_redis_command(&shards[s], 2, (const char *[]){"EXISTS", name},
-                                                NULL);
+            redisReply *reply =
+                t_redis_command(&shards[s], 2, (const char *[]){"EXISTS", name}, NULL);
             found += (int)reply->integer;
             on_first += s == 0 ? (int)reply->integer : 0;
             freeReplyObject(reply);
@@ -165,8 +164,8 @@ Test(storage_redis, shards_spread_keys_by_rendezvous_hashing, .fini = stop)
 
 Test(storage_redis, out_of_memory_is_a_refusal_not_a_failure, .fini = stop)
 {
-    t_redis_start(&server, (const char *[]){"--maxmemory", "1mb", "--maxmemory-policy",
-                                            "noeviction", NULL});
+    t_redis_start(&server,
+                  (const char *[]){"--maxmemory", "1mb", "--maxmemory-policy", "noeviction", NULL});
     zc_storage *storage = open_unix("");
     static uint8_t value[2 << 20];
     value_of(5, value, sizeof value);
@@ -278,7 +277,8 @@ Test(storage_redis, concurrent_stores_of_one_key_leave_one_whole_value, .init = 
     pthread_t threads[WRITERS];
     writer writers[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
-        writers[i] = (writer){.storage = i % 2 == 0 ? shared : open_unix(""), .seed = 500 + (uint64_t)i};
+        writers[i] =
+            (writer){.storage = i % 2 == 0 ? shared : open_unix(""), .seed = 500 + (uint64_t)i};
         cr_assert_eq(pthread_create(&threads[i], NULL, write_one_key, &writers[i]), 0);
     }
     for (int i = 0; i < WRITERS; i++)

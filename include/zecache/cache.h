@@ -44,8 +44,7 @@ typedef struct zc_cache_counters {
     /* The remote tier (remote.h): lookups a remote served, lookups that asked
      * the remotes and got nothing usable, values put, failed calls, and bad
      * or unsigned values ignored. */
-    atomic_uint_least64_t remote_hits, remote_misses, remote_stores, remote_errors,
-        remote_rejected;
+    atomic_uint_least64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
 } zc_cache_counters;
 
 /* A snapshot of the counters in plain integers. */
@@ -81,7 +80,7 @@ typedef enum zc_lookup_outcome {
     ZC_LOOKUP_MEMORY_HIT, /* in memory, or built by another thread this one waited for */
     ZC_LOOKUP_DISK_HIT,
     ZC_LOOKUP_REMOTE_HIT, /* from a remote storage (then copied to disk and memory) */
-    ZC_LOOKUP_COMPILED, /* compile ran in this call (successfully or not) */
+    ZC_LOOKUP_COMPILED,   /* compile ran in this call (successfully or not) */
 } zc_lookup_outcome;
 
 /* Returns key's artifact: from memory, else from disk, else from the remote

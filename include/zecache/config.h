@@ -37,8 +37,8 @@ typedef struct zc_config {
     uint64_t wait_timeout_ms;  /* NEO_CACHE_WAIT_TIMEOUT_MS: how long a process waits for
                                   another compiling the same key, 0 = not at all */
     zc_config_source wait_timeout_source;
-    char remote[ZC_REMOTE_TEXT_MAX]; /* NEO_CACHE_REMOTE as given ("" none); parsed by
-                                        remote_spec.h when the cache opens */
+    char remote[ZC_REMOTE_TEXT_MAX];   /* NEO_CACHE_REMOTE as given ("" none); parsed by
+                                          remote_spec.h when the cache opens */
     char remote_secret_file[PATH_MAX]; /* NEO_CACHE_REMOTE_SECRET_FILE ("" none) */
     zc_config_source remote_source, remote_secret_file_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,

@@ -27,8 +27,8 @@ typedef struct zc_remote zc_remote;
 /* Opens config's storages (nothing is contacted yet). *out is NULL when none
  * is configured or usable, or when the secret file is set but unusable (then
  * no remote is trusted: logged). counters receive remote_* counts. */
-zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops,
-                         zc_cache_counters *counters, zc_remote **out);
+zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops, zc_cache_counters *counters,
+                         zc_remote **out);
 void zc_remote_close(zc_remote *remote); /* NULL is accepted */
 
 /* Which storages held a bad value for a key: bit i for storage i. */
@@ -43,8 +43,8 @@ zc_status zc_remote_load(zc_remote *remote, const zc_key *key, uint64_t max_payl
 
 /* Puts entry (signed when there is a secret) into every writable storage,
  * replacing the value of those in replace. False when a put failed. */
-bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
-                     size_t entry_size, zc_remote_rejects replace);
+bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,
+                     zc_remote_rejects replace);
 
 /* Cross-node single flight on the first writable storage that has locks. */
 typedef struct zc_remote_lock {
@@ -54,9 +54,8 @@ typedef struct zc_remote_lock {
 
 /* READY, CLAIMED or GIVE_UP (also when no storage has locks or the call
  * failed: compile unlocked). Pair with zc_remote_release. */
-zc_storage_claim_result zc_remote_claim(zc_remote *remote, const zc_key *key,
-                                        uint64_t timeout_ms, zc_remote_lock *claim);
-void zc_remote_release(zc_remote *remote, const zc_key *key, zc_remote_lock *claim,
-                       bool failed);
+zc_storage_claim_result zc_remote_claim(zc_remote *remote, const zc_key *key, uint64_t timeout_ms,
+                                        zc_remote_lock *claim);
+void zc_remote_release(zc_remote *remote, const zc_key *key, zc_remote_lock *claim, bool failed);
 
 #endif

@@ -25,10 +25,10 @@
 #include "zecache/status.h"
 
 typedef enum zc_storage_claim_result {
-    ZC_STORAGE_CLAIMED,   /* this process holds the key's build lock: compile, put, release */
-    ZC_STORAGE_READY,     /* the entry appeared meanwhile: get it */
-    ZC_STORAGE_GIVE_UP,   /* the wait timed out, or the holder's build or store failed:
-                             compile without the lock */
+    ZC_STORAGE_CLAIMED, /* this process holds the key's build lock: compile, put, release */
+    ZC_STORAGE_READY,   /* the entry appeared meanwhile: get it */
+    ZC_STORAGE_GIVE_UP, /* the wait timed out, or the holder's build or store failed:
+                           compile without the lock */
 } zc_storage_claim_result;
 
 /* What a claim holds: a random token only its taker knows. */
@@ -68,8 +68,8 @@ struct zc_storage {
  * the limits a file storage applies (max size, compression level is unused).
  * Nothing is contacted yet: network backends connect on first use.
  * ZC_ERR_DISABLED (logged) when a file storage's directory is unusable. */
-zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config,
-                          const zc_fs_ops *ops, zc_storage **out);
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, const zc_fs_ops *ops,
+                          zc_storage **out);
 void zc_storage_close(zc_storage *storage); /* NULL is accepted */
 
 /* The backends' constructors (zc_storage_open picks one). */
