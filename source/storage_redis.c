@@ -167,39 +167,32 @@ static redisReply *command_on(redis_server *server, int argc, const char **argv,
     return reply;
 }
 
+/* A command whose reply only says yes or no; false (logged) for no. */
+static bool accepted(redis_server *server, int argc, const char **argv)
+{
+    redisReply *reply = command_on(server, argc, argv, NULL);
+    if (reply == NULL)
+        return false;
+    bool ok = reply->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        log_failure(server, argv[0], reply->str);
+    freeReplyObject(reply);
+    return ok;
+}
+
 /* AUTH and SELECT on a new connection; false (logged) when refused. */
 static bool prepare_connection(redis_server *server)
 {
     const zc_remote_server *spec = &server->spec;
-    redisReply *reply = NULL;
     if (spec->password[0] != '\0') {
-        const char *argv[] = {"AUTH", spec->user, spec->password};
-        const char **args = spec->user[0] != '\0' ? argv : (const char *[]){"AUTH", spec->password};
-        int argc = spec->user[0] != '\0' ? 3 : 2;
-        reply = command_on(server, argc, args, NULL);
-        if (reply == NULL)
-            return false;
-        bool ok = reply->type != REDIS_REPLY_ERROR;
-        if (!ok)
-            log_failure(server, "AUTH", reply->str);
-        freeReplyObject(reply);
-        if (!ok)
+        bool with_user = spec->user[0] != '\0';
+        const char *argv[] = {"AUTH", with_user ? spec->user : spec->password, spec->password};
+        if (!accepted(server, with_user ? 3 : 2, argv))
             return false;
     }
-    if (spec->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%u", spec->db);
-        reply = command_on(server, 2, (const char *[]){"SELECT", db}, NULL);
-        if (reply == NULL)
-            return false;
-        bool ok = reply->type != REDIS_REPLY_ERROR;
-        if (!ok)
-            log_failure(server, "SELECT", reply->str);
-        freeReplyObject(reply);
-        if (!ok)
-            return false;
-    }
-    return true;
+    char db[16];
+    snprintf(db, sizeof db, "%u", spec->db);
+    return spec->db == 0 || accepted(server, 2, (const char *[]){"SELECT", db});
 }
 
 static bool connect_server(redis_storage *redis, redis_server *server)

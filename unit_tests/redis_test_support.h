@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -93,8 +94,12 @@ static inline void t_redis_start(t_redis *redis, const char *const *extra)
     redis->pid = fork();
     cr_assert(redis->pid >= 0);
     if (redis->pid == 0) {
+        /* Dies with the test, even one that crashed before its .fini, and
+         * keeps no copy of the test's output pipes (ctest waits for them). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }

@@ -428,3 +428,53 @@ Test(storage_redis, waiter_sees_the_entry_appear, .init = start_plain, .fini = s
     zc_storage_close(a);
     zc_storage_close(b);
 }
+
+/* An ACL user limited to the key prefix and the commands zecache sends is
+ * enough for everything (README's Redis set-up), and nothing else works. */
+Test(storage_redis, acl_user_limited_to_the_prefix_is_enough, .init = start_plain, .fini = stop,
+     .timeout = 60)
+{
+    redisReply *reply = t_redis_command(
+        &server, 11,
+        (const char *[]){"ACL", "SETUSER", "zecache", "on", ">node-password", "resetkeys",
+                         "~zecache:v1:*", "-@all", "+get", "+set", "+del"},
+        NULL);
+    cr_assert_eq(reply->type, REDIS_REPLY_STATUS, "%s", reply->str);
+    freeReplyObject(reply);
+    reply = t_redis_command(
+        &server, 6, (const char *[]){"ACL", "SETUSER", "zecache", "+exists", "+eval", "+ping"},
+        NULL);
+    cr_assert_eq(reply->type, REDIS_REPLY_STATUS, "%s", reply->str);
+    freeReplyObject(reply);
+    char url[512];
+    snprintf(url, sizeof url, "redis://zecache:node-password@127.0.0.1:%u", server.port);
+    zc_storage *storage = open_url(url);
+    zc_key key = t_key(30);
+    uint8_t value[6] = "value!";
+    zc_storage_claim claim;
+    zc_storage_claim_result result;
+    cr_assert_eq(storage->ops->claim(storage, &key, 1000, &result, &claim), ZC_OK);
+    cr_assert_eq(result, ZC_STORAGE_CLAIMED);
+    cr_assert_eq(storage->ops->put(storage, &key, value, sizeof value, false), ZC_OK);
+    storage->ops->release(storage, &key, &claim, false);
+    assert_get(storage, &key, value, sizeof value);
+    cr_assert_eq(storage->ops->claim(storage, &key, 1000, &result, &claim), ZC_OK);
+    cr_assert_eq(result, ZC_STORAGE_READY);
+    cr_assert_eq(storage->ops->remove(storage, &key), ZC_OK);
+    zc_storage_close(storage);
+    snprintf(url, sizeof url, "redis://zecache:wrong@127.0.0.1:%u", server.port);
+    storage = open_url(url);
+    uint8_t *got = NULL;
+    size_t size;
+    cr_assert_eq(storage->ops->get(storage, &key, &got, &size), ZC_ERR_IO);
+    zc_storage_close(storage);
+    /* The user cannot touch other keys. */
+    struct timeval timeout = {2, 0};
+    redisContext *context = redisConnectUnixWithTimeout(server.socket, timeout);
+    freeReplyObject(redisCommand(context, "AUTH zecache node-password"));
+    reply = redisCommand(context, "GET other:key");
+    cr_assert_eq(reply->type, REDIS_REPLY_ERROR);
+    cr_assert_not_null(strstr(reply->str, "NOPERM"), "%s", reply->str);
+    freeReplyObject(reply);
+    redisFree(context);
+}
