@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "monotonic_clock.h"
 #include "zecache/log.h"
 #include "zecache/sha256.h"
 #include "zecache/storage.h"
@@ -327,9 +328,7 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
 
 static uint64_t monotonic_ms(void)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+    return zc_monotonic_ns() / 1000000;
 }
 
 static void sleep_ms(uint64_t ms)

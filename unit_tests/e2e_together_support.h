@@ -1,7 +1,9 @@
-/* Running ze_probe on Intel's real driver (pretending to have a Tiger Lake
- * GPU) in child processes, each in its own directory with its own settings,
+/* Several ze_probe processes at once on Intel's real driver (pretending to
+ * have a Tiger Lake GPU), each in its own directory with its own settings,
  * released together from one start line once Level Zero is up in all of
- * them. Lookups are read from the layer's PrintDebugMessages lines. */
+ * them (test_layer_e2e_multiproc.c, test_layer_e2e_remote.c; one probe at a
+ * time: e2e_probe_support.h). Lookups are read from the layer's
+ * PrintDebugMessages lines. */
 #ifndef ZC_E2E_TOGETHER_SUPPORT_H
 #define ZC_E2E_TOGETHER_SUPPORT_H
 

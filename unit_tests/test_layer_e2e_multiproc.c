@@ -45,7 +45,7 @@ static void scratch_remove(void)
 
 TestSuite(e2e_multiproc, .init = scratch_create, .fini = scratch_remove, .timeout = 300);
 
-/* ---- running probes together (e2e_probe_support.h) ---- */
+/* ---- running probes together (e2e_together_support.h) ---- */
 
 typedef e2e_probe probe_run;
 
