@@ -914,9 +914,15 @@ Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
     cr_assert_eq(json_u64(run.out, "d['counters']['compile_ns_saved']"), 9000);
     cr_assert_eq(json_u64(run.out, "d['counters']['bypass.not-cacheable']"), 8);
     cr_assert_eq(json_u64(run.out, "d['counters']['bypass.rejected-binary']"), 1);
+    cr_assert_eq(json_u64(run.out, "d['counters']['remote_hits']"), 11);
+    cr_assert_eq(json_u64(run.out, "d['counters']['remote_rejected']"), 15);
     cr_assert_eq(tool_in_cache("stats"), 0);
-    cr_assert_str_eq(line_starting(run.out, "hits"),
-                     "hits                2 from memory, 3 from disk (hit rate 50.0%)");
+    /* Remote hits count as hits: (2 + 3 + 11) of (2 + 3 + 11 + 5). */
+    cr_assert_str_eq(line_starting(run.out, "hits"), "hits                2 from memory, 3 from "
+                                                     "disk, 11 from remote storages (hit rate "
+                                                     "76.2%)");
+    cr_assert_str_eq(line_starting(run.out, "remote"), "remote              11 hits, 12 misses, "
+                                                       "13 stores, 14 errors, 15 rejected");
     cr_assert_str_eq(line_starting(run.out, "bypasses"),
                      "bypasses            9 (not-cacheable 8, rejected-binary 1)");
 
