@@ -220,6 +220,10 @@ static bool connect_server(redis_storage *redis, redis_server *server)
         redisFree(context);
         return false;
     }
+    /* hiredis frees its read buffer after every reply larger than 16 KiB, so
+     * each GET of a large entry grew a new one, page by page. Kept instead:
+     * the connection holds up to its largest reply's bytes. */
+    context->reader->maxbuf = 0;
     server->context = context;
     server->owner = getpid();
     if (!prepare_connection(server)) {
