@@ -12,6 +12,7 @@
 #include "disk_test_support.h"
 #include "redis_test_support.h"
 #include "zecache/cache.h"
+#include "zecache/entry.h"
 #include "zecache/remote.h"
 
 enum { ARTIFACT_SIZE = 20000, KEYS = 5 };
@@ -473,4 +474,66 @@ Test(remote_cache, holder_failure_releases_waiters_at_once, .init = setup, .fini
     pthread_join(thread, NULL);
     zc_cache_close(holder.cache);
     zc_cache_close(waiter);
+}
+
+/* ---- concurrent stores of one key into a file storage ---- */
+
+typedef struct file_writer {
+    zc_storage *storage;
+    const uint8_t *entry;
+    size_t entry_size;
+} file_writer;
+
+static void *put_repeatedly(void *context)
+{
+    file_writer *writer = context;
+    zc_key key = t_key(600);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(writer->storage->ops->put(writer->storage, &key, writer->entry,
+                                               writer->entry_size, i % 3 == 0),
+                     ZC_OK);
+    return NULL;
+}
+
+Test(remote_cache, concurrent_stores_into_a_file_storage_leave_one_whole_entry, .init = setup,
+     .fini = teardown, .timeout = 120)
+{
+    enum { WRITERS = 4 };
+    char url[PATH_MAX];
+    snprintf(url, sizeof url, "file://%s/shared", scratch);
+    zc_remote_spec spec;
+    char reason[256];
+    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
+    zc_config config;
+    memset(&config, 0, sizeof config);
+    config.max_size = ZC_DEFAULT_MAX_SIZE;
+    zc_key key = t_key(600);
+    file_writer writers[WRITERS];
+    uint8_t *entries[WRITERS];
+    pthread_t threads[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        zc_artifact *artifact = t_artifact(ARTIFACT_SIZE, 700 + (uint64_t)i);
+        cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entries[i], &writers[i].entry_size),
+                     ZC_OK);
+        zc_artifact_unref(artifact);
+        writers[i].entry = entries[i];
+        cr_assert_eq(zc_storage_open(&spec, &config, NULL, &writers[i].storage), ZC_OK);
+        cr_assert_eq(pthread_create(&threads[i], NULL, put_repeatedly, &writers[i]), 0);
+    }
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(threads[i], NULL);
+    uint8_t *value = NULL;
+    size_t size = 0;
+    cr_assert_eq(writers[0].storage->ops->get(writers[0].storage, &key, &value, &size), ZC_OK);
+    int matches = 0;
+    for (int i = 0; i < WRITERS; i++)
+        matches += size == writers[i].entry_size && memcmp(value, entries[i], size) == 0;
+    cr_assert_eq(matches, 1, "the file is not exactly one writer's entry");
+    cr_assert_eq(count_entries(scratch), 1);
+    free(value);
+    for (int i = 0; i < WRITERS; i++) {
+        zc_storage_close(writers[i].storage);
+        free(entries[i]);
+    }
+    zc_remote_spec_free(&spec);
 }
