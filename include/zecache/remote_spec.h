@@ -17,6 +17,7 @@
 #define ZECACHE_REMOTE_SPEC_H
 
 #include <limits.h>
+#include <linux/limits.h> /* PATH_MAX without _GNU_SOURCE */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
