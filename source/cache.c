@@ -97,9 +97,10 @@ static void store_on_disk(zc_cache *cache, const zc_key *key, const zc_artifact 
 {
     if (cache->disk == NULL)
         return;
-    if (zc_disk_tier_store(cache->disk, key, artifact, trace) == ZC_OK)
+    zc_status status = zc_disk_tier_store(cache->disk, key, artifact, trace);
+    if (status == ZC_OK)
         counter_add(&cache->counters.stores, 1);
-    else
+    else if (status != ZC_ERR_DISABLED) /* a read-only directory counts its first skip only */
         counter_add(&cache->counters.store_errors, 1);
 }
 

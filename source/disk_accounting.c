@@ -63,7 +63,8 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 
 static zc_status open_and_lock(zc_disk_tier *tier, int *fd)
 {
-    *fd = tier->ops->openat(tier->dir_fd, ZC_CONFIG_FILE_NAME, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    *fd = tier->ops->openat(tier->dir_fd, ZC_CONFIG_FILE_NAME, O_RDWR | O_CREAT | O_CLOEXEC,
+                            tier->file_mode);
     if (*fd < 0) {
         zc_disk_log_errno("cannot open", ZC_CONFIG_FILE_NAME, errno);
         return ZC_ERR_IO;

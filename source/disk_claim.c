@@ -94,7 +94,8 @@ static lock_attempt try_lock(claim_wait *wait)
     zc_disk_tier *tier = wait->tier;
     zc_disk_claim *claim = wait->claim;
     if (wait->fd < 0) {
-        wait->fd = tier->ops->openat(claim->dir_fd, claim->lock_name, lock_open_flags, 0600);
+        wait->fd =
+            tier->ops->openat(claim->dir_fd, claim->lock_name, lock_open_flags, tier->file_mode);
         if (wait->fd < 0) {
             zc_disk_log_errno("cannot open the build lock", claim->lock_name, errno);
             return LOCK_FAILED;
@@ -177,6 +178,8 @@ zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t tim
     if (tier == NULL || key == NULL || result == NULL || claim == NULL)
         return ZC_ERR_INVALID_ARG;
     *result = ZC_DISK_TIMED_OUT;
+    if (tier->read_only)
+        return ZC_ERR_DISABLED; /* nothing to lock, and nothing will be stored */
     claim_wait wait = {.tier = tier,
                        .claim = claim,
                        .fd = -1,

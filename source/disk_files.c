@@ -160,7 +160,7 @@ static int create_dir_levels(zc_disk_tier *tier, const char *rel_dir)
     char *saveptr = NULL;
     for (char *level = strtok_r(copy, "/", &saveptr); level != NULL && current >= 0;
          level = strtok_r(NULL, "/", &saveptr)) {
-        if (tier->ops->mkdirat(current, level, 0700) != 0 && errno != EEXIST) {
+        if (tier->ops->mkdirat(current, level, tier->dir_mode) != 0 && errno != EEXIST) {
             zc_disk_close_keeping_errno(tier->ops, current);
             return -1;
         }
@@ -217,8 +217,8 @@ static int create_temp(zc_disk_tier *tier, char name[ZC_TEMP_NAME_SIZE])
 {
     for (int attempt = 0; attempt < TEMP_NAME_ATTEMPTS; attempt++) {
         make_temp_name(name);
-        int fd =
-            tier->ops->openat(tier->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd = tier->ops->openat(tier->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                                   tier->file_mode);
         if (fd >= 0 || errno != EEXIST)
             return fd;
     }

@@ -30,6 +30,13 @@ struct zc_disk_tier {
      * serialises them with other processes (ours and the driver). */
     pthread_mutex_t mutex;
     atomic_uint_least64_t evictions; /* entries this tier's stores evicted */
+    /* Modes for what the tier creates (the umask applies on top): 0700 and
+     * 0600, or with NEO_CACHE_SHARED=1 02775 and 0664, never world-writable. */
+    mode_t dir_mode, file_mode;
+    /* The directory could not be written when opened: loads serve hits, and
+     * stores, claims and removals are skipped (disk_open.c). */
+    bool read_only;
+    atomic_bool read_only_reported; /* the first skipped store was counted */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
@@ -65,7 +72,7 @@ zc_status zc_disk_read_exact(const zc_fs_ops *ops, int fd, void *data, size_t si
 zc_status zc_disk_pread_upto(const zc_fs_ops *ops, int fd, void *data, size_t size, size_t *done);
 
 /* Opens rel_dir ("" is the root) beneath the root, creating missing levels
- * (0700) when create. Returns the fd or -1 with errno. */
+ * (tier->dir_mode) when create. Returns the fd or -1 with errno. */
 int zc_disk_open_dir(zc_disk_tier *tier, const char *rel_dir, bool create);
 /* Opens the directory holding rel; *name points at rel's last component. */
 int zc_disk_open_parent(zc_disk_tier *tier, const char *rel, const char **name);

@@ -108,11 +108,14 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
     if (status == ZC_OK)
         status =
             zc_entry_decode(file.data, file.size, key, tier->max_size, out, reason, sizeof reason);
-    if (status == ZC_OK && tier->ops->futimens(fd, NULL) != 0)
-        zc_disk_log_errno("cannot mark the use of", rel, errno); /* still a hit */
+    /* Still a hit when the mark fails; a read-only directory fails every time. */
+    if (status == ZC_OK && tier->ops->futimens(fd, NULL) != 0 && !tier->read_only)
+        zc_disk_log_errno("cannot mark the use of", rel, errno);
     tier->ops->close(fd);
     free(file.data);
-    if (status == ZC_MISS) {
+    if (status == ZC_MISS && tier->read_only) {
+        zc_log_info("ignoring bad entry %s: %s", rel, reason);
+    } else if (status == ZC_MISS) {
         zc_log_info("removing bad entry %s: %s", rel, reason);
         remove_bad_entry(tier, key, &file.st);
     }
@@ -197,20 +200,34 @@ static bool payload_fits(const zc_disk_tier *tier, const zc_artifact *artifact)
     return false;
 }
 
+/* A read-only directory's first skipped store is reported (and counted by
+ * the caller as a store error); the rest are skipped quietly. */
+static zc_status skip_store_if_read_only(zc_disk_tier *tier)
+{
+    if (!tier->read_only)
+        return ZC_OK;
+    if (atomic_exchange(&tier->read_only_reported, true))
+        return ZC_ERR_DISABLED;
+    zc_log_info("cache directory %s is read-only: not storing entries", tier->dir);
+    return ZC_ERR_IO;
+}
+
 zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
                              const char *trace)
 {
     if (tier == NULL || key == NULL || artifact == NULL)
         return ZC_ERR_INVALID_ARG;
+    zc_status status = skip_store_if_read_only(tier);
+    if (status != ZC_OK)
+        return status;
     if (!payload_fits(tier, artifact))
         return ZC_ERR_TOO_LARGE;
     uint8_t *entry = NULL;
     size_t entry_size = 0;
     /* Compress before taking the lock: other processes wait on it. */
-    zc_status status = zc_entry_encode(key, artifact, tier->compression_level, &entry, &entry_size);
-    if (status != ZC_OK)
-        return status;
-    status = store_bytes(tier, key, entry, entry_size, trace);
+    status = zc_entry_encode(key, artifact, tier->compression_level, &entry, &entry_size);
+    if (status == ZC_OK)
+        status = store_bytes(tier, key, entry, entry_size, trace);
     free(entry);
     return status;
 }
@@ -251,7 +268,27 @@ zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const ui
 {
     if (tier == NULL || key == NULL || data == NULL)
         return ZC_ERR_INVALID_ARG;
-    return store_bytes(tier, key, data, size, NULL);
+    zc_status status = skip_store_if_read_only(tier);
+    return status == ZC_OK ? store_bytes(tier, key, data, size, NULL) : status;
+}
+
+zc_status zc_disk_tier_store_entry(zc_disk_tier *tier, const zc_key *key, const void *entry,
+                                   size_t entry_size, char *reason, size_t reason_size)
+{
+    if (tier == NULL || key == NULL || entry == NULL)
+        return ZC_ERR_INVALID_ARG;
+    char why[REASON_SIZE] = "";
+    zc_artifact *artifact = NULL;
+    zc_status status =
+        zc_entry_decode(entry, entry_size, key, tier->max_size, &artifact, why, sizeof why);
+    zc_artifact_unref(artifact);
+    if (status == ZC_OK)
+        status = skip_store_if_read_only(tier);
+    if (status == ZC_OK)
+        status = store_bytes(tier, key, entry, entry_size, NULL);
+    if (reason != NULL && reason_size > 0)
+        snprintf(reason, reason_size, "%s", status == ZC_MISS ? why : zc_status_name(status));
+    return status;
 }
 
 /* The key a path must hold: only "<k0>/<k1>/<64 hex>.l0_cache" with k0 and
@@ -267,8 +304,11 @@ static bool expected_key_of(const char *path, zc_key *key)
     return strcmp(rel, path) == 0;
 }
 
+/* Reads and verifies the open entry; on ZC_OK, *bytes (when not NULL) takes
+ * the file's bytes over. */
 static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key,
-                                   zc_entry_header *header, char *why)
+                                   zc_entry_header *header, char *why, uint8_t **bytes,
+                                   size_t *size)
 {
     entry_file file;
     zc_status status = read_entry_file(tier, fd, &file, why, 0);
@@ -281,12 +321,17 @@ static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key
     zc_artifact_unref(artifact);
     if (status == ZC_OK && header != NULL)
         status = zc_entry_read_header(file.data, file.size, header, why, REASON_SIZE);
+    if (status == ZC_OK && bytes != NULL) {
+        *bytes = file.data;
+        *size = file.size;
+        file.data = NULL;
+    }
     free(file.data);
     return status;
 }
 
-zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_entry_header *header,
-                                    char *reason, size_t reason_size)
+static zc_status verify_path(zc_disk_tier *tier, const char *path, zc_entry_header *header,
+                             char *reason, size_t reason_size, uint8_t **bytes, size_t *size)
 {
     if (tier == NULL || path == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -300,11 +345,27 @@ zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_ent
         if (fd < 0) {
             snprintf(why, sizeof why, "cannot open: %s", strerror(errno));
         } else {
-            status = verify_open_entry(tier, fd, &key, header, why);
+            status = verify_open_entry(tier, fd, &key, header, why, bytes, size);
             tier->ops->close(fd);
         }
     }
     if (reason != NULL && reason_size > 0)
         snprintf(reason, reason_size, "%s", status == ZC_OK ? "" : why);
     return status == ZC_OK ? ZC_OK : ZC_MISS;
+}
+
+zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_entry_header *header,
+                                    char *reason, size_t reason_size)
+{
+    return verify_path(tier, path, header, reason, reason_size, NULL, NULL);
+}
+
+zc_status zc_disk_tier_read_entry(zc_disk_tier *tier, const char *path, uint8_t **entry,
+                                  size_t *entry_size, char *reason, size_t reason_size)
+{
+    if (entry == NULL || entry_size == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *entry = NULL;
+    *entry_size = 0;
+    return verify_path(tier, path, NULL, reason, reason_size, entry, entry_size);
 }

@@ -154,15 +154,41 @@ Test(fault_config, unopenable_config_file_fails_stores_cleanly_and_loads_hit)
     zc_disk_tier_close(tier);
 }
 
-/* The cache stays open when config.file is unusable at open time. */
+/* config.file that cannot be created at open time: an error that says the
+ * directory is read-only (EROFS, EACCES, EPERM) opens it read-only, which
+ * loads from and never writes to; any other error disables it. */
 Test(fault_config, open_fails_cleanly_when_config_file_cannot_be_created)
 {
     cr_assert_eq(mkdir(ft_cache, 0700), 0);
-    ft_start_plan((ft_fault_plan){.config_open_error = EROFS});
     zc_config config = ft_config(ft_cache, LIMIT);
     zc_disk_tier *tier = (zc_disk_tier *)1;
+    ft_start_plan((ft_fault_plan){.config_open_error = EIO});
     cr_assert_eq(zc_disk_tier_open(&config, &ft_faulty_ops, &tier), ZC_ERR_DISABLED);
     cr_assert_null(tier);
+    const int read_only_errors[] = {EROFS, EACCES, EPERM};
+    for (size_t i = 0; i < sizeof read_only_errors / sizeof read_only_errors[0]; i++) {
+        ft_start_plan((ft_fault_plan){0});
+        zc_disk_tier *writer = ft_open(LIMIT, &ft_faulty_ops);
+        ft_store(writer, 1);
+        zc_disk_tier_close(writer);
+        ft_census before = ft_take_census();
+        ft_start_plan((ft_fault_plan){.config_open_error = read_only_errors[i]});
+        cr_assert_eq(zc_disk_tier_open(&config, &ft_faulty_ops, &tier), ZC_OK, "%s",
+                     strerror(read_only_errors[i]));
+        ft_assert_hit(tier, 1);
+        cr_assert_eq(ft_try_store(tier, 2, NULL), ZC_ERR_IO, "the first skip is reported");
+        cr_assert_eq(ft_try_store(tier, 3, NULL), ZC_ERR_DISABLED, "the later ones are quiet");
+        zc_disk_claim claim;
+        zc_disk_claim_result result;
+        zc_key key = fc_key(4);
+        cr_assert_eq(zc_disk_tier_claim(tier, &key, 60000, &result, &claim), ZC_ERR_DISABLED);
+        cr_assert_eq(result, ZC_DISK_TIMED_OUT);
+        zc_disk_tier_release(tier, &claim);
+        zc_disk_tier_close(tier);
+        ft_census after = ft_take_census();
+        cr_assert_eq(after.entries, before.entries);
+        cr_assert_eq(after.total, before.total);
+    }
     ft_start_plan((ft_fault_plan){0});
 }
 

@@ -25,9 +25,13 @@
 
 typedef struct zc_disk_tier zc_disk_tier;
 
-/* Opens (creating with mode 0700 when missing) config->dir. ops NULL means
- * the real system calls. ZC_ERR_DISABLED when persistence is off or the
- * directory is unusable (with a message under PrintDebugMessages). */
+/* Opens config->dir, creating it when missing (0700; with
+ * config->allow_shared 02775 less the umask, see disk_open.c for what each
+ * mode accepts). ops NULL means the real system calls. ZC_ERR_DISABLED when
+ * persistence is off or the directory is unusable (with a message under
+ * PrintDebugMessages). A directory that cannot be written opens read-only:
+ * loads work, the first store returns ZC_ERR_IO (reported once) and the
+ * later ones ZC_ERR_DISABLED, claims ZC_ERR_DISABLED at once. */
 zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out);
 void zc_disk_tier_close(zc_disk_tier *tier);
 const char *zc_disk_tier_dir(const zc_disk_tier *tier);
@@ -56,6 +60,13 @@ zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const ui
  * no directory or config.file is created, stores fail. */
 zc_status zc_disk_tier_open_read_only(const zc_config *config, const zc_fs_ops *ops,
                                       zc_disk_tier **out);
+
+/* Stores an encoded entry (the bytes of an entry file, e.g. from a bundle)
+ * as zc_disk_tier_store does, after verifying it as a load would: ZC_MISS
+ * with the reason when it does not verify for key; otherwise reason gets the
+ * status name. reason may be NULL. */
+zc_status zc_disk_tier_store_entry(zc_disk_tier *tier, const zc_key *key, const void *entry,
+                                   size_t entry_size, char *reason, size_t reason_size);
 
 /* Cross-process single flight for one key: a build lock, <hex>.lock beside
  * where the entry goes, held with flock. Only the lock holder unlinks it
@@ -109,6 +120,12 @@ zc_status zc_disk_tier_foreach(zc_disk_tier *tier, zc_disk_entry_visit_fn visit,
  * without changing anything. ZC_OK, or ZC_MISS with the reason. */
 zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_entry_header *header,
                                     char *reason, size_t reason_size);
+
+/* The verified bytes of the entry at path (relative), as verify checks them:
+ * ZC_OK with *entry malloc'd (the caller frees it), or ZC_MISS with the
+ * reason. Changes nothing. */
+zc_status zc_disk_tier_read_entry(zc_disk_tier *tier, const char *path, uint8_t **entry,
+                                  size_t *entry_size, char *reason, size_t reason_size);
 
 /* Removes one entry (and its trace) under the lock, keeping config.file exact. */
 zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);

@@ -29,7 +29,8 @@
  * zc_cache_get_stats snapshot straight to zc_stats_merge. */
 typedef zc_cache_stats zc_stats_counters;
 
-/* Adds delta to cache_dir's stats file (created 0600 when missing).
+/* Adds delta to cache_dir's stats file (created 0600 when missing,
+ * 0660 less the umask when the directory is group-writable).
  * Counters saturate at UINT64_MAX. Nothing is written when delta is all
  * zero. ZC_ERR_IO when the file cannot be opened, locked or written. */
 zc_status zc_stats_merge(const char *cache_dir, const zc_stats_counters *delta);

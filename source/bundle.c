@@ -1,0 +1,186 @@
+/* Bundles of entries (see bundle.h): written and read through stdio, so the
+ * tool can use pipes, and read in bounded chunks, so a size field claiming
+ * a gigabyte costs memory only for the bytes that are really there. */
+#include "zecache/bundle.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "byte_order.h"
+
+enum {
+    RECORD_HEAD_SIZE = ZC_KEY_SIZE + 8,
+    READ_CHUNK = 1 << 20,
+};
+
+static zc_status write_bytes(zc_bundle_writer *writer, const void *bytes, size_t size)
+{
+    return fwrite(bytes, 1, size, writer->out) == size ? ZC_OK : ZC_ERR_IO;
+}
+
+zc_status zc_bundle_write_start(zc_bundle_writer *writer, FILE *out)
+{
+    if (writer == NULL || out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *writer = (zc_bundle_writer){.out = out};
+    uint8_t header[ZC_BUNDLE_HEADER_SIZE] = {0};
+    memcpy(header, ZC_BUNDLE_MAGIC, 8);
+    zc_put_le32(header + 8, ZC_BUNDLE_FORMAT_VERSION);
+    return write_bytes(writer, header, sizeof header);
+}
+
+static zc_status write_record_head(zc_bundle_writer *writer, const uint8_t *key, uint64_t size)
+{
+    uint8_t head[RECORD_HEAD_SIZE];
+    memcpy(head, key, ZC_KEY_SIZE);
+    zc_put_le64(head + ZC_KEY_SIZE, size);
+    return write_bytes(writer, head, sizeof head);
+}
+
+zc_status zc_bundle_write_entry(zc_bundle_writer *writer, const zc_key *key, const void *entry,
+                                size_t entry_size)
+{
+    if (writer == NULL || key == NULL || entry == NULL || entry_size == 0 ||
+        entry_size > ZC_BUNDLE_MAX_ENTRY_SIZE)
+        return ZC_ERR_INVALID_ARG;
+    zc_status status = write_record_head(writer, key->bytes, entry_size);
+    if (status == ZC_OK)
+        status = write_bytes(writer, entry, entry_size);
+    if (status == ZC_OK)
+        writer->entries++;
+    return status;
+}
+
+zc_status zc_bundle_write_end(zc_bundle_writer *writer)
+{
+    if (writer == NULL)
+        return ZC_ERR_INVALID_ARG;
+    static const uint8_t no_key[ZC_KEY_SIZE];
+    uint8_t count[8];
+    zc_put_le64(count, writer->entries);
+    zc_status status = write_record_head(writer, no_key, 0);
+    if (status == ZC_OK)
+        status = write_bytes(writer, count, sizeof count);
+    if (status == ZC_OK && fflush(writer->out) != 0)
+        status = ZC_ERR_IO;
+    return status;
+}
+
+/* Bytes read; fewer than size only at the end of the input or on an error. */
+static size_t read_bytes(zc_bundle_reader *reader, void *bytes, size_t size)
+{
+    return fread(bytes, 1, size, reader->in);
+}
+
+static void say(char *reason, size_t reason_size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *reason, size_t reason_size, const char *format, ...)
+{
+    if (reason == NULL || reason_size == 0)
+        return;
+    va_list arguments;
+    va_start(arguments, format);
+    vsnprintf(reason, reason_size, format, arguments);
+    va_end(arguments);
+}
+
+zc_status zc_bundle_read_start(zc_bundle_reader *reader, FILE *in, char *reason, size_t reason_size)
+{
+    if (reader == NULL || in == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *reader = (zc_bundle_reader){.in = in};
+    uint8_t header[ZC_BUNDLE_HEADER_SIZE];
+    if (read_bytes(reader, header, sizeof header) != sizeof header ||
+        memcmp(header, ZC_BUNDLE_MAGIC, 8) != 0) {
+        say(reason, reason_size, "not a zecache bundle");
+        return ZC_MISS;
+    }
+    uint64_t version = zc_get_le32(header + 8);
+    if (version != ZC_BUNDLE_FORMAT_VERSION || zc_get_le32(header + 12) != 0) {
+        say(reason, reason_size, "bundle format version %llu is not supported",
+            (unsigned long long)version);
+        return ZC_MISS;
+    }
+    return ZC_OK;
+}
+
+/* The entry's bytes, growing the buffer only as they arrive. */
+static bool read_entry_bytes(zc_bundle_reader *reader, uint64_t size, uint8_t **entry)
+{
+    uint8_t *buffer = NULL;
+    size_t done = 0;
+    while (done < size) {
+        size_t chunk = size - done < READ_CHUNK ? (size_t)(size - done) : READ_CHUNK;
+        uint8_t *grown = realloc(buffer, done + chunk);
+        if (grown == NULL)
+            break;
+        buffer = grown;
+        size_t got = read_bytes(reader, buffer + done, chunk);
+        done += got;
+        if (got < chunk)
+            break;
+    }
+    if (done < size) {
+        free(buffer);
+        return false;
+    }
+    *entry = buffer;
+    return true;
+}
+
+static zc_bundle_item read_end(zc_bundle_reader *reader, const uint8_t *head, char *reason,
+                               size_t reason_size)
+{
+    static const uint8_t no_key[ZC_KEY_SIZE];
+    uint8_t count[8], extra;
+    if (memcmp(head, no_key, ZC_KEY_SIZE) != 0) {
+        say(reason, reason_size, "entry %llu has no bytes",
+            (unsigned long long)reader->entries + 1);
+        return ZC_BUNDLE_BAD;
+    }
+    if (read_bytes(reader, count, sizeof count) != sizeof count) {
+        say(reason, reason_size, "bundle ends inside its end marker");
+        return ZC_BUNDLE_BAD;
+    }
+    if (zc_get_le64(count) != reader->entries) {
+        say(reason, reason_size, "bundle says it holds %llu entries, not %llu",
+            (unsigned long long)zc_get_le64(count), (unsigned long long)reader->entries);
+        return ZC_BUNDLE_BAD;
+    }
+    if (read_bytes(reader, &extra, 1) != 0) {
+        say(reason, reason_size, "bytes follow the end of the bundle");
+        return ZC_BUNDLE_BAD;
+    }
+    return ZC_BUNDLE_END;
+}
+
+zc_bundle_item zc_bundle_read_next(zc_bundle_reader *reader, zc_key *key, uint8_t **entry,
+                                   size_t *entry_size, char *reason, size_t reason_size)
+{
+    if (reader == NULL || key == NULL || entry == NULL || entry_size == NULL)
+        return ZC_BUNDLE_BAD;
+    *entry = NULL;
+    *entry_size = 0;
+    unsigned long long number = (unsigned long long)reader->entries + 1;
+    uint8_t head[RECORD_HEAD_SIZE];
+    if (read_bytes(reader, head, sizeof head) != sizeof head) {
+        say(reason, reason_size, "bundle ends before entry %llu or its end marker", number);
+        return ZC_BUNDLE_BAD;
+    }
+    uint64_t size = zc_get_le64(head + ZC_KEY_SIZE);
+    if (size == 0)
+        return read_end(reader, head, reason, reason_size);
+    if (size > ZC_BUNDLE_MAX_ENTRY_SIZE) {
+        say(reason, reason_size, "entry %llu claims more bytes than any entry holds", number);
+        return ZC_BUNDLE_BAD;
+    }
+    if (!read_entry_bytes(reader, size, entry)) {
+        say(reason, reason_size, "bundle ends inside entry %llu", number);
+        return ZC_BUNDLE_BAD;
+    }
+    memcpy(key->bytes, head, ZC_KEY_SIZE);
+    *entry_size = (size_t)size;
+    reader->entries++;
+    return ZC_BUNDLE_ENTRY;
+}

@@ -1,0 +1,198 @@
+/* zecache export FILE / zecache import FILE: the cache's verified entries in
+ * one bundle file (zecache/bundle.h), to pre-warm a container image or a new
+ * machine. "-" is standard output or input. Problems go to standard error,
+ * so an export to standard output stays a clean bundle. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+#include "zecache/bundle.h"
+
+enum { REASON_SIZE = 256 };
+
+typedef struct bundle_tally {
+    uint64_t kept, bad, too_large, driver_entries;
+} bundle_tally;
+
+static bool is_stdio(const char *file)
+{
+    return strcmp(file, "-") == 0;
+}
+
+static FILE *open_bundle(const tool_context *tool, const char *file, bool output)
+{
+    if (is_stdio(file))
+        return output ? stdout : stdin;
+    FILE *stream = fopen(file, output ? "wb" : "rb");
+    if (stream == NULL)
+        tool_fail(tool, "cannot open %s: %s", file, strerror(errno));
+    return stream;
+}
+
+/* False when the bundle could not be written (fatal); a bad entry is only
+ * reported and left out. */
+static bool export_one(zc_disk_tier *tier, const tool_entry *entry, zc_bundle_writer *writer,
+                       bundle_tally *tally)
+{
+    if (!entry->is_zecache) {
+        tally->driver_entries++;
+        return true;
+    }
+    uint8_t *bytes;
+    size_t size;
+    char reason[REASON_SIZE];
+    if (zc_disk_tier_read_entry(tier, entry->path, &bytes, &size, reason, sizeof reason) != ZC_OK) {
+        tally->bad++;
+        fprintf(stderr, "skipped  %s: %s\n", entry->path, reason);
+        return true;
+    }
+    zc_status status = zc_bundle_write_entry(writer, &entry->key, bytes, size);
+    free(bytes);
+    if (status != ZC_OK)
+        return false;
+    tally->kept++;
+    return true;
+}
+
+static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *out, const char *file)
+{
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    bundle_tally tally = {0};
+    zc_bundle_writer writer;
+    bool written = zc_bundle_write_start(&writer, out) == ZC_OK;
+    for (size_t i = 0; written && i < list.count; i++)
+        written = export_one(tier, &list.items[i], &writer, &tally);
+    tool_free_entries(&list);
+    if (!written || zc_bundle_write_end(&writer) != ZC_OK)
+        return tool_fail(tool, "cannot write %s: %s", is_stdio(file) ? "the bundle" : file,
+                         strerror(errno));
+    fprintf(stderr, "exported %llu entries, skipped %llu bad", (unsigned long long)tally.kept,
+            (unsigned long long)tally.bad);
+    if (tally.driver_entries > 0)
+        fprintf(stderr, "; %llu of the driver's own entries not exported",
+                (unsigned long long)tally.driver_entries);
+    fprintf(stderr, "\n");
+    return tally.bad == 0 ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+}
+
+/* Opens the operand and the cache, runs the command, closes both. */
+static int with_bundle_and_tier(tool_context *tool, int argc, char **argv, bool output,
+                                int (*run)(const tool_context *, zc_disk_tier *, FILE *,
+                                           const char *))
+{
+    int parsed = tool_parse_plain(tool, argc, argv, 1);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
+    const char *file = argv[optind];
+    zc_config config;
+    zc_disk_tier *tier;
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    FILE *stream = open_bundle(tool, file, output);
+    int exit_status = stream != NULL ? run(tool, tier, stream, file) : TOOL_EXIT_FAILURE;
+    if (stream != NULL && !is_stdio(file) && fclose(stream) != 0 && output)
+        exit_status = tool_fail(tool, "cannot write %s: %s", file, strerror(errno));
+    zc_disk_tier_close(tier);
+    return exit_status;
+}
+
+static int run_export(tool_context *tool, int argc, char **argv)
+{
+    return with_bundle_and_tier(tool, argc, argv, true, export_entries);
+}
+
+/* False when importing cannot go on (the cache cannot be written). */
+static bool import_one(const tool_context *tool, zc_disk_tier *tier, const zc_key *key,
+                       const uint8_t *bytes, size_t size, bundle_tally *tally)
+{
+    char hex[ZC_KEY_HEX_SIZE], reason[REASON_SIZE];
+    zc_key_to_hex(key, hex);
+    zc_status status = zc_disk_tier_store_entry(tier, key, bytes, size, reason, sizeof reason);
+    switch (status) {
+    case ZC_OK:
+        tally->kept++;
+        return true;
+    case ZC_MISS:
+        tally->bad++;
+        fprintf(stderr, "bad      %s: %s\n", hex, reason);
+        return true;
+    case ZC_ERR_TOO_LARGE:
+        tally->too_large++;
+        fprintf(stderr, "skipped  %s: larger than the cache size limit\n", hex);
+        return true;
+    default:
+        tool_fail(tool, "cannot store %s (%s)", hex, zc_status_name(status));
+        return false;
+    }
+}
+
+static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in, const char *file)
+{
+    char reason[REASON_SIZE];
+    zc_bundle_reader reader;
+    if (zc_bundle_read_start(&reader, in, reason, sizeof reason) != ZC_OK)
+        return tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
+    bundle_tally tally = {0};
+    uint64_t evictions_before = zc_disk_tier_evictions(tier);
+    zc_bundle_item item = ZC_BUNDLE_ENTRY;
+    bool going = true;
+    while (going) {
+        zc_key key;
+        uint8_t *bytes;
+        size_t size;
+        item = zc_bundle_read_next(&reader, &key, &bytes, &size, reason, sizeof reason);
+        if (item != ZC_BUNDLE_ENTRY)
+            break;
+        going = import_one(tool, tier, &key, bytes, size, &tally);
+        free(bytes);
+    }
+    if (item == ZC_BUNDLE_BAD)
+        tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
+    fprintf(stderr, "imported %llu entries, %llu bad, %llu too large; %llu evicted to make room\n",
+            (unsigned long long)tally.kept, (unsigned long long)tally.bad,
+            (unsigned long long)tally.too_large,
+            (unsigned long long)(zc_disk_tier_evictions(tier) - evictions_before));
+    bool clean = going && item == ZC_BUNDLE_END && tally.bad == 0;
+    return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+}
+
+static int run_import(tool_context *tool, int argc, char **argv)
+{
+    return with_bundle_and_tier(tool, argc, argv, false, import_entries);
+}
+
+const tool_command tool_cmd_export = {
+    .name = "export",
+    .synopsis = "export FILE",
+    .summary = "Write every verified entry to one bundle file",
+    .details = "Writes the cache's entries, each verified as a load would verify it, to FILE\n"
+               "(- for standard output): a bundle for 'zecache import', e.g. to pre-warm a\n"
+               "container image or a new machine. Bad entries are reported and left out;\n"
+               "the driver's own entries are not exported.\n"
+               "\n"
+               "Exit status: 0 every entry was exported, 1 some were bad or FILE could not\n"
+               "be written.\n",
+    .run = run_export,
+};
+
+const tool_command tool_cmd_import = {
+    .name = "import",
+    .synopsis = "import FILE",
+    .summary = "Add the entries of a bundle file to the cache",
+    .details = "Reads a bundle written by 'zecache export' from FILE (- for standard input)\n"
+               "and stores each entry that verifies as a load would, as the layer stores\n"
+               "(atomically, under the cache's lock, evicting the least recently used\n"
+               "entries to stay within NEO_CACHE_MAX_SIZE). Entries already present are kept\n"
+               "as they are. Bad entries are reported and left out; entries larger than the\n"
+               "size limit are reported and skipped.\n"
+               "\n"
+               "Exit status: 0 the whole bundle was read and every entry was good, 1 some\n"
+               "were bad, the bundle is truncated or malformed, or the cache cannot be\n"
+               "written.\n",
+    .run = run_import,
+};
