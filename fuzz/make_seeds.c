@@ -1,4 +1,4 @@
-/* Writes the seed inputs of fuzz_entry, fuzz_entry_frame and
+/* Writes the seed inputs of fuzz_entry, fuzz_entry_frame, fuzz_bundle and
  * fuzz_config_file into <corpus dir>/<target>/ (committed in fuzz/corpus;
  * run again only when the entry format changes):
  *   fuzz_make_seeds fuzz/corpus */
@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "../source/byte_order.h"
+#include "zecache/bundle.h"
 #include "zecache/entry.h"
 
 static int write_seed(const char *root, const char *target, const char *name, const void *prefix,
@@ -23,6 +24,29 @@ static int write_seed(const char *root, const char *target, const char *name, co
         return 1;
     size_t written = fwrite(prefix, 1, prefix_size, file) + fwrite(data, 1, size, file);
     return fclose(file) != 0 || written != prefix_size + size;
+}
+
+/* A bundle of the entry twice (the second time under another key, so that
+ * one is good and one refused), as zecache export writes them. */
+static int bundle_seed(const char *root, const char *name, const zc_key *key, const uint8_t *entry,
+                       size_t size)
+{
+    char *bundle = NULL;
+    size_t bundle_size = 0;
+    FILE *out = open_memstream(&bundle, &bundle_size);
+    if (out == NULL)
+        return 1;
+    zc_key other = *key;
+    other.bytes[0] ^= 1;
+    zc_bundle_writer writer;
+    int failed = zc_bundle_write_start(&writer, out) != ZC_OK ||
+                 zc_bundle_write_entry(&writer, key, entry, size) != ZC_OK ||
+                 zc_bundle_write_entry(&writer, &other, entry, size) != ZC_OK ||
+                 zc_bundle_write_end(&writer) != ZC_OK;
+    fclose(out);
+    failed |= write_seed(root, "fuzz_bundle", name, "", 0, bundle, bundle_size);
+    free(bundle);
+    return failed;
 }
 
 /* An entry as zc_entry_encode makes it, and its frame with the sizes the
@@ -48,6 +72,7 @@ static int entry_seeds(const char *root, const char *name, const void *binary, s
     int failed = write_seed(root, "fuzz_entry", name, "", 0, entry, size) |
                  write_seed(root, "fuzz_entry_frame", name, sizes, sizeof sizes,
                             entry + ZC_ENTRY_HEADER_SIZE, size - ZC_ENTRY_HEADER_SIZE);
+    failed |= bundle_seed(root, name, &key, entry, size);
     free(entry);
     zc_artifact_unref(artifact);
     return failed;

@@ -279,8 +279,10 @@ zc_status zc_disk_tier_store_entry(zc_disk_tier *tier, const zc_key *key, const 
         return ZC_ERR_INVALID_ARG;
     char why[REASON_SIZE] = "";
     zc_artifact *artifact = NULL;
-    zc_status status =
-        zc_entry_decode(entry, entry_size, key, tier->max_size, &artifact, why, sizeof why);
+    /* No payload bound but the format's: too large for this cache is not bad. */
+    zc_status status = zc_entry_decode(entry, entry_size, key, 0, &artifact, why, sizeof why);
+    if (status == ZC_OK && !payload_fits(tier, artifact))
+        status = ZC_ERR_TOO_LARGE;
     zc_artifact_unref(artifact);
     if (status == ZC_OK)
         status = skip_store_if_read_only(tier);

@@ -184,7 +184,7 @@ static int open_stats_file(const char *cache_dir, int flags, char path[PATH_MAX]
      * with umask 007) gets a group-writable file, so every user's counters
      * land in it; never anything for others. */
     struct stat dir_st;
-    mode_t mode = stat(cache_dir, &dir_st) == 0 && (dir_st.st_mode & S_IWGRP) ? 0660 : 0600;
+    mode_t mode = stat(cache_dir, &dir_st) == 0 && (dir_st.st_mode & S_IWGRP) ? 0664 : 0600;
     /* O_NONBLOCK: a FIFO planted under the name must not hang the caller. */
     return open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
 }

@@ -20,6 +20,7 @@
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "tool_support.h"
+#include "zecache/bundle.h"
 #include "zecache/disk_tier.h"
 #include "zecache/stats.h"
 
@@ -1294,6 +1295,268 @@ Test(tool, clear_removes_every_entry_and_keeps_the_counters)
 }
 
 /* ---- config ---- */
+
+/* ---- export and import ---- */
+
+/* Stores count entries of real ELF bytes (keys seed..seed+count-1). */
+static void fill_for_export(zc_key *keys, uint64_t *sizes, int count, uint64_t seed)
+{
+    zc_disk_tier *tier = open_cache(0);
+    for (int i = 0; i < count; i++) {
+        keys[i] = t_key(seed + (uint64_t)i);
+        sizes[i] = store_entry(tier, &keys[i], 700 * (size_t)i, 15000, NULL);
+    }
+    zc_disk_tier_close(tier);
+}
+
+/* in_scratch(name) in a buffer of its own: in_scratch's are reused. */
+static const char *scratch_path(char path[PATH_MAX], const char *name)
+{
+    snprintf(path, PATH_MAX, "%s", in_scratch(name));
+    return path;
+}
+
+/* The entry file of key under dir, whole. */
+static char *entry_bytes_in(const char *dir, const zc_key *key, size_t *size)
+{
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s", dir, entry_rel(key));
+    return read_text(path, size);
+}
+
+static void assert_same_entry_files(const char *other, const zc_key *key)
+{
+    size_t size, other_size;
+    char *bytes = entry_bytes_in(cache_dir, key, &size);
+    char *copy = entry_bytes_in(other, key, &other_size);
+    cr_assert_not_null(bytes);
+    cr_assert_not_null(copy, "%s not imported", entry_rel(key));
+    cr_assert_eq(other_size, size);
+    cr_assert_arr_eq(copy, bytes, size, "%s differs", entry_rel(key));
+    free(bytes);
+    free(copy);
+}
+
+/* Where each record of a bundle starts: offsets[i] is entry i's record,
+ * offsets[count] the end marker. Reads the format independently of the core. */
+static int bundle_records(const char *bundle, size_t bundle_size, size_t *offsets, int max)
+{
+    size_t at = ZC_BUNDLE_HEADER_SIZE;
+    int count = 0;
+    while (at + 40 <= bundle_size && count <= max) {
+        uint64_t size = 0;
+        for (int i = 7; i >= 0; i--)
+            size = size << 8 | (uint8_t)bundle[at + 32 + (size_t)i];
+        offsets[count] = at;
+        if (size == 0)
+            return count;
+        count++;
+        at += 40 + size;
+    }
+    cr_assert_fail("no end marker");
+    return -1;
+}
+
+Test(tool, export_then_import_copies_every_entry_byte_for_byte)
+{
+    zc_key keys[4];
+    uint64_t sizes[4];
+    fill_for_export(keys, sizes, 4, 900);
+    add_driver_entry();
+    char bundle_path[PATH_MAX];
+    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "exported 4 entries, skipped 0 bad; 1 of the driver's own "
+                                       "entries not exported"),
+                       "%s", run.err);
+    char other_path[PATH_MAX];
+    const char *other = scratch_path(other_path, "other");
+    cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "imported 4 entries, 0 bad, 0 too large; 0 evicted"), "%s",
+                       run.err);
+    for (int i = 0; i < 4; i++)
+        assert_same_entry_files(other, &keys[i]);
+    cr_assert_eq(tool("--dir '%s' verify", other), 0, "%s", run.out);
+    cr_assert_str_eq(run.out, "checked 4 entries: 0 bad\n");
+
+    /* Through pipes, into a third cache; importing again changes nothing. */
+    char third_path[PATH_MAX];
+    const char *third = scratch_path(third_path, "third");
+    char command[4 * PATH_MAX];
+    snprintf(command, sizeof command,
+             "'%s' --dir '%s' export - 2>/dev/null | '%s' --dir '%s' import - 2>'%s'", ZC_TOOL_PATH,
+             cache_dir, ZC_TOOL_PATH, third, in_scratch("stderr"));
+    cr_assert_eq(run_command(command), 0, "%s", run.err);
+    for (int i = 0; i < 4; i++)
+        assert_same_entry_files(third, &keys[i]);
+    cr_assert_eq(tool("--dir '%s' import '%s'", third, bundle), 0, "%s", run.err);
+    cr_assert_eq(tool("--dir '%s' stats --json", third), 0);
+    cr_assert_eq(json_u64(run.out, "d['entries']"), 4, "%s", run.out);
+}
+
+Test(tool, export_leaves_out_bad_entries_and_says_which)
+{
+    zc_key keys[3];
+    uint64_t sizes[3];
+    fill_for_export(keys, sizes, 3, 920);
+    damage_byte(&keys[1], -1);
+    char bundle_path[PATH_MAX];
+    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 1);
+    char line[256];
+    snprintf(line, sizeof line, "skipped  %s: ", entry_rel(&keys[1]));
+    cr_assert_not_null(line_starting(run.err, line), "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "exported 2 entries, skipped 1 bad"), "%s", run.err);
+    char other_path[PATH_MAX];
+    const char *other = scratch_path(other_path, "other");
+    cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 0, "%s", run.err);
+    assert_same_entry_files(other, &keys[0]);
+    assert_same_entry_files(other, &keys[2]);
+    size_t size;
+    cr_assert_null(entry_bytes_in(other, &keys[1], &size));
+}
+
+/* Every way an entry inside a bundle can be bad, each reported with its key
+ * while the good ones around it are imported. */
+Test(tool, import_reports_bad_entries_and_keeps_the_good_ones)
+{
+    zc_key keys[5];
+    uint64_t sizes[5];
+    fill_for_export(keys, sizes, 5, 940);
+    char bundle_path[PATH_MAX];
+    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    size_t bundle_size;
+    char *bytes = read_text(bundle, &bundle_size);
+    size_t offsets[6];
+    cr_assert_eq(bundle_records(bytes, bundle_size, offsets, 5), 5);
+    /* Records are in path order: find which key each holds. */
+    zc_key in_order[5];
+    for (int i = 0; i < 5; i++)
+        memcpy(in_order[i].bytes, bytes + offsets[i], ZC_KEY_SIZE);
+    in_order[1].bytes[0] ^= 0x01;         /* where the damaged record would put it */
+    bytes[offsets[0] + 40 + 100] ^= 0x40; /* device name: header checksum */
+    bytes[offsets[1]] ^= 0x01;            /* the record's key is not the entry's */
+    bytes[offsets[3] - 2] ^= 0x10;        /* payload: zstd checksum (end of entry 2) */
+    t_write_file(bundle, bytes, bundle_size);
+    free(bytes);
+    char other_path[PATH_MAX];
+    const char *other = scratch_path(other_path, "other");
+    cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 1);
+    cr_assert_eq(count_of(run.err, "bad      "), 3, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "imported 2 entries, 3 bad"), "%s", run.err);
+    size_t size;
+    for (int i = 0; i < 5; i++) {
+        char *copy = entry_bytes_in(other, &in_order[i], &size);
+        cr_assert_eq(copy != NULL, i == 3 || i == 4, "entry %d", i);
+        free(copy);
+    }
+    assert_same_entry_files(other, &in_order[3]);
+    assert_same_entry_files(other, &in_order[4]);
+    char line[256];
+    for (int i = 0; i < 3; i++) {
+        char hex[ZC_KEY_HEX_SIZE];
+        zc_key_to_hex(&in_order[i], hex);
+        snprintf(line, sizeof line, "bad      %s: ", hex);
+        cr_assert_not_null(line_starting(run.err, line), "%s", run.err);
+    }
+    cr_assert_not_null(strstr(run.err, "header checksum mismatch"), "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "entry holds another key"), "%s", run.err);
+}
+
+/* A bundle cut anywhere: what came before the cut is imported, and the
+ * import fails saying where the bundle ended. */
+Test(tool, a_truncated_bundle_fails_after_importing_what_precedes_the_cut)
+{
+    zc_key keys[3];
+    uint64_t sizes[3];
+    fill_for_export(keys, sizes, 3, 960);
+    char bundle_path[PATH_MAX];
+    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    size_t bundle_size;
+    char *bytes = read_text(bundle, &bundle_size);
+    size_t offsets[4];
+    cr_assert_eq(bundle_records(bytes, bundle_size, offsets, 3), 3);
+    const struct {
+        size_t length;
+        int imported;
+        const char *says;
+    } cuts[] = {
+        {0, 0, "not a zecache bundle"},
+        {10, 0, "not a zecache bundle"},
+        {ZC_BUNDLE_HEADER_SIZE, 0, "bundle ends before entry 1"},
+        {offsets[1] + 20, 1, "bundle ends before entry 2"},
+        {offsets[1] + 100, 1, "bundle ends inside entry 2"},
+        {offsets[3], 3, "bundle ends before entry 4 or its end marker"},
+        {bundle_size - 1, 3, "bundle ends inside its end marker"},
+    };
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+        char name[64], other[PATH_MAX];
+        snprintf(name, sizeof name, "cut%zu", c);
+        scratch_path(other, name);
+        t_write_file(bundle, bytes, cuts[c].length);
+        cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 1, "cut %zu", c);
+        cr_assert_not_null(strstr(run.err, cuts[c].says), "cut %zu: %s", c, run.err);
+        tool("--dir '%s' stats --json", other);
+        cr_assert_eq(json_u64(run.out, "d['entries']"), (uint64_t)cuts[c].imported, "cut %zu", c);
+    }
+    /* Bytes after the end, and an end that miscounts, are malformed too. */
+    char *longer = malloc(bundle_size + 1);
+    memcpy(longer, bytes, bundle_size);
+    longer[bundle_size] = 'x';
+    t_write_file(bundle, longer, bundle_size + 1);
+    char long_path[PATH_MAX], miscount_path[PATH_MAX];
+    cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(long_path, "long"), bundle), 1);
+    cr_assert_not_null(strstr(run.err, "bytes follow the end"), "%s", run.err);
+    bytes[bundle_size - 8] = 7;
+    t_write_file(bundle, bytes, bundle_size);
+    cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(miscount_path, "miscount"), bundle),
+                 1);
+    cr_assert_not_null(strstr(run.err, "bundle says it holds 7 entries, not 3"), "%s", run.err);
+    free(longer);
+    free(bytes);
+}
+
+Test(tool, import_stays_within_the_size_limit)
+{
+    zc_key keys[6];
+    uint64_t sizes[6];
+    fill_for_export(keys, sizes, 6, 980);
+    char bundle_path[PATH_MAX];
+    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    /* Room for about three of the six, and for the largest payload (a load
+     * refuses a payload above the limit, so a store never keeps one). */
+    uint64_t limit = sizes[0] + sizes[1] + sizes[2];
+    if (limit < 16000)
+        limit = 16000;
+    cr_assert_gt(sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4] + sizes[5], limit);
+    char other_path[PATH_MAX];
+    const char *other = scratch_path(other_path, "other");
+    char setting[64];
+    snprintf(setting, sizeof setting, "%llu", (unsigned long long)limit);
+    setenv("NEO_CACHE_MAX_SIZE", setting, 1);
+    cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "imported 6 entries, 0 bad, 0 too large"), "%s", run.err);
+    char *import_report = strdup(run.err);
+    cr_assert_eq(tool("--dir '%s' stats --json", other), 0);
+    uint64_t bytes = json_u64(run.out, "d['bytes']");
+    uint64_t entries = json_u64(run.out, "d['entries']");
+    cr_assert_leq(bytes, limit);
+    cr_assert_geq(entries, 2);
+    cr_assert_lt(entries, 6);
+    char says[64];
+    snprintf(says, sizeof says, "%llu evicted to make room", (unsigned long long)(6 - entries));
+    cr_assert_not_null(strstr(import_report, says), "%s: %s", says, import_report);
+    free(import_report);
+    /* An entry larger than the whole limit is skipped and said so. */
+    setenv("NEO_CACHE_MAX_SIZE", "4096", 1);
+    char tiny[PATH_MAX];
+    cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(tiny, "tiny"), bundle), 0, "%s",
+                 run.err);
+    cr_assert_not_null(strstr(run.err, "imported 0 entries, 0 bad, 6 too large"), "%s", run.err);
+}
 
 Test(tool, config_shows_values_and_where_they_came_from)
 {

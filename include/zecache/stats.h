@@ -30,7 +30,8 @@
 typedef zc_cache_stats zc_stats_counters;
 
 /* Adds delta to cache_dir's stats file (created 0600 when missing,
- * 0660 less the umask when the directory is group-writable).
+ * 0664 less the umask, as the disk tier's files, when the
+ * directory is group-writable).
  * Counters saturate at UINT64_MAX. Nothing is written when delta is all
  * zero. ZC_ERR_IO when the file cannot be opened, locked or written. */
 zc_status zc_stats_merge(const char *cache_dir, const zc_stats_counters *delta);
