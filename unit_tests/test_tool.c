@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1727,6 +1728,108 @@ Test(exec_e2e, both_runs_land_in_the_persistent_counters)
     cr_assert_eq(json_u64(run.out, "d['counters']['stores']"), 1, "%s", run.out);
     cr_assert_gt(json_u64(run.out, "d['counters']['compile_ns_saved']"), 0, "%s", run.out);
 }
+/* A cache exported after one run pre-warms another directory: the probe
+ * there hits and compiles nothing. */
+Test(exec_e2e, an_imported_bundle_serves_hits_on_a_new_machine)
+{
+    run_probe_twice();
+    char bundle[PATH_MAX], other[sizeof cache_dir];
+    scratch_path(bundle, "bundle.zcb");
+    snprintf(other, sizeof other, "%s/other", scratch);
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    cr_assert_eq(tool("--dir '%s' import '%s'", other, bundle), 0, "%s", run.err);
+    snprintf(cache_dir, sizeof cache_dir, "%s", other);
+    cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, "[Cache]: hit disk "), 1, "%s", run.err);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
+}
+
+enum { TEAM_GID = 47101, USER_A_UID = 47201, USER_B_UID = 47301 };
+
+/* ze_probe through `zecache exec` as a made-up user of the team group with
+ * umask 007 and NEO_CACHE_SHARED=1, in a working directory of its own. */
+static int probe_as_user(uid_t uid)
+{
+    char work[PATH_MAX], name[32];
+    snprintf(name, sizeof name, "work-%u", (unsigned)uid);
+    scratch_path(work, name);
+    if (!t_exists(work)) {
+        cr_assert_eq(mkdir(work, 0700), 0);
+        cr_assert_eq(chown(work, uid, uid), 0);
+    }
+    char command[4 * PATH_MAX];
+    snprintf(command, sizeof command,
+             "cd '%s' && NEO_CACHE_SHARED=1 '%s' --dir '%s' exec -- '%s' --spirv '%s' 2>'%s/err'",
+             work, ZC_TOOL_PATH, cache_dir, ZC_PROBE_PATH, PROBE_KERNEL, work);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        int out = open(in_scratch("out"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (out < 0 || dup2(out, 1) < 0)
+            _exit(101);
+        gid_t team = TEAM_GID;
+        if (setgroups(1, &team) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
+            _exit(100);
+        umask(007);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    clear_run();
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    run.out = read_text(in_scratch("out"), NULL);
+    char err[PATH_MAX + 8];
+    snprintf(err, sizeof err, "%s/err", work);
+    run.err = read_text(err, NULL);
+    return run.status;
+}
+
+/* The documented set-up (mkdir -m 2770, chgrp team, umask 007,
+ * NEO_CACHE_SHARED=1): user B's run hits what user A's stored. */
+Test(exec_e2e, two_users_of_one_group_share_a_cache_directory)
+{
+    if (geteuid() != 0) {
+        scratch_remove();
+        cr_skip_test("needs root to run as two other users");
+    }
+    if (!t_exists(LAYER_FILE)) {
+        scratch_remove();
+        cr_skip_test("the layer is not built (%s)", LAYER_FILE);
+    }
+    cr_assert_eq(chmod(scratch, 0755), 0);
+    cr_assert_eq(mkdir(cache_dir, 02770), 0);
+    cr_assert_eq(chown(cache_dir, 0, TEAM_GID), 0);
+    cr_assert_eq(chmod(cache_dir, 02770), 0);
+    setenv("NEOReadDebugKeys", "1", 1);
+    setenv("SetCommandStreamReceiver", "1", 1);
+    setenv("ProductFamilyOverride", "tgllp", 1);
+    setenv("PrintDebugMessages", "1", 1);
+    int a = probe_as_user(USER_A_UID);
+    if (a == 100) {
+        scratch_remove();
+        cr_skip_test("cannot switch to other users here");
+    }
+    cr_assert_eq(a, 0, "exit %d: %s", a, run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 1, "%s", run.err);
+    cr_assert_eq(probe_as_user(USER_B_UID), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, "[Cache]: hit disk "), 1, "%s", run.err);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
+    /* root is not in the team: the tool would refuse the directory. */
+    zc_stats_counters counters;
+    cr_assert_eq(zc_stats_read(cache_dir, &counters), ZC_OK);
+    cr_assert_eq(counters.misses, 1);
+    cr_assert_eq(counters.disk_hits, 1, "both users' counters");
+    char command[2 * PATH_MAX + 64];
+    snprintf(command, sizeof command, "find '%s' -perm -o+w 2>'%s' | wc -l", cache_dir,
+             in_scratch("stderr"));
+    cr_assert_eq(run_command(command), 0);
+    cr_assert_str_eq(run.out, "0\n", "nothing is world-writable");
+}
+
 #else
 Test(exec_e2e, the_second_run_hits_the_disk_tier)
 {
