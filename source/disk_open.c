@@ -42,13 +42,18 @@ enum {
 
 /* mkdir ignores S_ISGID (a new directory only inherits it from a setgid
  * parent), so a shared directory we create is given it explicitly, keeping
- * what the umask left of the rest. */
+ * what the umask left of the rest. Through a descriptor opened without
+ * following a symlink: the name may have been replaced since the mkdir. */
 static void make_setgid(const char *path)
 {
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (stat(path, &st) == 0 && !(st.st_mode & S_ISGID) &&
-        chmod(path, (st.st_mode & 07777 & ~(mode_t)S_IWOTH) | S_ISGID) != 0)
+    if (fd < 0 || fstat(fd, &st) != 0 ||
+        (!(st.st_mode & S_ISGID) &&
+         fchmod(fd, (st.st_mode & 07777 & ~(mode_t)S_IWOTH) | S_ISGID) != 0))
         zc_disk_log_errno("cannot set the setgid bit of", path, errno);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* mkdir -p. The path up to the cache directory is the user's: symlinks in it

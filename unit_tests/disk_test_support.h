@@ -110,6 +110,21 @@ static inline void t_resign_header(uint8_t *entry)
     memcpy(entry + T_OFFSET_CHECKSUM, digest, 16);
 }
 
+/* A zc_compile_fn that counts its calls and makes t_artifact(size, seed). */
+typedef struct t_counted_compile {
+    int calls;
+    uint64_t seed;
+    size_t size;
+} t_counted_compile;
+
+static inline zc_status t_compile_counted(void *context, zc_artifact **out)
+{
+    t_counted_compile *compile = context;
+    compile->calls++;
+    *out = t_artifact(compile->size, compile->seed);
+    return ZC_OK;
+}
+
 /* A configuration that uses dir as the disk tier. */
 static inline zc_config t_disk_config(const char *dir, uint64_t max_size, int compression_level)
 {

@@ -495,19 +495,6 @@ Test(claim, unavailable_lock_is_an_io_error_holding_nothing)
 
 /* ---- through the cache ---- */
 
-typedef struct counted_compile {
-    int calls;
-    uint64_t seed;
-} counted_compile;
-
-static zc_status compile_counted(void *context, zc_artifact **out)
-{
-    counted_compile *compile = context;
-    compile->calls++;
-    *out = t_artifact(ARTIFACT_SIZE, compile->seed);
-    return ZC_OK;
-}
-
 static zc_cache *open_cache(uint64_t wait_timeout_ms)
 {
     zc_config config = config_for(0);
@@ -519,13 +506,13 @@ static zc_cache *open_cache(uint64_t wait_timeout_ms)
     return cache;
 }
 
-static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *compile,
+static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, t_counted_compile *compile,
                                 uint64_t expected_seed)
 {
     zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, expected_seed);
     zc_lookup_outcome outcome;
     cr_assert_eq(
-        zc_cache_get_or_compile(cache, key, NULL, compile_counted, compile, &artifact, &outcome),
+        zc_cache_get_or_compile(cache, key, NULL, t_compile_counted, compile, &artifact, &outcome),
         ZC_OK);
     t_assert_same_artifact(artifact, expected);
     zc_artifact_unref(artifact);
@@ -538,7 +525,7 @@ Test(claim, cache_waits_for_another_process_instead_of_compiling)
     zc_cache *cache = open_cache(LONG_WAIT_MS);
     zc_key key = t_key(70);
     holder h = start_holder(&key, STORE_AFTER_A_PAUSE, 70);
-    counted_compile compile = {0, 99};
+    t_counted_compile compile = {0, 99, ARTIFACT_SIZE};
     cr_assert_eq(lookup(cache, &key, &compile, 70), ZC_LOOKUP_DISK_HIT);
     cr_assert_eq(compile.calls, 0);
     finish_holder(&h, false);
@@ -557,7 +544,7 @@ Test(claim, cache_compiles_and_stores_when_the_holder_dies)
     zc_key key = t_key(71);
     holder h = start_holder(&key, HOLD_UNTIL_KILLED, 0);
     pid_t killer = kill_later(h.pid);
-    counted_compile compile = {0, 71};
+    t_counted_compile compile = {0, 71, ARTIFACT_SIZE};
     cr_assert_eq(lookup(cache, &key, &compile, 71), ZC_LOOKUP_COMPILED);
     cr_assert_eq(compile.calls, 1);
     cr_assert_eq(waitpid(killer, NULL, 0), killer);
@@ -574,7 +561,7 @@ Test(claim, cache_without_waiting_compiles_at_once)
     zc_cache *cache = open_cache(0);
     zc_key key = t_key(72);
     holder h = start_holder(&key, HOLD_UNTIL_TOLD, 0);
-    counted_compile compile = {0, 72};
+    t_counted_compile compile = {0, 72, ARTIFACT_SIZE};
     cr_assert_eq(lookup(cache, &key, &compile, 72), ZC_LOOKUP_COMPILED);
     cr_assert_eq(compile.calls, 1);
     finish_holder(&h, false);
@@ -587,7 +574,7 @@ Test(claim, cache_compiles_after_the_wait_times_out)
     zc_cache *cache = open_cache(30);
     zc_key key = t_key(73);
     holder h = start_holder(&key, HOLD_UNTIL_TOLD, 0);
-    counted_compile compile = {0, 73};
+    t_counted_compile compile = {0, 73, ARTIFACT_SIZE};
     cr_assert_eq(lookup(cache, &key, &compile, 73), ZC_LOOKUP_COMPILED);
     cr_assert_eq(compile.calls, 1);
     zc_cache_stats stats;

@@ -179,16 +179,25 @@ static void fill_every_kind_of_file(zc_disk_tier *tier, zc_disk_claim *claim)
     cr_assert_eq(zc_stats_merge(cache_dir, &delta), ZC_OK);
 }
 
+/* Opens cache_dir (shared or private) under umask mask and fills it; the
+ * caller releases the claim and closes the tier. */
+static zc_disk_tier *open_and_fill(mode_t mask, bool shared, zc_disk_claim *claim)
+{
+    umask(mask);
+    zc_config config = t_disk_config(cache_dir, 1 << 20, 3);
+    config.allow_shared = shared;
+    zc_disk_tier *tier = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
+    fill_every_kind_of_file(tier, claim);
+    return tier;
+}
+
 /* ---- creation modes ---- */
 
 Test(sharing, shared_mode_creates_group_setgid_directories_and_group_files_from_the_umask)
 {
-    umask(007);
-    zc_disk_tier *tier = NULL;
-    zc_config config = shared_config(cache_dir);
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
     zc_disk_claim claim;
-    fill_every_kind_of_file(tier, &claim);
+    zc_disk_tier *tier = open_and_fill(007, true, &claim);
     tree_census seen = take_census(getegid(), 0660, 02770);
     cr_assert_geq(seen.dirs, 3, "the root and two levels at least");
     cr_assert_eq(seen.files, 1 + 2 * 2 + 1 + 1, "config.file, entries, traces, lock, stats");
@@ -205,12 +214,8 @@ Test(sharing, shared_mode_creates_group_setgid_directories_and_group_files_from_
 
 Test(sharing, shared_mode_never_creates_anything_world_writable_even_with_umask_0)
 {
-    umask(0);
-    zc_disk_tier *tier = NULL;
-    zc_config config = shared_config(cache_dir);
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
     zc_disk_claim claim;
-    fill_every_kind_of_file(tier, &claim);
+    zc_disk_tier *tier = open_and_fill(0, true, &claim);
     tree_census seen = take_census(getegid(), 0664, 02775);
     cr_assert_gt(seen.files, 5);
     cr_assert_eq(seen.world_writable, 0);
@@ -221,12 +226,8 @@ Test(sharing, shared_mode_never_creates_anything_world_writable_even_with_umask_
 
 Test(sharing, private_mode_stays_0700_and_0600_whatever_the_umask)
 {
-    umask(0);
-    zc_disk_tier *tier = NULL;
-    zc_config config = t_disk_config(cache_dir, 1 << 20, 3);
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
     zc_disk_claim claim;
-    fill_every_kind_of_file(tier, &claim);
+    zc_disk_tier *tier = open_and_fill(0, false, &claim);
     tree_census seen = take_census(getegid(), 0600, 0700);
     cr_assert_gt(seen.files, 5);
     cr_assert_eq(seen.wrong_mode, 0);
@@ -430,19 +431,6 @@ static void mount_read_only_view(void)
     }
 }
 
-typedef struct compile_counter {
-    int compiles;
-    uint64_t seed;
-} compile_counter;
-
-static zc_status compile_artifact(void *context, zc_artifact **out)
-{
-    compile_counter *counter = context;
-    counter->compiles++;
-    *out = t_artifact(BINARY_SIZE, counter->seed);
-    return ZC_OK;
-}
-
 Test(sharing, a_read_only_directory_serves_hits_and_skips_stores_quietly)
 {
     skip_unless_root();
@@ -463,15 +451,15 @@ Test(sharing, a_read_only_directory_serves_hits_and_skips_stores_quietly)
     cr_assert_eq(zc_cache_open(&read_only, NULL, &cache), ZC_OK);
     cr_assert_not_null(zc_cache_disk_dir(cache), "read-only is not unusable");
     for (uint64_t seed = 1; seed <= 6; seed++) {
-        compile_counter counter = {.seed = seed};
+        t_counted_compile counter = {.seed = seed, .size = BINARY_SIZE};
         zc_key key = t_key(seed);
         zc_artifact *artifact = NULL;
         zc_lookup_outcome outcome;
-        cr_assert_eq(zc_cache_get_or_compile(cache, &key, NULL, compile_artifact, &counter,
+        cr_assert_eq(zc_cache_get_or_compile(cache, &key, NULL, t_compile_counted, &counter,
                                              &artifact, &outcome),
                      ZC_OK);
         cr_assert_eq(outcome, seed <= 3 ? ZC_LOOKUP_DISK_HIT : ZC_LOOKUP_COMPILED);
-        cr_assert_eq(counter.compiles, seed <= 3 ? 0 : 1);
+        cr_assert_eq(counter.calls, seed <= 3 ? 0 : 1);
         zc_artifact *expected = t_artifact(BINARY_SIZE, seed);
         t_assert_same_artifact(artifact, expected);
         zc_artifact_unref(expected);

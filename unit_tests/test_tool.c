@@ -1358,6 +1358,23 @@ static int bundle_records(const char *bundle, size_t bundle_size, size_t *offset
     return -1;
 }
 
+/* Exports count fresh entries (keys seed...) to the scratch bundle.zcb and
+ * returns its bytes, with where each record starts (bundle_records). */
+static char *exported_bundle(int count, uint64_t seed, char bundle[PATH_MAX], size_t *bundle_size,
+                             size_t *offsets)
+{
+    zc_key keys[8];
+    uint64_t sizes[8];
+    cr_assert_leq(count, 8);
+    fill_for_export(keys, sizes, count, seed);
+    scratch_path(bundle, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    char *bytes = read_text(bundle, bundle_size);
+    cr_assert_not_null(bytes);
+    cr_assert_eq(bundle_records(bytes, *bundle_size, offsets, count), count);
+    return bytes;
+}
+
 Test(tool, export_then_import_copies_every_entry_byte_for_byte)
 {
     zc_key keys[4];
@@ -1421,16 +1438,9 @@ Test(tool, export_leaves_out_bad_entries_and_says_which)
  * while the good ones around it are imported. */
 Test(tool, import_reports_bad_entries_and_keeps_the_good_ones)
 {
-    zc_key keys[5];
-    uint64_t sizes[5];
-    fill_for_export(keys, sizes, 5, 940);
-    char bundle_path[PATH_MAX];
-    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
-    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
-    size_t bundle_size;
-    char *bytes = read_text(bundle, &bundle_size);
-    size_t offsets[6];
-    cr_assert_eq(bundle_records(bytes, bundle_size, offsets, 5), 5);
+    char bundle[PATH_MAX];
+    size_t bundle_size, offsets[6];
+    char *bytes = exported_bundle(5, 940, bundle, &bundle_size, offsets);
     /* Records are in path order: find which key each holds. */
     zc_key in_order[5];
     for (int i = 0; i < 5; i++)
@@ -1469,16 +1479,9 @@ Test(tool, import_reports_bad_entries_and_keeps_the_good_ones)
  * import fails saying where the bundle ended. */
 Test(tool, a_truncated_bundle_fails_after_importing_what_precedes_the_cut)
 {
-    zc_key keys[3];
-    uint64_t sizes[3];
-    fill_for_export(keys, sizes, 3, 960);
-    char bundle_path[PATH_MAX];
-    const char *bundle = scratch_path(bundle_path, "bundle.zcb");
-    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
-    size_t bundle_size;
-    char *bytes = read_text(bundle, &bundle_size);
-    size_t offsets[4];
-    cr_assert_eq(bundle_records(bytes, bundle_size, offsets, 3), 3);
+    char bundle[PATH_MAX];
+    size_t bundle_size, offsets[4];
+    char *bytes = exported_bundle(3, 960, bundle, &bundle_size, offsets);
     const struct {
         size_t length;
         int imported;
