@@ -36,7 +36,7 @@ fi
 for program in redis-server redis-cli; do
   command -v "$program" >/dev/null || { echo "bench_cluster: needs $program" >&2; exit 1; }
 done
-if ! "$tool" config | grep -q NEO_CACHE_REMOTE; then
+if ! "$tool" config | grep NEO_CACHE_REMOTE >/dev/null; then
   echo "bench_cluster: this build has no remote tier (NEO_CACHE_REMOTE)" >&2
   exit 1
 fi
