@@ -19,8 +19,11 @@
 #   bench/bench_cluster.sh [build-dir]     (default: build)
 #   needs: cmake --build <build-dir> --target ze_bench zecache_tool; redis-server, redis-cli
 #
-# NODES (default 4) and REPS (warm repetitions, default 5) can be set in the
-# environment. It relies on the remote tier's interface: NEO_CACHE_REMOTE
+# NODES (default 4), REPS (warm repetitions, default 5) and WAIT_MS (how long
+# a node waits for another compiling the same module, NEO_CACHE_WAIT_TIMEOUT_MS,
+# default 600000: a busy machine can take longer than the 30 s default for the
+# largest module, and a node that stops waiting compiles it again) can be set
+# in the environment. It relies on the remote tier's interface: NEO_CACHE_REMOTE
 # (redis+unix://SOCKET) and the remote_* counters of `zecache stats --json`.
 set -euo pipefail
 
@@ -42,6 +45,7 @@ if ! "$tool" config | grep NEO_CACHE_REMOTE >/dev/null; then
 fi
 nodes=${NODES:-4}
 reps=${REPS:-5}
+wait_ms=${WAIT_MS:-600000}
 module_count=$(find "$kernels" -name '*.spv' | wc -l)
 
 work=$(mktemp -d)
@@ -84,7 +88,8 @@ node() {
   (cd "$work/scratch-$name" &&
     env "LD_LIBRARY_PATH=$layers${plain_library_path:+:$plain_library_path}" \
       "ZEL_LIBRARY_PATH=$layers" ZE_ENABLE_VALIDATION_LAYER=1 "NEO_CACHE_DIR=$cache" \
-      "NEO_CACHE_REMOTE=$remote" "$bench" "$@" "$kernels") >"$work/out/$name"
+      "NEO_CACHE_REMOTE=$remote" "NEO_CACHE_WAIT_TIMEOUT_MS=$wait_ms" "$bench" "$@" "$kernels") \
+    >"$work/out/$name"
 }
 
 now_ms() { date +%s%3N; }

@@ -88,21 +88,15 @@ static bool in_my_groups(gid_t gid)
 {
     if (gid == getegid())
         return true;
-    gid_t groups[NGROUPS_MAX];
-    int count = getgroups(NGROUPS_MAX, groups);
-    for (int i = 0; i < count; i++)
-        if (groups[i] == gid)
-            return true;
-    return false;
-}
-
-static zc_status check_shared_directory(const struct stat *st, const zc_config *config)
-{
-    if (st->st_mode & S_IWOTH)
-        return refuse(config->dir, "is writable by everyone (even with NEO_CACHE_SHARED=1)", EPERM);
-    if ((st->st_mode & S_IWGRP) && !in_my_groups(st->st_gid))
-        return refuse(config->dir, "is writable by a group this process is not in", EPERM);
-    return ZC_OK;
+    int count = getgroups(0, NULL);
+    gid_t *groups = count > 0 ? calloc((size_t)count, sizeof *groups) : NULL;
+    if (groups != NULL)
+        count = getgroups(count, groups);
+    bool found = false;
+    for (int i = 0; groups != NULL && i < count && !found; i++)
+        found = groups[i] == gid;
+    free(groups);
+    return found;
 }
 
 static zc_status check_directory(const zc_fs_ops *ops, int dir_fd, const zc_config *config)
@@ -112,12 +106,17 @@ static zc_status check_directory(const zc_fs_ops *ops, int dir_fd, const zc_conf
         return refuse(config->dir, "cannot be examined", errno);
     if (!S_ISDIR(st.st_mode))
         return refuse(config->dir, "is not a directory", ENOTDIR);
+    if (st.st_mode & S_IWOTH)
+        return refuse(config->dir, "is writable by everyone (refused even with NEO_CACHE_SHARED=1)",
+                      EPERM);
     if (config->allow_shared)
-        return check_shared_directory(&st, config);
+        return (st.st_mode & S_IWGRP) && !in_my_groups(st.st_gid)
+                   ? refuse(config->dir, "is writable by a group this process is not in", EPERM)
+                   : ZC_OK;
     if (st.st_uid != geteuid() && st.st_uid != 0)
         return refuse(config->dir, "is owned by another user (NEO_CACHE_SHARED=1 allows it)",
                       EPERM);
-    if (st.st_mode & (S_IWGRP | S_IWOTH))
+    if (st.st_mode & S_IWGRP)
         return refuse(config->dir, "is writable by group or others (NEO_CACHE_SHARED=1 allows it)",
                       EPERM);
     return ZC_OK;
