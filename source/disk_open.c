@@ -233,3 +233,8 @@ const char *zc_disk_tier_dir(const zc_disk_tier *tier)
 {
     return tier->dir;
 }
+
+bool zc_disk_tier_is_read_only(const zc_disk_tier *tier)
+{
+    return tier->read_only;
+}

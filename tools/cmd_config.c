@@ -100,7 +100,9 @@ static int run_config(tool_context *tool, int argc, char **argv)
         printf("\ndirectory %s is NOT usable (see the message above)\n", config.dir);
         return TOOL_EXIT_FAILURE;
     }
-    printf("\ndirectory %s is usable\n", zc_disk_tier_dir(tier));
+    printf("\ndirectory %s is usable%s\n", zc_disk_tier_dir(tier),
+           zc_disk_tier_is_read_only(tier) ? " read-only (hits are served, nothing is stored)"
+                                           : "");
     if (!config.persistent)
         printf("but NEO_CACHE_PERSISTENT=0: the layer keeps compiled modules in memory only\n");
     zc_disk_tier_close(tier);

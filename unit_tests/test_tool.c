@@ -136,6 +136,14 @@ static int run_command(const char *command)
     return run.status;
 }
 
+/* Runs a shell command with its standard error in the scratch directory. */
+static int run_command_with_stderr(const char *command)
+{
+    char full[8192 + PATH_MAX + 16];
+    snprintf(full, sizeof full, "%s 2>'%s'", command, in_scratch("stderr"));
+    return run_command(full);
+}
+
 /* Runs the tool with arguments (shell words, printf-formatted); fills run. */
 static int tool(const char *format, ...) __attribute__((format(printf, 1, 2)));
 static int tool(const char *format, ...)
@@ -1612,6 +1620,42 @@ Test(tool, an_unusable_directory_is_explained)
         cr_assert_eq(tool_in_cache("%s", commands[i]), 1, "%s", commands[i]);
         cr_assert_not_null(strstr(run.err, "cannot use the cache directory"), "%s", commands[i]);
     }
+}
+
+/* As a user who may only read root's cache: config says it is read-only,
+ * export works, import fails at its first store. */
+Test(tool, a_read_only_directory_is_usable_for_reading)
+{
+    if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+        scratch_remove();
+        cr_skip_test("needs root and setpriv to run the tool as nobody");
+    }
+    zc_disk_tier *tier = open_cache(0);
+    zc_key key = t_key(650);
+    store_entry(tier, &key, 0, 20000, NULL);
+    zc_disk_tier_close(tier);
+    char command[PATH_MAX + 64];
+    snprintf(command, sizeof command, "chmod -R a+rX '%s'", scratch);
+    cr_assert_eq(system(command), 0);
+    char bundle[PATH_MAX];
+    scratch_path(bundle, "bundle.zcb");
+    cr_assert_eq(tool_in_cache("export '%s'", bundle), 0, "%s", run.err);
+    cr_assert_eq(chmod(bundle, 0644), 0);
+    const char *as_nobody = "/usr/bin/setpriv --reuid=nobody --regid=nogroup --clear-groups";
+    char args[8192];
+    snprintf(args, sizeof args, "%s '%s' --dir '%s' config", as_nobody, ZC_TOOL_PATH, cache_dir);
+    cr_assert_eq(run_command_with_stderr(args), 0, "%s", run.err);
+    char expected[PATH_MAX + 64];
+    snprintf(expected, sizeof expected, "directory %s is usable read-only", cache_dir);
+    cr_assert_not_null(line_starting(run.out, expected), "%s", run.out);
+    snprintf(args, sizeof args, "%s '%s' --dir '%s' export - >/dev/null", as_nobody, ZC_TOOL_PATH,
+             cache_dir);
+    cr_assert_eq(run_command_with_stderr(args), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "exported 1 entries"), "%s", run.err);
+    snprintf(args, sizeof args, "%s '%s' --dir '%s' import '%s'", as_nobody, ZC_TOOL_PATH,
+             cache_dir, bundle);
+    cr_assert_eq(run_command_with_stderr(args), 1, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "cannot store"), "%s", run.err);
 }
 
 Test(tool, the_tool_still_manages_a_directory_the_layer_does_not_use)

@@ -35,6 +35,8 @@ typedef struct zc_disk_tier zc_disk_tier;
 zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out);
 void zc_disk_tier_close(zc_disk_tier *tier);
 const char *zc_disk_tier_dir(const zc_disk_tier *tier);
+/* True when the directory could not be written when opened. */
+bool zc_disk_tier_is_read_only(const zc_disk_tier *tier);
 
 /* Loads and fully verifies key's entry. ZC_MISS when absent or bad; a bad
  * entry is removed and the reason logged. A hit refreshes the entry's
