@@ -344,4 +344,5 @@ void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
     zc_memory_tier_get_stats(cache->memory, &memory_stats);
     stats->memory_evictions = memory_stats.evictions;
     stats->evictions = cache->disk != NULL ? zc_disk_tier_evictions(cache->disk) : 0;
+    stats->lock_timeouts = cache->disk != NULL ? zc_disk_tier_lock_timeouts(cache->disk) : 0;
 }

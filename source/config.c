@@ -196,6 +196,9 @@ void zc_config_from_env(zc_config *config)
     config->wait_timeout_source =
         read_u64("NEO_CACHE_WAIT_TIMEOUT_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS, ZC_DEFAULT_WAIT_TIMEOUT_MS,
                  &config->wait_timeout_ms, &complaints);
+    config->lock_timeout_source =
+        read_u64("NEO_CACHE_LOCK_TIMEOUT_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS, ZC_DEFAULT_LOCK_TIMEOUT_MS,
+                 &config->lock_timeout_ms, &complaints);
     config->dir_source = read_dir(config, &complaints);
     config->remote_source =
         read_text("NEO_CACHE_REMOTE", config->remote, sizeof config->remote, &complaints);

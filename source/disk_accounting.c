@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "disk_internal.h"
+#include "monotonic_clock.h"
 #include "zecache/log.h"
 
 /* The driver stores a size_t; this port is for 64-bit hosts only. */
@@ -61,6 +63,58 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
     return zc_disk_parse_total(bytes, got, tier->max_size, total);
 }
 
+enum { FIRST_POLL_US = 500, MAX_POLL_US = 10000 };
+
+static bool sleep_until_next_poll(uint64_t deadline_ns, long *poll_us)
+{
+    uint64_t now = zc_monotonic_ns();
+    if (now >= deadline_ns)
+        return false;
+    uint64_t pause_ns = (uint64_t)*poll_us * 1000;
+    if (pause_ns > deadline_ns - now)
+        pause_ns = deadline_ns - now;
+    struct timespec pause = {(time_t)(pause_ns / 1000000000), (long)(pause_ns % 1000000000)};
+    nanosleep(&pause, NULL);
+    *poll_us = *poll_us * 2 < MAX_POLL_US ? *poll_us * 2 : MAX_POLL_US;
+    return true;
+}
+
+/* The lock is normally held for milliseconds; one held for longer belongs to
+ * a process that is stopped (SIGSTOP, a debugger), stalled (NFS) or a child
+ * that inherited it. Waiting without bound would stall this program too. */
+zc_status zc_disk_flock_within_deadline(zc_disk_tier *tier, int fd, int operation,
+                                        atomic_bool *stuck, const char *name)
+{
+    if (tier->lock_timeout_ms == 0)
+        return flock_retrying(tier->ops, fd, operation) == 0 ? ZC_OK : ZC_ERR_IO;
+    bool try_once = atomic_load_explicit(stuck, memory_order_relaxed);
+    uint64_t deadline_ns = zc_monotonic_ns() + tier->lock_timeout_ms * UINT64_C(1000000);
+    long poll_us = FIRST_POLL_US;
+    for (;;) {
+        if (flock_retrying(tier->ops, fd, operation | LOCK_NB) == 0) {
+            atomic_store_explicit(stuck, false, memory_order_relaxed);
+            return ZC_OK;
+        }
+        if (errno != EWOULDBLOCK)
+            return ZC_ERR_IO;
+        if (try_once || !sleep_until_next_poll(deadline_ns, &poll_us))
+            break;
+    }
+    atomic_fetch_add_explicit(&tier->lock_timeouts, 1, memory_order_relaxed);
+    if (!try_once)
+        zc_log_info("%s in %s held by another process for over %llu ms: skipped, and later "
+                    "operations try once until it is free",
+                    name, tier->dir, (unsigned long long)tier->lock_timeout_ms);
+    atomic_store_explicit(stuck, true, memory_order_relaxed);
+    errno = EWOULDBLOCK;
+    return ZC_ERR_BUSY;
+}
+
+uint64_t zc_disk_tier_lock_timeouts(zc_disk_tier *tier)
+{
+    return atomic_load_explicit(&tier->lock_timeouts, memory_order_relaxed);
+}
+
 static zc_status open_and_lock(zc_disk_tier *tier, int *fd)
 {
     *fd = tier->ops->openat(tier->dir_fd, ZC_CONFIG_FILE_NAME, O_RDWR | O_CREAT | O_CLOEXEC,
@@ -69,10 +123,13 @@ static zc_status open_and_lock(zc_disk_tier *tier, int *fd)
         zc_disk_log_errno("cannot open", ZC_CONFIG_FILE_NAME, errno);
         return ZC_ERR_IO;
     }
-    if (flock_retrying(tier->ops, *fd, LOCK_EX) != 0) {
-        zc_disk_log_errno("cannot lock", ZC_CONFIG_FILE_NAME, errno);
+    zc_status status = zc_disk_flock_within_deadline(tier, *fd, LOCK_EX, &tier->config_lock_stuck,
+                                                     ZC_CONFIG_FILE_NAME);
+    if (status != ZC_OK) {
+        if (status == ZC_ERR_IO)
+            zc_disk_log_errno("cannot lock", ZC_CONFIG_FILE_NAME, errno);
         tier->ops->close(*fd);
-        return ZC_ERR_IO;
+        return status;
     }
     return ZC_OK;
 }
@@ -197,9 +254,10 @@ zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size)
     if (fd < 0)
         return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
     /* Shared: waits for a writer holding LOCK_EX, so the value is not torn. */
-    zc_status status = ZC_ERR_IO;
     bool oversized;
-    if (flock_retrying(tier->ops, fd, LOCK_SH) == 0)
+    zc_status status = zc_disk_flock_within_deadline(tier, fd, LOCK_SH, &tier->config_lock_stuck,
+                                                     ZC_CONFIG_FILE_NAME);
+    if (status == ZC_OK)
         status = zc_disk_read_total(tier, fd, size, &oversized);
     tier->ops->close(fd);
     return status;

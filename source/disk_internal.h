@@ -37,6 +37,12 @@ struct zc_disk_tier {
      * stores, claims and removals are skipped (disk_open.c). */
     bool read_only;
     atomic_bool read_only_reported; /* the first skipped store was counted */
+    uint64_t lock_timeout_ms;        /* NEO_CACHE_LOCK_TIMEOUT_MS; 0: no deadline */
+    /* A wait for config.file's (or the stats file's) lock timed out: until a
+     * later attempt finds it free, attempts try once instead of waiting, so a
+     * process beside a stuck holder pays one deadline in all. */
+    atomic_bool config_lock_stuck, stats_lock_stuck;
+    atomic_uint_least64_t lock_timeouts; /* operations skipped at a lock's deadline */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
@@ -83,6 +89,12 @@ zc_status zc_disk_publish(zc_disk_tier *tier, const void *data, size_t size, int
 void zc_disk_log_errno(const char *action, const char *path, int err);
 
 /* ---- disk_accounting.c ---- */
+
+/* flock(fd, operation) retrying EINTR, within the tier's lock deadline:
+ * polls LOCK_NB with short sleeps, or tries once while *stuck. ZC_ERR_BUSY
+ * at the deadline (counted, logged, *stuck set), ZC_ERR_IO on an error. */
+zc_status zc_disk_flock_within_deadline(zc_disk_tier *tier, int fd, int operation,
+                                        atomic_bool *stuck, const char *name);
 
 /* Held across a store, a removal or a sweep. total is exact for as long as
  * the lock is held: it is config.file's value when that was plausible, else

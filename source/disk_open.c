@@ -191,6 +191,7 @@ static zc_status open_tier(const zc_config *config, const zc_fs_ops *ops, bool r
     tier->ops = ops;
     tier->max_size = config->max_size;
     tier->compression_level = config->compression_level;
+    tier->lock_timeout_ms = config->lock_timeout_ms;
     tier->dir_mode = config->allow_shared ? SHARED_DIR_MODE : PRIVATE_DIR_MODE;
     tier->file_mode = config->allow_shared ? SHARED_FILE_MODE : PRIVATE_FILE_MODE;
     tier->read_only = read_only; /* else found out by check_writable */

@@ -44,6 +44,7 @@ static const counter_field fields[] = {
     {"store_errors", offsetof(zc_stats_counters, store_errors)},
     {"evictions", offsetof(zc_stats_counters, evictions)},
     {"memory_evictions", offsetof(zc_stats_counters, memory_evictions)},
+    {"lock_timeouts", offsetof(zc_stats_counters, lock_timeouts)},
     {"compile_ns_spent", offsetof(zc_stats_counters, compile_ns_spent)},
     {"compile_ns_saved", offsetof(zc_stats_counters, compile_ns_saved)},
     {"remote_hits", offsetof(zc_stats_counters, remote_hits)},

@@ -21,6 +21,8 @@ const char *zc_status_name(zc_status status)
         return "ZC_ERR_TOO_LARGE";
     case ZC_ERR_BUILD:
         return "ZC_ERR_BUILD";
+    case ZC_ERR_BUSY:
+        return "ZC_ERR_BUSY";
     }
     return "ZC_UNKNOWN_STATUS";
 }

@@ -80,6 +80,9 @@ static void print_settings(const tool_context *tool, const zc_config *config)
         printf("%-28s without a secret, whoever can write to a remote storage chooses the code "
                "run here\n",
                "");
+    printf("%-28s %-32llu ", "NEO_CACHE_LOCK_TIMEOUT_MS",
+           (unsigned long long)config->lock_timeout_ms);
+    print_source("NEO_CACHE_LOCK_TIMEOUT_MS", config->lock_timeout_source);
     /* zc_config records no source for these three. */
     printf("%-28s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
     printf("%-28s %d\n", "PrintDebugMessages", config->print_debug_messages);

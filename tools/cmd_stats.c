@@ -124,6 +124,8 @@ static void print_counters(const zc_stats_counters *counters)
     print_bypasses(counters);
     printf("%-19s %llu (%llu failed)\n", "stores", (unsigned long long)counters->stores,
            (unsigned long long)counters->store_errors);
+    printf("%-19s %llu (stores and removals skipped: another process held the lock)\n",
+           "lock timeouts", (unsigned long long)counters->lock_timeouts);
     printf("%-19s %llu from disk, %llu from memory\n", "evictions",
            (unsigned long long)counters->evictions, (unsigned long long)counters->memory_evictions);
     printf("%-19s %llu hits, %llu misses, %llu stores, %llu errors, %llu rejected\n", "remote",

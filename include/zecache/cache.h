@@ -54,6 +54,7 @@ typedef struct zc_cache_stats {
     uint64_t stores, store_errors;
     uint64_t evictions;        /* entries the disk tier evicted to make room */
     uint64_t memory_evictions; /* artifacts the memory tier dropped for its budget */
+    uint64_t lock_timeouts;    /* disk operations skipped: another process held a lock */
     uint64_t compile_ns_spent, compile_ns_saved;
     uint64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
 } zc_cache_stats;

@@ -16,6 +16,7 @@
 #define ZC_DEFAULT_WAIT_TIMEOUT_MS 30000
 #define ZC_MAX_WAIT_TIMEOUT_MS (UINT64_C(24) * 3600 * 1000)
 #define ZC_REMOTE_TEXT_MAX 4096
+#define ZC_DEFAULT_LOCK_TIMEOUT_MS 2000
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -41,6 +42,9 @@ typedef struct zc_config {
                                           remote_spec.h when the cache opens */
     char remote_secret_file[PATH_MAX]; /* NEO_CACHE_REMOTE_SECRET_FILE ("" none) */
     zc_config_source remote_source, remote_secret_file_source;
+    uint64_t lock_timeout_ms; /* NEO_CACHE_LOCK_TIMEOUT_MS: how long a store (or removal)
+                                 waits for config.file's lock before skipping, 0 = no limit */
+    zc_config_source lock_timeout_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

@@ -103,6 +103,12 @@ void zc_disk_tier_release(zc_disk_tier *tier, zc_disk_claim *claim);
 /* How many entries this tier's stores have evicted to make room. */
 uint64_t zc_disk_tier_evictions(zc_disk_tier *tier);
 
+/* How many operations this tier skipped (ZC_ERR_BUSY) because another process
+ * held config.file's or the stats file's lock past NEO_CACHE_LOCK_TIMEOUT_MS.
+ * After one such timeout, later operations try the lock once instead of
+ * waiting, until they find it free. */
+uint64_t zc_disk_tier_lock_timeouts(zc_disk_tier *tier);
+
 /* One .l0_cache file found by a scan. */
 typedef struct zc_disk_entry_info {
     char path[PATH_MAX]; /* relative to the cache directory */

@@ -12,6 +12,7 @@ typedef enum zc_status {
     ZC_ERR_DISABLED,  /* the tier is switched off or unusable */
     ZC_ERR_TOO_LARGE, /* bigger than the configured limits allow */
     ZC_ERR_BUILD,     /* a build callback reported failure */
+    ZC_ERR_BUSY,      /* another process held a lock past the deadline: skipped */
 } zc_status;
 
 /* A short constant name such as "ZC_MISS", for messages and tests. */
