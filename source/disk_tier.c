@@ -20,17 +20,19 @@ typedef struct entry_file {
     struct stat st;
 } entry_file;
 
-static uint64_t max_entry_file_size(const zc_disk_tier *tier, uint64_t trailer)
+/* No entry file is larger, whatever the size limit: a larger one is corrupt.
+ * trailer: bytes a storage may keep after the entry (remote_tag.h). */
+static uint64_t max_entry_file_size(uint64_t trailer)
 {
-    uint64_t limit = ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD) + trailer;
-    return tier->max_size != 0 && tier->max_size < limit ? tier->max_size : limit;
+    return ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD) + trailer;
 }
 
-/* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_* when reading
- * it failed, which says nothing about the entry. trailer: bytes a storage may
- * keep after the entry (remote_tag.h). */
-static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, char *reason,
-                                 uint64_t trailer)
+/* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_TOO_LARGE when
+ * it is larger than max_size (0: no limit), which another process with a
+ * larger NEO_CACHE_MAX_SIZE may have stored: not ours to use, nor to remove;
+ * ZC_ERR_* when reading it failed, which says nothing about the entry. */
+static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, uint64_t trailer,
+                                 entry_file *file, char *reason)
 {
     memset(file, 0, sizeof *file);
     if (tier->ops->fstat(fd, &file->st) != 0)
@@ -40,10 +42,15 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, c
         return ZC_MISS;
     }
     uint64_t size = (uint64_t)file->st.st_size;
-    if (size > max_entry_file_size(tier, trailer)) {
-        snprintf(reason, REASON_SIZE, "file of %llu bytes exceeds the size limit",
+    if (size > max_entry_file_size(trailer)) {
+        snprintf(reason, REASON_SIZE, "file of %llu bytes exceeds any entry's size",
                  (unsigned long long)size);
         return ZC_MISS;
+    }
+    if (max_size != 0 && size > max_size + trailer) {
+        snprintf(reason, REASON_SIZE, "file of %llu bytes is above this process's size limit",
+                 (unsigned long long)size);
+        return ZC_ERR_TOO_LARGE;
     }
     file->size = (size_t)size;
     file->data = malloc(file->size + 1);
@@ -53,6 +60,23 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, entry_file *file, c
     if (status == ZC_MISS)
         snprintf(reason, REASON_SIZE, "file ended before its %zu bytes", file->size);
     return status;
+}
+
+/* After a failed decode: ZC_ERR_TOO_LARGE when the header is sound and only
+ * its payload is above this process's limit (an entry another process with a
+ * larger NEO_CACHE_MAX_SIZE stored), else ZC_MISS: the entry is bad. */
+static zc_status classify_decode_miss(const zc_disk_tier *tier, const entry_file *file,
+                                      char *reason)
+{
+    zc_entry_header header;
+    if (tier->max_size == 0 ||
+        zc_entry_read_header(file->data, file->size, &header, NULL, 0) != ZC_OK ||
+        (header.binary_size <= tier->max_size &&
+         header.log_size <= tier->max_size - header.binary_size))
+        return ZC_MISS;
+    snprintf(reason, REASON_SIZE, "payload of %llu + %llu bytes is above this process's size limit",
+             (unsigned long long)header.binary_size, (unsigned long long)header.log_size);
+    return ZC_ERR_TOO_LARGE;
 }
 
 /* Under the lock, and only if the file there is still the one that failed
@@ -102,18 +126,23 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, &file, reason, 0);
+    zc_status status = read_entry_file(tier, fd, tier->max_size, 0, &file, reason);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
-    if (status == ZC_OK)
+    if (status == ZC_OK) {
         status =
             zc_entry_decode(file.data, file.size, key, tier->max_size, out, reason, sizeof reason);
+        if (status == ZC_MISS)
+            status = classify_decode_miss(tier, &file, reason);
+    }
     /* Still a hit when the mark fails; a read-only directory fails every time. */
     if (status == ZC_OK && tier->ops->futimens(fd, NULL) != 0 && !tier->read_only)
         zc_disk_log_errno("cannot mark the use of", rel, errno);
     tier->ops->close(fd);
     free(file.data);
-    if (status == ZC_MISS && tier->read_only) {
+    if (status == ZC_ERR_TOO_LARGE) {
+        zc_log_info("not using %s: %s (NEO_CACHE_MAX_SIZE)", rel, reason);
+    } else if (status == ZC_MISS && tier->read_only) {
         zc_log_info("ignoring bad entry %s: %s", rel, reason);
     } else if (status == ZC_MISS) {
         zc_log_info("removing bad entry %s: %s", rel, reason);
@@ -248,10 +277,12 @@ zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t 
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, &file, reason, trailer);
+    zc_status status = read_entry_file(tier, fd, tier->max_size, trailer, &file, reason);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
-    else if (status == ZC_MISS)
+    if (status == ZC_ERR_TOO_LARGE)
+        status = ZC_MISS; /* above this process's limit: not for it */
+    if (status == ZC_MISS)
         zc_log_info("ignored %s: %s", rel, reason);
     tier->ops->close(fd);
     if (status != ZC_OK) {
@@ -313,13 +344,14 @@ static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key
                                    size_t *size)
 {
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, &file, why, 0);
+    /* Whatever this process's size limit: an entry above it is sound when it
+     * verifies (another process may use a larger limit). */
+    zc_status status = read_entry_file(tier, fd, 0, 0, &file, why);
     if (status != ZC_OK && status != ZC_MISS)
         snprintf(why, REASON_SIZE, "cannot read: %s", strerror(errno));
     zc_artifact *artifact = NULL;
     if (status == ZC_OK)
-        status =
-            zc_entry_decode(file.data, file.size, key, tier->max_size, &artifact, why, REASON_SIZE);
+        status = zc_entry_decode(file.data, file.size, key, 0, &artifact, why, REASON_SIZE);
     zc_artifact_unref(artifact);
     if (status == ZC_OK && header != NULL)
         status = zc_entry_read_header(file.data, file.size, header, why, REASON_SIZE);

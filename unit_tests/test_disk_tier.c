@@ -465,30 +465,72 @@ Test(disk, entry_claiming_huge_sizes_is_a_miss_and_removed)
     assert_bad_entry_removed(claim_huge_sizes);
 }
 
-/* A file dropped in by hand, bigger than the limit and never counted: the
- * removal finds the total too small to subtract from and rescans. */
-Test(disk, oversized_uncounted_entry_is_removed_and_accounting_rescanned)
+/* A bad file dropped in by hand and never counted, larger than the whole
+ * recorded total: the removal finds the total too small to subtract from
+ * and rescans. */
+Test(disk, bad_uncounted_entry_is_removed_and_accounting_rescanned)
 {
     zc_disk_tier *tier = open_tier(32 << 10, NULL);
     store_ok(tier, 12, 300, NULL);
     zc_key key = t_key(13);
-    zc_artifact *big = t_artifact(64 << 10, 13);
-    uint8_t *bytes;
-    size_t size;
-    cr_assert_eq(zc_entry_encode(&key, big, 3, &bytes, &size), ZC_OK);
-    cr_assert_gt(size, 32 << 10);
+    uint8_t garbage[4096];
+    t_fill_random(garbage, sizeof garbage, 13);
     char path[PATH_MAX];
     make_entry_dirs(&key);
     entry_path(path, &key);
-    t_write_file(path, bytes, size);
+    t_write_file(path, garbage, sizeof garbage);
 
     assert_misses(tier, 13);
     cr_assert(!t_exists(path));
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 1);
-    free(bytes);
-    zc_artifact_unref(big);
     zc_disk_tier_close(tier);
+}
+
+/* Processes with different NEO_CACHE_MAX_SIZE share a directory: an entry
+ * above this process's limit (its file, or only its payload when it
+ * compresses well) is a plain miss here, neither removed nor called bad, and
+ * still a hit for the process that stored it. */
+static void assert_other_limit_entry_is_left_alone(zc_artifact *artifact, uint64_t seed)
+{
+    zc_disk_tier *large = open_tier(1 << 20, NULL);
+    zc_disk_tier *small = open_tier(16 << 10, NULL);
+    zc_key key = t_key(seed);
+    cr_assert_eq(zc_disk_tier_store(large, &key, artifact, NULL), ZC_OK);
+    char path[PATH_MAX];
+    entry_path(path, &key);
+    uint64_t size_before = file_size(path);
+    zc_artifact *loaded = (zc_artifact *)1;
+    cr_assert_eq(zc_disk_tier_load(small, &key, &loaded), ZC_MISS);
+    cr_assert_null(loaded);
+    cr_assert(t_exists(path), "an entry above this process's limit is not removed");
+    cr_assert_eq(file_size(path), size_before);
+    char reason[256];
+    cr_assert_eq(
+        zc_disk_tier_verify_entry(small, path + strlen(cache_dir) + 1, NULL, reason, sizeof reason),
+        ZC_OK, "%s", reason);
+    cr_assert_eq(zc_disk_tier_load(large, &key, &loaded), ZC_OK);
+    t_assert_same_artifact(loaded, artifact);
+    zc_artifact_unref(loaded);
+    assert_accounting_exact();
+    zc_disk_tier_close(small);
+    zc_disk_tier_close(large);
+}
+
+Test(disk, entry_above_this_process_limit_is_a_plain_miss)
+{
+    zc_artifact *incompressible = t_artifact(64 << 10, 14);
+    assert_other_limit_entry_is_left_alone(incompressible, 14);
+    zc_artifact_unref(incompressible);
+}
+
+Test(disk, payload_above_this_process_limit_is_a_plain_miss)
+{
+    uint8_t *zeros = calloc(1, 64 << 10);
+    zc_artifact *compressible = zc_artifact_create(zeros, 64 << 10, "log", 3, NULL);
+    free(zeros);
+    assert_other_limit_entry_is_left_alone(compressible, 15);
+    zc_artifact_unref(compressible);
 }
 
 /* ---- config.file ---- */
