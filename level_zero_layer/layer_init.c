@@ -7,30 +7,13 @@
 #include "layer_internal.h"
 #include "zecache/environment.h"
 #include "zecache/log.h"
-#include "zecache/stats.h"
 
 /* A forked child starts with a copy of the parent's counters; without this
  * both would merge them into the stats file at exit. */
 static void zero_counters_in_child(void)
 {
-    if (zcl_layer.cache == NULL)
-        return;
-    zc_cache_counters *counters = zc_cache_counters_of(zcl_layer.cache);
-    atomic_store(&counters->memory_hits, 0);
-    atomic_store(&counters->disk_hits, 0);
-    atomic_store(&counters->misses, 0);
-    atomic_store(&counters->failed_builds, 0);
-    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
-        atomic_store(&counters->bypasses[i], 0);
-    atomic_store(&counters->stores, 0);
-    atomic_store(&counters->store_errors, 0);
-    atomic_store(&counters->remote_hits, 0);
-    atomic_store(&counters->remote_misses, 0);
-    atomic_store(&counters->remote_stores, 0);
-    atomic_store(&counters->remote_errors, 0);
-    atomic_store(&counters->remote_rejected, 0);
-    atomic_store(&counters->compile_ns_spent, 0);
-    atomic_store(&counters->compile_ns_saved, 0);
+    if (zcl_layer.cache != NULL)
+        zc_cache_reset_counters(zcl_layer.cache);
 }
 
 static void start_cache(void)
@@ -87,19 +70,17 @@ static void log_summary(const zc_cache_stats *stats)
                 (unsigned long long)stats->remote_rejected);
 }
 
-/* The process's counters go into the cache's stats file once, at exit, so
- * the hit path does no I/O for them. This runs at exit only: the layer is
- * linked -z nodelete, so a loader's dlclose does not unload it. The cache is
- * not closed: other threads may still be using it, and the process ends
- * anyway. */
+/* The counters go into the cache's stats file at every store and, for what
+ * came after the last one, at exit; the hit path does no I/O for them. This
+ * runs at exit only: the layer is linked -z nodelete, so a loader's dlclose
+ * does not unload it. The cache is not closed: other threads may still be
+ * using it, and the process ends anyway. */
 __attribute__((destructor)) static void zcl_layer_unload(void)
 {
     if (zcl_layer.cache == NULL)
         return;
     zc_cache_stats stats;
     zc_cache_get_stats(zcl_layer.cache, &stats);
-    const char *dir = zc_cache_disk_dir(zcl_layer.cache);
-    if (dir != NULL)
-        zc_stats_merge(dir, &stats);
+    zc_cache_merge_stats(zcl_layer.cache);
     log_summary(&stats);
 }

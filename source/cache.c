@@ -6,6 +6,7 @@
  * that want it at once cost one compile in all. */
 #include "zecache/cache.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,7 @@
 #include "zecache/log.h"
 #include "zecache/memory_tier.h"
 #include "zecache/remote.h"
+#include "zecache/stats.h"
 
 struct zc_cache {
     zc_memory_tier *memory;
@@ -23,6 +25,10 @@ struct zc_cache {
     int compression_level;    /* for entries encoded for the remotes */
     uint64_t wait_timeout_ms; /* for another process compiling the same key; 0: no waiting */
     zc_cache_counters counters;
+    /* Serialises merges into the stats file, and guards merged: what the
+     * counters were at the last merge that succeeded. */
+    pthread_mutex_t merge_mutex;
+    zc_cache_stats merged;
 };
 
 static const char *const bypass_reason_names[ZC_BYPASS_REASON_COUNT] = {
@@ -59,8 +65,13 @@ zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache 
     zc_cache *cache = calloc(1, sizeof(*cache));
     if (cache == NULL)
         return ZC_ERR_NOMEM;
+    if (pthread_mutex_init(&cache->merge_mutex, NULL) != 0) {
+        free(cache);
+        return ZC_ERR_NOMEM;
+    }
     zc_status status = zc_memory_tier_create((size_t)config->memory_size, &cache->memory);
     if (status != ZC_OK) {
+        pthread_mutex_destroy(&cache->merge_mutex);
         free(cache);
         return status;
     }
@@ -84,6 +95,7 @@ void zc_cache_close(zc_cache *cache)
     zc_remote_close(cache->remote);
     zc_disk_tier_close(cache->disk);
     zc_memory_tier_destroy(cache->memory);
+    pthread_mutex_destroy(&cache->merge_mutex);
     free(cache);
 }
 
@@ -92,16 +104,21 @@ const char *zc_cache_disk_dir(const zc_cache *cache)
     return cache->disk != NULL ? zc_disk_tier_dir(cache->disk) : NULL;
 }
 
-static void store_on_disk(zc_cache *cache, const zc_key *key, const zc_artifact *artifact,
+/* Persisting the counters at every store (not only at exit) means a crash
+ * loses at most the hits since the last store: a hit does no I/O for them,
+ * and a store does file I/O anyway. */
+static bool store_on_disk(zc_cache *cache, const zc_key *key, const zc_artifact *artifact,
                           const char *trace)
 {
     if (cache->disk == NULL)
-        return;
+        return false;
     zc_status status = zc_disk_tier_store(cache->disk, key, artifact, trace);
     if (status == ZC_OK)
         counter_add(&cache->counters.stores, 1);
     else if (status != ZC_ERR_DISABLED) /* a read-only directory counts its first skip only */
         counter_add(&cache->counters.store_errors, 1);
+    zc_cache_merge_stats(cache);
+    return status == ZC_OK;
 }
 
 typedef struct lookup_context {
@@ -318,6 +335,50 @@ void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char 
 zc_cache_counters *zc_cache_counters_of(zc_cache *cache)
 {
     return &cache->counters;
+}
+
+zc_status zc_cache_merge_stats(zc_cache *cache)
+{
+    if (cache == NULL || cache->disk == NULL)
+        return ZC_OK;
+    pthread_mutex_lock(&cache->merge_mutex);
+    zc_cache_stats now, delta;
+    zc_cache_get_stats(cache, &now);
+    zc_stats_difference(&now, &cache->merged, &delta);
+    zc_status status = zc_stats_merge(cache->disk, &delta);
+    if (status == ZC_OK)
+        cache->merged = now; /* else the delta waits for the next merge */
+    pthread_mutex_unlock(&cache->merge_mutex);
+    return status;
+}
+
+/* Every counter of zc_cache_counters is zeroed below. */
+_Static_assert(sizeof(zc_cache_counters) ==
+                   (13 + ZC_BYPASS_REASON_COUNT) * sizeof(atomic_uint_least64_t),
+               "zc_cache_reset_counters zeroes every counter");
+
+void zc_cache_reset_counters(zc_cache *cache)
+{
+    zc_cache_counters *counters = &cache->counters;
+    atomic_store(&counters->memory_hits, 0);
+    atomic_store(&counters->disk_hits, 0);
+    atomic_store(&counters->misses, 0);
+    atomic_store(&counters->failed_builds, 0);
+    for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
+        atomic_store(&counters->bypasses[i], 0);
+    atomic_store(&counters->stores, 0);
+    atomic_store(&counters->store_errors, 0);
+    atomic_store(&counters->remote_hits, 0);
+    atomic_store(&counters->remote_misses, 0);
+    atomic_store(&counters->remote_stores, 0);
+    atomic_store(&counters->remote_errors, 0);
+    atomic_store(&counters->remote_rejected, 0);
+    atomic_store(&counters->compile_ns_spent, 0);
+    atomic_store(&counters->compile_ns_saved, 0);
+    /* In a forked child the mutex may have been held by a thread that does
+     * not exist here: only this thread runs, so a fresh one is safe. */
+    pthread_mutex_init(&cache->merge_mutex, NULL);
+    zc_cache_get_stats(cache, &cache->merged); /* the tiers' own counts stay the parent's */
 }
 
 void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)

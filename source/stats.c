@@ -1,7 +1,9 @@
 /* The stats file: persistent counters summed over processes (format in
  * include/zecache/stats.h). Every change is a read-modify-write under
  * flock(LOCK_EX) on the file itself; readers take LOCK_SH so they never see a
- * rewrite half done. */
+ * rewrite half done. All I/O goes through the disk tier's zc_fs_ops (so the
+ * fault matrix reaches it), beneath its directory, and both locks have the
+ * tier's deadline. */
 #include "zecache/stats.h"
 
 #include <errno.h>
@@ -17,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disk_internal.h"
 #include "zecache/config.h"
 #include "zecache/log.h"
 
@@ -175,101 +178,68 @@ static bool format_stats_text(const zc_stats_counters *counters, text_buffer *bu
 
 /* ---- the file ---- */
 
-static int open_stats_file(const char *cache_dir, int flags, char path[PATH_MAX])
+/* O_NONBLOCK: a FIFO planted under the name must not hang the caller; and
+ * the tier's openat never follows a symlink. */
+static int open_stats_file(zc_disk_tier *tier, int flags)
 {
-    if (snprintf(path, PATH_MAX, "%s/%s", cache_dir, ZC_STATS_FILE_NAME) >= PATH_MAX) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    /* Shared like the directory: a group-writable one (NEO_CACHE_SHARED=1
-     * with umask 007) gets a group-writable file, so every user's counters
-     * land in it; never anything for others. */
-    struct stat dir_st;
-    mode_t mode = stat(cache_dir, &dir_st) == 0 && (dir_st.st_mode & S_IWGRP) ? 0664 : 0600;
-    /* O_NONBLOCK: a FIFO planted under the name must not hang the caller. */
-    return open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode);
+    /* Shared like the tier's own files: in a shared directory every user's
+     * counters land in it; never anything for others. */
+    return tier->ops->openat(tier->dir_fd, ZC_STATS_FILE_NAME, flags | O_CLOEXEC | O_NONBLOCK,
+                             tier->file_mode);
 }
 
-static int lock_retrying(int fd, int operation)
+static zc_status lock_stats_file(zc_disk_tier *tier, int fd, int operation)
 {
-    int result;
-    do
-        result = flock(fd, operation);
-    while (result != 0 && errno == EINTR);
-    return result;
+    zc_status status = zc_disk_flock_within_deadline(tier, fd, operation, &tier->stats_lock_stuck,
+                                                     ZC_STATS_FILE_NAME);
+    if (status == ZC_ERR_IO)
+        zc_log_failure("cannot lock the stats file", errno);
+    return status;
 }
 
-static bool pread_exact(int fd, char *data, size_t size)
-{
-    size_t done = 0;
-    while (done < size) {
-        ssize_t got = pread(fd, data + done, size - done, (off_t)done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return false;
-        done += (size_t)got;
-    }
-    return true;
-}
-
-static bool pwrite_all(int fd, const char *data, size_t size)
-{
-    size_t done = 0;
-    while (done < size) {
-        ssize_t put = pwrite(fd, data + done, size - done, (off_t)done);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return false;
-        done += (size_t)put;
-    }
-    return true;
-}
-
-static zc_status reject_garbage(const char *path, zc_stats_counters *counters)
+static zc_status reject_garbage(const zc_disk_tier *tier, zc_stats_counters *counters)
 {
     memset(counters, 0, sizeof *counters);
-    zc_log_info("stats file %s is malformed: counters start from zero", path);
+    zc_log_info("stats file in %s is malformed: counters start from zero", tier->dir);
     return ZC_MISS;
 }
 
 /* An empty file is a fresh one (created, not yet written): all zero. */
-static zc_status load_counters(int fd, const char *path, zc_stats_counters *counters)
+static zc_status load_counters(zc_disk_tier *tier, int fd, zc_stats_counters *counters)
 {
     memset(counters, 0, sizeof *counters);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (tier->ops->fstat(fd, &st) != 0) {
         zc_log_failure("cannot examine the stats file", errno);
         return ZC_ERR_IO;
     }
     if (!S_ISREG(st.st_mode) || st.st_size > STATS_MAX_FILE_SIZE)
-        return reject_garbage(path, counters);
+        return reject_garbage(tier, counters);
     if (st.st_size == 0)
         return ZC_OK;
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)st.st_size, got = 0;
     char *text = malloc(size + 1);
     if (text == NULL)
         return ZC_ERR_NOMEM;
-    zc_status status = ZC_OK;
-    if (!pread_exact(fd, text, size)) {
+    zc_status status = zc_disk_pread_upto(tier->ops, fd, text, size, &got);
+    if (status != ZC_OK) {
         zc_log_failure("cannot read the stats file", errno);
-        status = ZC_ERR_IO;
     } else {
-        text[size] = '\0';
+        text[got] = '\0';
         if (!parse_stats_text(text, counters))
-            status = reject_garbage(path, counters);
+            status = reject_garbage(tier, counters);
     }
     free(text);
     return status;
 }
 
-static zc_status store_counters(int fd, const zc_stats_counters *counters)
+static zc_status store_counters(zc_disk_tier *tier, int fd, const zc_stats_counters *counters)
 {
     text_buffer buffer;
     if (!format_stats_text(counters, &buffer))
         return ZC_ERR_TOO_LARGE;
-    if (!pwrite_all(fd, buffer.text, buffer.length) || ftruncate(fd, (off_t)buffer.length) != 0) {
+    if (zc_disk_pwrite_all(tier->ops, fd, buffer.text, buffer.length, 0) != ZC_OK ||
+        tier->ops->ftruncate(fd, (off_t)buffer.length) != 0) {
         zc_log_failure("cannot write the stats file", errno);
         return ZC_ERR_IO;
     }
@@ -278,27 +248,24 @@ static zc_status store_counters(int fd, const zc_stats_counters *counters)
 
 typedef void (*counters_change_fn)(zc_stats_counters *counters, const zc_stats_counters *delta);
 
-static zc_status update_stats_file(const char *cache_dir, counters_change_fn change,
+static zc_status update_stats_file(zc_disk_tier *tier, counters_change_fn change,
                                    const zc_stats_counters *delta)
 {
-    char path[PATH_MAX];
-    int fd = open_stats_file(cache_dir, O_RDWR | O_CREAT, path);
+    int fd = open_stats_file(tier, O_RDWR | O_CREAT);
     if (fd < 0) {
         zc_log_failure("cannot open the stats file", errno);
         return ZC_ERR_IO;
     }
-    zc_status status = ZC_ERR_IO;
-    if (lock_retrying(fd, LOCK_EX) != 0) {
-        zc_log_failure("cannot lock the stats file", errno);
-    } else {
+    zc_status status = lock_stats_file(tier, fd, LOCK_EX);
+    if (status == ZC_OK) {
         zc_stats_counters counters;
-        status = load_counters(fd, path, &counters);
+        status = load_counters(tier, fd, &counters);
         if (status == ZC_OK || status == ZC_MISS) { /* garbage is replaced */
             change(&counters, delta);
-            status = store_counters(fd, &counters);
+            status = store_counters(tier, fd, &counters);
         }
     }
-    close(fd); /* releases the lock */
+    tier->ops->close(fd); /* releases the lock */
     return status;
 }
 
@@ -327,40 +294,46 @@ static bool all_zero(const zc_stats_counters *delta)
     return true;
 }
 
-zc_status zc_stats_merge(const char *cache_dir, const zc_stats_counters *delta)
+zc_status zc_stats_merge(zc_disk_tier *tier, const zc_stats_counters *delta)
 {
-    if (cache_dir == NULL || delta == NULL)
+    if (tier == NULL || delta == NULL)
         return ZC_ERR_INVALID_ARG;
     if (all_zero(delta))
         return ZC_OK;
-    return update_stats_file(cache_dir, add_delta, delta);
+    if (tier->read_only)
+        return ZC_ERR_DISABLED; /* not ours to write: nothing to log each time */
+    return update_stats_file(tier, add_delta, delta);
 }
 
-zc_status zc_stats_zero(const char *cache_dir)
+zc_status zc_stats_zero(zc_disk_tier *tier)
 {
-    if (cache_dir == NULL)
+    if (tier == NULL)
         return ZC_ERR_INVALID_ARG;
-    return update_stats_file(cache_dir, set_zero, NULL);
+    return update_stats_file(tier, set_zero, NULL);
 }
 
-zc_status zc_stats_read(const char *cache_dir, zc_stats_counters *counters)
+zc_status zc_stats_read(zc_disk_tier *tier, zc_stats_counters *counters)
 {
-    if (cache_dir == NULL || counters == NULL)
+    if (tier == NULL || counters == NULL)
         return ZC_ERR_INVALID_ARG;
     memset(counters, 0, sizeof *counters);
-    char path[PATH_MAX];
-    int fd = open_stats_file(cache_dir, O_RDONLY, path);
+    int fd = open_stats_file(tier, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT)
             return ZC_OK;
         zc_log_failure("cannot open the stats file", errno);
         return ZC_ERR_IO;
     }
-    zc_status status = ZC_ERR_IO;
-    if (lock_retrying(fd, LOCK_SH) == 0)
-        status = load_counters(fd, path, counters);
-    else
-        zc_log_failure("cannot lock the stats file", errno);
-    close(fd);
+    zc_status status = lock_stats_file(tier, fd, LOCK_SH);
+    if (status == ZC_OK)
+        status = load_counters(tier, fd, counters);
+    tier->ops->close(fd);
     return status;
+}
+
+void zc_stats_difference(const zc_stats_counters *now, const zc_stats_counters *before,
+                         zc_stats_counters *difference)
+{
+    for (size_t i = 0; i < COUNTER_COUNT; i++)
+        *counter_at(difference, i) = *counter_in(now, i) - *counter_in(before, i);
 }

@@ -179,7 +179,7 @@ static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_repo
     tool_free_entries(&list);
     report->summary.recorded_valid =
         zc_disk_tier_recorded_size(tier, &report->summary.recorded_bytes) == ZC_OK;
-    zc_status counters = zc_stats_read(report->dir, &report->counters);
+    zc_status counters = zc_stats_read(tier, &report->counters);
     report->counters_valid = counters == ZC_OK;
     if (counters == ZC_MISS)
         tool_fail(tool, "the stats file is malformed: counters shown as zero (the next update "
@@ -227,7 +227,7 @@ static int run_zero_stats(tool_context *tool, int argc, char **argv)
     zc_disk_tier *tier;
     if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return TOOL_EXIT_FAILURE;
-    zc_status status = zc_stats_zero(zc_disk_tier_dir(tier));
+    zc_status status = zc_stats_zero(tier);
     zc_disk_tier_close(tier);
     if (status != ZC_OK)
         return tool_fail(tool, "cannot write the stats file (%s)", zc_status_name(status));

@@ -173,8 +173,9 @@ static inline int ft_census_one(const char *path, const struct stat *st, int typ
         ft_walked.entries++;
     } else if (regular && ft_has_suffix(name, ZC_TRACE_SUFFIX) && ftw->level == 3) {
         ft_walked.traces++;
-    } else if (regular && ftw->level == 1 && strcmp(name, ZC_CONFIG_FILE_NAME) == 0) {
-        /* config.file */
+    } else if (regular && ftw->level == 1 &&
+               (strcmp(name, ZC_CONFIG_FILE_NAME) == 0 || strcmp(name, "stats") == 0)) {
+        /* config.file, and the stats file (zecache/stats.h) */
     } else if (regular && ftw->level == 1 &&
                strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0) {
         ft_walked.temps++;

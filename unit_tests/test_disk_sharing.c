@@ -176,7 +176,7 @@ static void fill_every_kind_of_file(zc_disk_tier *tier, zc_disk_claim *claim)
     cr_assert_eq(zc_disk_tier_claim(tier, &key, 0, &result, claim), ZC_OK);
     cr_assert_eq(result, ZC_DISK_CLAIMED);
     zc_stats_counters delta = {.stores = 2};
-    cr_assert_eq(zc_stats_merge(cache_dir, &delta), ZC_OK);
+    cr_assert_eq(zc_stats_merge(tier, &delta), ZC_OK);
 }
 
 /* Opens cache_dir (shared or private) under umask mask and fills it; the
@@ -337,7 +337,7 @@ static int user_a_stores(void)
     for (uint64_t seed = 1; seed <= 4; seed++)
         failures += store(tier, seed) != ZC_OK;
     zc_stats_counters delta = {.stores = 4};
-    failures += zc_stats_merge(cache_dir, &delta) != ZC_OK;
+    failures += zc_stats_merge(tier, &delta) != ZC_OK;
     zc_disk_tier_close(tier);
     return failures;
 }
@@ -364,7 +364,7 @@ static int user_b_hits_and_stores(void)
     failures += result != ZC_DISK_CLAIMED;
     zc_disk_tier_release(tier, &claim);
     zc_stats_counters delta = {.disk_hits = 4, .stores = 2};
-    failures += zc_stats_merge(cache_dir, &delta) != ZC_OK;
+    failures += zc_stats_merge(tier, &delta) != ZC_OK;
     failures += zc_disk_tier_remove_entry(tier, entry_rel(4, ZC_ENTRY_SUFFIX)) != ZC_OK;
     zc_disk_tier_close(tier);
     return failures;

@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 
 #include "fault_test_support.h"
+#include "zecache/stats.h"
 
 TestSuite(fault_io, .init = ft_make_root, .fini = ft_remove_root);
 
@@ -212,6 +213,53 @@ static zc_status run_open(cell *c)
     return status;
 }
 
+/* ---- the stats file, through the same seam ---- */
+
+static zc_stats_counters stats_delta(void)
+{
+    zc_stats_counters delta;
+    memset(&delta, 0, sizeof delta);
+    delta.misses = 7;
+    delta.stores = 5;
+    delta.bypasses[ZC_BYPASS_NOT_CACHEABLE] = 3;
+    return delta;
+}
+
+static void prepare_stats(cell *c)
+{
+    zc_stats_counters delta = stats_delta();
+    cr_assert_eq(zc_stats_merge(c->tier, &delta), ZC_OK);
+}
+
+static zc_status run_stats_merge(cell *c)
+{
+    zc_stats_counters delta = stats_delta();
+    return zc_stats_merge(c->tier, &delta);
+}
+
+/* Merged or not, never torn or zeroed: the file holds the old sums or the
+ * new ones. */
+static void check_stats_merge(cell *c, zc_status status)
+{
+    zc_stats_counters read;
+    cr_assert_eq(zc_stats_read(c->tier, &read), ZC_OK);
+    uint64_t times = read.misses / 7;
+    cr_assert(times == 2 || (status != ZC_OK && times == 1), "misses %llu after %s",
+              (unsigned long long)read.misses, zc_status_name(status));
+    cr_assert_eq(read.misses, 7 * times);
+    cr_assert_eq(read.stores, 5 * times);
+    cr_assert_eq(read.bypasses[ZC_BYPASS_NOT_CACHEABLE], 3 * times);
+}
+
+static zc_status run_stats_read(cell *c)
+{
+    zc_stats_counters read;
+    zc_status status = zc_stats_read(c->tier, &read);
+    if (status == ZC_OK)
+        cr_assert_eq(read.misses, 7);
+    return status;
+}
+
 static void check_nothing(cell *c, zc_status status)
 {
     (void)c, (void)status;
@@ -227,6 +275,8 @@ static const scenario scenarios[] = {
     {"remove entry", 1 << 20, ZC_OK, prepare_several, run_remove, check_remove},
     {"repair", 1 << 20, ZC_OK, prepare_drifted, run_repair, check_repair},
     {"open", 1 << 20, ZC_OK, prepare_nothing, run_open, check_nothing},
+    {"stats merge", 1 << 20, ZC_OK, prepare_stats, run_stats_merge, check_stats_merge},
+    {"stats read", 1 << 20, ZC_OK, prepare_stats, run_stats_read, check_nothing},
 };
 
 /* ---- the faults ---- */
@@ -397,6 +447,16 @@ Test(fault_io, repair_under_each_fault_on_each_call)
 Test(fault_io, open_under_each_fault_on_each_call)
 {
     run_scenario(&scenarios[8]);
+}
+
+Test(fault_io, stats_merge_under_each_fault_on_each_call)
+{
+    run_scenario(&scenarios[9]);
+}
+
+Test(fault_io, stats_read_under_each_fault_on_each_call)
+{
+    run_scenario(&scenarios[10]);
 }
 
 /* The one fault combination a single failing call cannot reach: config.file

@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,12 +564,25 @@ static const char *stats_path(void)
     return in_scratch(ZC_STATS_FILE_NAME);
 }
 
+/* The stats file is reached through a disk tier on scratch, opened once per
+ * test (each test runs in a process of its own). */
+static zc_disk_tier *stats_tier(void)
+{
+    static zc_disk_tier *tier;
+    if (tier == NULL) {
+        zc_config config = t_disk_config(scratch, 0, 1);
+        config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
+        cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
+    }
+    return tier;
+}
+
 Test(stats_file, merges_add_up_exactly)
 {
     zc_stats_counters delta = sample_delta(), total;
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
-    cr_assert_eq(zc_stats_read(scratch, &total), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &total), ZC_OK);
     cr_assert_eq(total.memory_hits, 4);
     cr_assert_eq(total.disk_hits, 6);
     cr_assert_eq(total.misses, 10);
@@ -622,13 +636,10 @@ Test(stats_file, a_missing_file_reads_as_zero_and_zero_deltas_write_nothing)
 {
     zc_stats_counters counters = sample_delta(), zero;
     memset(&zero, 0, sizeof zero);
-    cr_assert_eq(zc_stats_read(scratch, &counters), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_OK);
     cr_assert_arr_eq(&counters, &zero, sizeof zero);
-    cr_assert_eq(zc_stats_merge(scratch, &zero), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &zero), ZC_OK);
     cr_assert_not(t_exists(stats_path()));
-    cr_assert_eq(zc_stats_read(in_scratch("no/such/dir"), &counters), ZC_OK);
-    zc_stats_counters delta = sample_delta();
-    cr_assert_eq(zc_stats_merge(in_scratch("no/such/dir"), &delta), ZC_ERR_IO);
 }
 
 Test(stats_file, garbage_reads_as_zero_and_the_next_merge_replaces_it)
@@ -647,10 +658,11 @@ Test(stats_file, garbage_reads_as_zero_and_the_next_merge_replaces_it)
     memset(&zero, 0, sizeof zero);
     for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++) {
         write_text(stats_path(), garbage[i]);
-        cr_assert_eq(zc_stats_read(scratch, &counters), i == 0 ? ZC_OK : ZC_MISS, "case %zu", i);
+        cr_assert_eq(zc_stats_read(stats_tier(), &counters), i == 0 ? ZC_OK : ZC_MISS, "case %zu",
+                     i);
         cr_assert_arr_eq(&counters, &zero, sizeof zero, "case %zu", i);
-        cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
-        cr_assert_eq(zc_stats_read(scratch, &counters), ZC_OK);
+        cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
+        cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_OK);
         cr_assert_arr_eq(&counters, &delta, sizeof delta, "case %zu", i);
     }
 }
@@ -660,13 +672,13 @@ Test(stats_file, symlinks_and_fifos_are_not_followed_or_waited_for)
     zc_stats_counters counters, delta = sample_delta();
     write_text(in_scratch("elsewhere"), "zecache-stats 1\nmisses 3\nend\n");
     cr_assert_eq(symlink(in_scratch("elsewhere"), stats_path()), 0);
-    cr_assert_eq(zc_stats_read(scratch, &counters), ZC_ERR_IO);
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_ERR_IO);
+    cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_ERR_IO);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_ERR_IO);
     cr_assert_eq(unlink(stats_path()), 0);
     cr_assert_eq(mkfifo(stats_path(), 0600), 0);
-    cr_assert_eq(zc_stats_read(scratch, &counters), ZC_MISS);
+    cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_MISS);
     cr_assert_eq(counters.misses, 0);
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_ERR_IO);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_ERR_IO);
 }
 
 Test(stats_file, unknown_names_and_text_after_the_end_are_ignored)
@@ -674,7 +686,7 @@ Test(stats_file, unknown_names_and_text_after_the_end_are_ignored)
     write_text(stats_path(), "zecache-stats 1\nmisses 3\nfuture_counter 9\nbypass.x 4\n"
                              "disk_hits 2\nend\nleft over from a longer file\n");
     zc_stats_counters counters;
-    cr_assert_eq(zc_stats_read(scratch, &counters), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_OK);
     cr_assert_eq(counters.misses, 3);
     cr_assert_eq(counters.disk_hits, 2);
     cr_assert_eq(counters.memory_hits, 0);
@@ -691,7 +703,7 @@ Test(stats_file, oversized_files_are_garbage)
     write_text(stats_path(), big);
     free(big);
     zc_stats_counters counters;
-    cr_assert_eq(zc_stats_read(scratch, &counters), ZC_MISS);
+    cr_assert_eq(zc_stats_read(stats_tier(), &counters), ZC_MISS);
     cr_assert_eq(counters.misses, 0);
 }
 
@@ -700,11 +712,11 @@ Test(stats_file, counters_saturate)
     zc_stats_counters delta;
     memset(&delta, 0, sizeof delta);
     delta.misses = UINT64_MAX - 1;
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
     delta.misses = 5;
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
     zc_stats_counters total;
-    cr_assert_eq(zc_stats_read(scratch, &total), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &total), ZC_OK);
     cr_assert_eq(total.misses, UINT64_MAX);
 }
 
@@ -712,9 +724,9 @@ Test(stats_file, zero_resets_every_counter)
 {
     zc_stats_counters delta = sample_delta(), zero, total;
     memset(&zero, 0, sizeof zero);
-    cr_assert_eq(zc_stats_merge(scratch, &delta), ZC_OK);
-    cr_assert_eq(zc_stats_zero(scratch), ZC_OK);
-    cr_assert_eq(zc_stats_read(scratch, &total), ZC_OK);
+    cr_assert_eq(zc_stats_merge(stats_tier(), &delta), ZC_OK);
+    cr_assert_eq(zc_stats_zero(stats_tier()), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &total), ZC_OK);
     cr_assert_arr_eq(&total, &zero, sizeof zero);
 }
 
@@ -730,7 +742,7 @@ Test(stats_file, concurrent_processes_lose_no_update)
             one.disk_hits = 1;
             one.bypasses[ZC_BYPASS_CACHE_ERROR] = 2;
             for (int i = 0; i < MERGES; i++)
-                if (zc_stats_merge(scratch, &one) != ZC_OK)
+                if (zc_stats_merge(stats_tier(), &one) != ZC_OK)
                     _exit(1);
             _exit(0);
         }
@@ -741,9 +753,60 @@ Test(stats_file, concurrent_processes_lose_no_update)
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     zc_stats_counters total;
-    cr_assert_eq(zc_stats_read(scratch, &total), ZC_OK);
+    cr_assert_eq(zc_stats_read(stats_tier(), &total), ZC_OK);
     cr_assert_eq(total.disk_hits, PROCESSES * MERGES);
     cr_assert_eq(total.bypasses[ZC_BYPASS_CACHE_ERROR], 2 * PROCESSES * MERGES);
+}
+
+static zc_status compile_for_stats(void *context, zc_artifact **out)
+{
+    *out = t_artifact(1000, *(const uint64_t *)context);
+    return ZC_OK;
+}
+
+/* Counters are merged at every store, not only at exit: a process killed
+ * after 7 stores (and some hits after them) has its 7 stores and misses in
+ * the stats file. Hits after the last store are what a crash may lose. */
+Test(stats_file, a_killed_process_has_its_stores_counted)
+{
+    enum { STORES = 7 };
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        zc_config config = t_disk_config(scratch, 0, 1);
+        config.memory_size = 1 << 20;
+        zc_cache *cache = NULL;
+        if (zc_cache_open(&config, NULL, &cache) != ZC_OK)
+            _exit(3);
+        for (uint64_t seed = 1; seed <= 2 * STORES; seed++) {
+            uint64_t key_seed = (seed + 1) / 2; /* each key twice: a miss, then a hit */
+            zc_key key = t_key(key_seed);
+            zc_artifact *artifact = NULL;
+            if (zc_cache_get_or_compile(cache, &key, NULL, compile_for_stats, &key_seed, &artifact,
+                                        NULL) != ZC_OK)
+                _exit(4);
+            zc_artifact_unref(artifact);
+        }
+        (void)!write(ready[1], "x", 1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char byte;
+    cr_assert_eq(read(ready[0], &byte, 1), 1, "the child stored its entries");
+    close(ready[0]);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    zc_stats_counters total;
+    cr_assert_eq(zc_stats_read(stats_tier(), &total), ZC_OK);
+    cr_assert_eq(total.stores, STORES);
+    cr_assert_eq(total.misses, STORES);
+    cr_assert_eq(total.store_errors, 0);
+    /* Each store merged the hits before it: all but the last key's. */
+    cr_assert_eq(total.memory_hits, STORES - 1);
 }
 
 static void print_counter(void *context, const char *name, uint64_t value)
@@ -914,9 +977,10 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
 
 Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
 {
-    zc_disk_tier_close(open_cache(0));
+    zc_disk_tier *tier = open_cache(0);
     zc_stats_counters delta = sample_delta();
-    cr_assert_eq(zc_stats_merge(cache_dir, &delta), ZC_OK);
+    cr_assert_eq(zc_stats_merge(tier, &delta), ZC_OK);
+    zc_disk_tier_close(tier);
     cr_assert_eq(tool_in_cache("stats --json"), 0, "%s", run.err);
     cr_assert_eq(json_u64(run.out, "d['counters']['memory_hits']"), 2);
     cr_assert_eq(json_u64(run.out, "d['counters']['disk_hits']"), 3);
@@ -1283,14 +1347,14 @@ Test(tool, clear_removes_every_entry_and_keeps_the_counters)
         keys[i] = t_key(500 + (uint64_t)i);
         store_entry(tier, &keys[i], 0, 20000, i == 0 ? "trace text\n" : NULL);
     }
+    zc_stats_counters delta = sample_delta();
+    cr_assert_eq(zc_stats_merge(tier, &delta), ZC_OK);
     zc_disk_tier_close(tier);
     add_driver_entry();
     char trace[PATH_MAX];
     snprintf(trace, sizeof trace, "%.*s.trace", (int)(strlen(entry_path(&keys[0])) - 9),
              entry_path(&keys[0]));
     cr_assert(t_exists(trace));
-    zc_stats_counters delta = sample_delta();
-    cr_assert_eq(zc_stats_merge(cache_dir, &delta), ZC_OK);
 
     cr_assert_eq(tool_in_cache("clear"), 0, "%s", run.err);
     cr_assert(strncmp(run.out, "removed 4 entries (", 19) == 0, "%s", run.out);

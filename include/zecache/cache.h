@@ -107,4 +107,13 @@ void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char 
 zc_cache_counters *zc_cache_counters_of(zc_cache *cache);
 void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats);
 
+/* Adds what the counters gained since the last merge to the stats file of
+ * the disk tier (zecache/stats.h). Called after every disk store, and by the
+ * layer at exit; a merge that fails keeps its delta for the next one. */
+zc_status zc_cache_merge_stats(zc_cache *cache);
+
+/* For a forked child: zeroes the counters and forgets the parent's merges,
+ * so the child adds only what it does itself. */
+void zc_cache_reset_counters(zc_cache *cache);
+
 #endif
