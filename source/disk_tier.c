@@ -403,3 +403,70 @@ zc_status zc_disk_tier_read_entry(zc_disk_tier *tier, const char *path, uint8_t 
     *entry_size = 0;
     return verify_path(tier, path, NULL, reason, reason_size, entry, entry_size);
 }
+
+/* Under the lock: the file at rel is checked again (it may have been
+ * replaced by a good entry since the caller's unlocked check) and removed
+ * only if it is still bad and still the file that was checked. */
+static zc_status remove_if_still_bad(zc_disk_tier *tier, zc_disk_lock *lock, const char *rel,
+                                     bool *removed, char *why)
+{
+    const char *name;
+    zc_key key;
+    bool named_right = expected_key_of(rel, &key);
+    int parent_fd = zc_disk_open_parent(tier, rel, &name);
+    if (parent_fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    zc_status status = ZC_OK;
+    struct stat checked, named;
+    int fd = tier->ops->openat(parent_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) {
+        status = errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    } else {
+        zc_status verdict =
+            named_right ? verify_open_entry(tier, fd, &key, NULL, why, NULL, NULL) : ZC_MISS;
+        if (verdict != ZC_OK && verdict != ZC_MISS)
+            status = verdict; /* could not be read: no reason to remove it */
+        bool bad = verdict == ZC_MISS;
+        bool stated = tier->ops->fstat(fd, &checked) == 0 &&
+                      tier->ops->fstatat(parent_fd, name, &named, AT_SYMLINK_NOFOLLOW) == 0;
+        if (bad && !stated)
+            status = errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+        bool same = stated && S_ISREG(checked.st_mode) && checked.st_dev == named.st_dev &&
+                    checked.st_ino == named.st_ino;
+        tier->ops->close(fd);
+        if (bad && same) {
+            zc_disk_begin_change(tier, lock);
+            if (!zc_disk_unlink_entry(tier, parent_fd, name)) {
+                zc_disk_set_total(tier, lock, lock->total); /* nothing changed */
+                status = ZC_ERR_IO;
+            } else {
+                *removed = true;
+                status = zc_disk_account_removed(tier, lock, (uint64_t)named.st_size);
+                if (status == ZC_OK)
+                    status = zc_disk_set_total(tier, lock, lock->total);
+            }
+        }
+    }
+    tier->ops->close(parent_fd);
+    return status;
+}
+
+zc_status zc_disk_tier_remove_if_bad(zc_disk_tier *tier, const char *path, bool *removed)
+{
+    if (removed != NULL)
+        *removed = false;
+    if (tier == NULL || path == NULL || removed == NULL ||
+        !zc_disk_has_suffix(path, ZC_ENTRY_SUFFIX) || path[0] == '/' ||
+        strncmp(path, "../", 3) == 0 || strstr(path, "/../") != NULL)
+        return ZC_ERR_INVALID_ARG; /* not beneath the cache directory */
+    zc_disk_lock lock;
+    zc_status status = zc_disk_lock_acquire(tier, false, &lock);
+    if (status != ZC_OK)
+        return status;
+    char why[REASON_SIZE] = "";
+    status = remove_if_still_bad(tier, &lock, path, removed, why);
+    zc_disk_lock_release(tier, &lock);
+    if (status == ZC_OK && !*removed)
+        zc_log_info("kept %s: it verifies now (replaced since it was checked)", path);
+    return status;
+}

@@ -24,8 +24,13 @@ static void verify_one(const tool_context *tool, zc_disk_tier *tier, const tool_
     printf("bad      %s: %s\n", entry->path, reason);
     if (!fix)
         return;
-    zc_status status = zc_disk_tier_remove_entry(tier, entry->path);
-    if (status == ZC_OK || status == ZC_MISS) { /* ZC_MISS: someone else removed it */
+    /* Checked again under the lock: a good entry may have replaced it. */
+    bool removed = false;
+    zc_status status = zc_disk_tier_remove_if_bad(tier, entry->path, &removed);
+    if (status == ZC_OK && !removed) {
+        tally->bad--;
+        printf("replaced %s: the entry there now verifies, kept\n", entry->path);
+    } else if (status == ZC_OK || status == ZC_MISS) { /* ZC_MISS: someone else removed it */
         tally->removed++;
         printf("removed  %s\n", entry->path);
     } else {

@@ -1417,3 +1417,66 @@ Test(disk, recorded_scanned_and_repair)
     assert_accounting_exact();
     zc_disk_tier_close(tier);
 }
+
+/* ---- removing an entry found bad, as `zecache verify --fix` does ---- */
+
+/* Puts bytes at path as a new file (a new inode), as a store's rename does. */
+static void replace_file(const char *path, const void *bytes, size_t size)
+{
+    char temp[PATH_MAX];
+    snprintf(temp, sizeof temp, "%s.new", path);
+    t_write_file(temp, bytes, size);
+    cr_assert_eq(rename(temp, path), 0);
+}
+
+static const char *rel_of(const char *path)
+{
+    return path + strlen(cache_dir) + 1;
+}
+
+Test(disk, remove_if_bad_keeps_a_good_entry_stored_since_the_check)
+{
+    zc_disk_tier *tier = open_tier(1 << 20, NULL);
+    store_ok(tier, 30, 500, "trace\n");
+    zc_key key = t_key(30);
+    char path[PATH_MAX], trace[PATH_MAX], reason[256];
+    entry_path(path, &key);
+    trace_path(trace, &key);
+    size_t size;
+    uint8_t *good = read_file(path, &size);
+    uint8_t *bad = malloc(size);
+    t_fill_random(bad, size, 31); /* the same size: config.file stays exact */
+
+    /* Found bad, then a good entry replaces it before the removal. */
+    replace_file(path, bad, size);
+    cr_assert_eq(zc_disk_tier_verify_entry(tier, rel_of(path), NULL, reason, sizeof reason),
+                 ZC_MISS);
+    replace_file(path, good, size);
+    bool removed = true;
+    cr_assert_eq(zc_disk_tier_remove_if_bad(tier, rel_of(path), &removed), ZC_OK);
+    cr_assert_not(removed);
+    assert_loads(tier, 30, 500);
+    cr_assert(t_exists(trace));
+    assert_accounting_exact();
+
+    /* Found bad, replaced by another bad file: that one goes. */
+    replace_file(path, bad, size);
+    cr_assert_eq(zc_disk_tier_verify_entry(tier, rel_of(path), NULL, reason, sizeof reason),
+                 ZC_MISS);
+    bad[0] ^= 1;
+    replace_file(path, bad, size);
+    cr_assert_eq(zc_disk_tier_remove_if_bad(tier, rel_of(path), &removed), ZC_OK);
+    cr_assert(removed);
+    cr_assert_not(t_exists(path));
+    cr_assert_not(t_exists(trace));
+    assert_accounting_exact();
+    cr_assert_eq(walked_entries, 0);
+
+    cr_assert_eq(zc_disk_tier_remove_if_bad(tier, rel_of(path), &removed), ZC_MISS);
+    cr_assert_not(removed);
+    cr_assert_eq(zc_disk_tier_remove_if_bad(tier, "../x.l0_cache", &removed), ZC_ERR_INVALID_ARG);
+    cr_assert_eq(zc_disk_tier_remove_if_bad(tier, "/etc/x.l0_cache", &removed), ZC_ERR_INVALID_ARG);
+    free(good);
+    free(bad);
+    zc_disk_tier_close(tier);
+}

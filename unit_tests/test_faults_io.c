@@ -176,6 +176,26 @@ static void check_remove(cell *c, zc_status status)
         cr_assert(!entry_exists(c->key, ZC_ENTRY_SUFFIX));
 }
 
+static zc_status run_remove_if_bad(cell *c)
+{
+    char rel[PATH_MAX];
+    entry_rel(c->key, rel);
+    bool removed = false;
+    zc_status status = zc_disk_tier_remove_if_bad(c->tier, rel, &removed);
+    cr_assert(status != ZC_OK || removed, "a corrupt entry is removed when all goes well");
+    return status;
+}
+
+/* A failed removal leaves the corrupt entry; the next load removes it. */
+static void check_remove_if_bad(cell *c, zc_status status)
+{
+    if (status == ZC_OK)
+        cr_assert(!entry_exists(c->key, ZC_ENTRY_SUFFIX));
+    else if (entry_exists(c->key, ZC_ENTRY_SUFFIX))
+        ft_assert_miss(c->tier, c->key);
+    cr_assert(!entry_exists(c->key, ZC_ENTRY_SUFFIX));
+}
+
 static void prepare_drifted(cell *c)
 {
     prepare_several(c);
@@ -277,6 +297,7 @@ static const scenario scenarios[] = {
     {"open", 1 << 20, ZC_OK, prepare_nothing, run_open, check_nothing},
     {"stats merge", 1 << 20, ZC_OK, prepare_stats, run_stats_merge, check_stats_merge},
     {"stats read", 1 << 20, ZC_OK, prepare_stats, run_stats_read, check_nothing},
+    {"remove if bad", 1 << 20, ZC_OK, prepare_corrupt, run_remove_if_bad, check_remove_if_bad},
 };
 
 /* ---- the faults ---- */
@@ -496,4 +517,9 @@ Test(fault_io, failed_rescan_after_a_too_small_total_leaves_no_wrong_value)
             break;
     }
     zc_disk_tier_close(tier);
+}
+
+Test(fault_io, remove_if_bad_under_each_fault_on_each_call)
+{
+    run_scenario(&scenarios[11]);
 }

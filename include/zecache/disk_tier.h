@@ -135,6 +135,13 @@ zc_status zc_disk_tier_verify_entry(zc_disk_tier *tier, const char *path, zc_ent
 zc_status zc_disk_tier_read_entry(zc_disk_tier *tier, const char *path, uint8_t **entry,
                                   size_t *entry_size, char *reason, size_t reason_size);
 
+/* For a caller that found the entry at path bad (zc_disk_tier_verify_entry)
+ * without the lock: under the lock, verifies it again and removes it (and
+ * its trace) only if it is still bad and still the file just verified, so a
+ * good entry stored in its place meanwhile stays. *removed says whether it
+ * went; ZC_MISS when it is gone already. */
+zc_status zc_disk_tier_remove_if_bad(zc_disk_tier *tier, const char *path, bool *removed);
+
 /* Removes one entry (and its trace) under the lock, keeping config.file exact. */
 zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);
 
