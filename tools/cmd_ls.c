@@ -48,20 +48,26 @@ static void sort_entries(tool_entry_list *list, ls_order order)
 
 /* ---- text ---- */
 
+/* Names and header strings come from files anyone with write access to the
+ * directory may have planted: escaped (tool_escape_line). */
 static void print_entry_line(const tool_entry *entry)
 {
     const char *device = entry->is_zecache ? "(bad header)" : "(driver's own entry)";
     const char *driver = "-";
     char compressed[TOOL_SIZE_TEXT], uncompressed[TOOL_SIZE_TEXT] = "-", last_use[TOOL_TIME_TEXT];
+    /* Sized to the columns, so that a cut never falls inside an escape. */
+    char name[12 + 1], device_text[28 + 1], driver_text[14 + 1];
     tool_format_size(entry->file_size, compressed);
     tool_format_local_time(entry->last_use_sec, last_use);
     if (entry->header_ok) {
-        device = entry->header.meta.device_name;
-        driver = entry->header.meta.driver_version;
+        device = tool_escape_line(entry->header.meta.device_name, device_text, sizeof device_text);
+        driver =
+            tool_escape_line(entry->header.meta.driver_version, driver_text, sizeof driver_text);
         tool_format_size(entry->header.binary_size + entry->header.log_size, uncompressed);
     }
-    printf("%-12.12s  %-28.28s  %-14.14s  %10s  %12s  %s\n", tool_entry_name(entry), device, driver,
-           compressed, uncompressed, last_use);
+    printf("%-12.12s  %-28.28s  %-14.14s  %10s  %12s  %s\n",
+           tool_escape_line(tool_entry_name(entry), name, sizeof name), device, driver, compressed,
+           uncompressed, last_use);
 }
 
 static void print_text(const tool_entry_list *list)

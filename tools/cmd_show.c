@@ -61,8 +61,10 @@ static void print_header_fields(const tool_entry *entry)
     uint64_t uncompressed = header->binary_size + header->log_size;
     printf("%-16s %s\n", "key", hex);
     printf("%-16s %u\n", "format version", header->format_version);
-    printf("%-16s %s\n", "device", header->meta.device_name);
-    printf("%-16s %s\n", "driver version", header->meta.driver_version);
+    char text[4 * sizeof header->meta.device_name];
+    printf("%-16s %s\n", "device", tool_escape_line(header->meta.device_name, text, sizeof text));
+    printf("%-16s %s\n", "driver version",
+           tool_escape_line(header->meta.driver_version, text, sizeof text));
     printf("%-16s %llu bytes\n", "binary", (unsigned long long)header->binary_size);
     printf("%-16s %llu bytes\n", "build log", (unsigned long long)header->log_size);
     printf("%-16s %llu bytes", "compressed", (unsigned long long)header->compressed_size);
@@ -74,11 +76,12 @@ static void print_header_fields(const tool_entry *entry)
 
 static void print_file_fields(const char *dir, const tool_entry *entry)
 {
-    char size[TOOL_SIZE_TEXT], last_use[TOOL_TIME_TEXT];
+    char size[TOOL_SIZE_TEXT], last_use[TOOL_TIME_TEXT], text[4 * PATH_MAX];
     tool_format_size(entry->file_size, size);
     tool_format_local_time(entry->last_use_sec, last_use);
-    printf("%-16s %s\n", "name", tool_entry_name(entry));
-    printf("%-16s %s/%s\n", "path", dir, entry->path);
+    printf("%-16s %s\n", "name", tool_escape_line(tool_entry_name(entry), text, sizeof text));
+    printf("%-16s %s/", "path", dir);
+    printf("%s\n", tool_escape_line(entry->path, text, sizeof text));
     printf("%-16s %s\n", "kind",
            entry->is_zecache ? "zecache entry" : "the driver's own entry (no zecache header)");
     printf("%-16s %s (%llu bytes)\n", "file size", size, (unsigned long long)entry->file_size);
@@ -99,7 +102,7 @@ static void print_build_log(const char *dir, const tool_entry *entry)
         log = zc_artifact_build_log(artifact, &log_size);
     if (log != NULL && log_size > 0) {
         printf("---- build log ----\n");
-        fwrite(log, 1, log_size, stdout);
+        tool_print_text(stdout, log, log_size, true);
         printf("%s", log[log_size - 1] != '\n' ? "\n" : "");
     }
     zc_artifact_unref(artifact);
@@ -115,7 +118,7 @@ static void print_trace(const char *dir, const tool_entry *entry)
     if (!read_whole_file(path, TRACE_MAX_SIZE, &data, &size))
         return;
     printf("---- trace (%s) ----\n", path);
-    fwrite(data, 1, size, stdout);
+    tool_print_text(stdout, data, size, true);
     printf("%s", size > 0 && data[size - 1] != '\n' ? "\n" : "");
     free(data);
 }
@@ -147,6 +150,7 @@ static int show_matching(tool_context *tool, zc_disk_tier *tier, const char *pre
     if (status != ZC_OK)
         return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
     size_t matches = 0, match = 0;
+    char text[4 * PATH_MAX];
     for (size_t i = 0; i < list.count; i++)
         if (strncasecmp(tool_entry_name(&list.items[i]), prefix, strlen(prefix)) == 0)
             match = i, matches++;
@@ -157,7 +161,7 @@ static int show_matching(tool_context *tool, zc_disk_tier *tier, const char *pre
         tool_fail(tool, "'%s' is ambiguous: %zu entries start with it:", prefix, matches);
         for (size_t i = 0; i < list.count; i++)
             if (strncasecmp(tool_entry_name(&list.items[i]), prefix, strlen(prefix)) == 0)
-                fprintf(stderr, "  %s\n", list.items[i].path);
+                fprintf(stderr, "  %s\n", tool_escape_line(list.items[i].path, text, sizeof text));
         exit_status = TOOL_EXIT_USAGE;
     } else {
         show_entry(tier, &list.items[match]);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "tool.h"
+#include "tool_support.h"
 
 typedef struct verify_tally {
     uint64_t checked, bad, removed, driver_entries;
@@ -21,7 +22,9 @@ static void verify_one(const tool_context *tool, zc_disk_tier *tier, const tool_
     if (zc_disk_tier_verify_entry(tier, entry->path, NULL, reason, sizeof reason) == ZC_OK)
         return;
     tally->bad++;
-    printf("bad      %s: %s\n", entry->path, reason);
+    char path[4 * PATH_MAX];
+    tool_escape_line(entry->path, path, sizeof path);
+    printf("bad      %s: %s\n", path, reason);
     if (!fix)
         return;
     /* Checked again under the lock: a good entry may have replaced it. */
@@ -29,13 +32,13 @@ static void verify_one(const tool_context *tool, zc_disk_tier *tier, const tool_
     zc_status status = zc_disk_tier_remove_if_bad(tier, entry->path, &removed);
     if (status == ZC_OK && !removed) {
         tally->bad--;
-        printf("replaced %s: the entry there now verifies, kept\n", entry->path);
+        printf("replaced %s: the entry there now verifies, kept\n", path);
     } else if (status == ZC_OK || status == ZC_MISS) { /* ZC_MISS: someone else removed it */
         tally->removed++;
-        printf("removed  %s\n", entry->path);
+        printf("removed  %s\n", path);
     } else {
         tally->failed = true;
-        tool_fail(tool, "cannot remove %s (%s)", entry->path, zc_status_name(status));
+        tool_fail(tool, "cannot remove %s (%s)", path, zc_status_name(status));
     }
 }
 

@@ -5,32 +5,6 @@
 
 #include "tool_support.h"
 
-/* Length of the valid UTF-8 sequence of two or more bytes at p, else 0
- * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
-static size_t utf8_sequence_length(const unsigned char *p)
-{
-    size_t length;
-    uint32_t code_point, smallest;
-    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-        length = 2, code_point = p[0] & 0x1Fu, smallest = 0x80;
-    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-        length = 3, code_point = p[0] & 0x0Fu, smallest = 0x800;
-    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-        length = 4, code_point = p[0] & 0x07u, smallest = 0x10000;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < length; i++) {
-        if ((p[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
-            return 0;
-        code_point = (code_point << 6) | (p[i] & 0x3Fu);
-    }
-    if (code_point < smallest || code_point > 0x10FFFF ||
-        (code_point >= 0xD800 && code_point <= 0xDFFF))
-        return 0;
-    return length;
-}
-
 static void put_escaped_byte(FILE *out, unsigned char byte)
 {
     switch (byte) {
@@ -59,11 +33,14 @@ static void put_escaped_byte(FILE *out, unsigned char byte)
 
 void tool_json_string(FILE *out, const char *text)
 {
-    const unsigned char *p = (const unsigned char *)text;
+    const unsigned char *p = (const unsigned char *)text, *end = p + strlen(text);
     fputc('"', out);
-    while (*p != '\0') {
-        size_t length = *p >= 0x80 ? utf8_sequence_length(p) : 0;
-        if (length > 0) {
+    while (p < end) {
+        size_t length = *p >= 0x80 ? tool_utf8_sequence_length(p, (size_t)(end - p)) : 0;
+        if (length == 2 && p[0] == 0xC2 && p[1] <= 0x9F) { /* C1 controls: for terminals */
+            fprintf(out, "\\u%04x", p[1]);
+            p += 2;
+        } else if (length > 0) {
             fwrite(p, 1, length, out);
             p += length;
         } else {

@@ -4,6 +4,7 @@
 #define ZECACHE_TOOL_SUPPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -26,11 +27,27 @@ void tool_format_size(uint64_t bytes, char text[TOOL_SIZE_TEXT]);
 /* Local time, "2024-05-01 13:45:07"; "?" when it cannot be represented. */
 void tool_format_local_time(int64_t unix_seconds, char text[TOOL_TIME_TEXT]);
 
+/* ---- tool_text.c ---- */
+
+/* Length of the valid UTF-8 sequence of two or more bytes at p (of which
+ * available can be read), else 0: overlong forms, surrogates and code points
+ * past U+10FFFF are invalid. */
+size_t tool_utf8_sequence_length(const unsigned char *p, size_t available);
+
+/* Writes size bytes of text (from an entry: it may hold anything) for a
+ * terminal: control characters, C1 controls included, and bytes that are not
+ * valid UTF-8 become \xNN or \uNNNN; with multiline, newlines and tabs stay. */
+void tool_print_text(FILE *out, const char *text, size_t size, bool multiline);
+/* The same for one line, into out (cut to fit, never inside an escape);
+ * returns out. */
+const char *tool_escape_line(const char *text, char *out, size_t out_size);
+
 /* ---- tool_json.c ---- */
 
-/* text as a JSON string with its quotes. Control characters and bytes that
- * are not valid UTF-8 (paths may hold any) become \u escapes, the latter
- * read as Latin-1, so the output is always valid JSON. */
+/* text as a JSON string with its quotes. Control characters (C1 included,
+ * so a terminal showing the output acts on none) and bytes that are not
+ * valid UTF-8 (paths may hold any) become \u escapes, the latter read as
+ * Latin-1, so the output is always valid JSON. */
 void tool_json_string(FILE *out, const char *text);
 
 enum { TOOL_JSON_MAX_DEPTH = 8 };

@@ -1788,6 +1788,75 @@ Test(tool, exec_finds_the_layer_beside_the_tool)
     }
 }
 
+/* ---- text from entries is escaped ---- */
+
+/* No byte that a terminal would act on: C0 controls but newline and tab,
+ * DEL, C1 controls (as UTF-8 or raw), and no invalid UTF-8. */
+static void assert_terminal_safe(const char *text)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; p[i] != '\0'; i++) {
+        cr_assert(p[i] >= 0x20 || p[i] == '\n' || p[i] == '\t', "raw 0x%02x at %zu: %s", p[i], i,
+                  text);
+        cr_assert_neq(p[i], 0x7F, "raw DEL at %zu", i);
+        cr_assert_neq(p[i], 0xFF, "raw invalid UTF-8 at %zu", i);
+        cr_assert(!(p[i] == 0xC2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9F), "raw C1 at %zu", i);
+        cr_assert(p[i] < 0x80 || p[i] >= 0xC0 || (i > 0 && p[i - 1] >= 0x80),
+                  "stray continuation byte 0x%02x at %zu", p[i], i);
+    }
+}
+
+#define PLANTED_DEVICE                                                                             \
+    "\x1b[31mred\x1b[0m \xc2\x9b"                                                                  \
+    "2J"
+#define PLANTED_DRIVER "\x1b]0;t\x07\xff\x7f"
+static const char planted_log[] = "one\n\x1b[2Jcleared\ttab\n\xc3\xa9t\xc3\xa9\0nul\x9b\xc3";
+
+static void plant_hostile_entry(char hex[ZC_KEY_HEX_SIZE])
+{
+    zc_disk_tier *tier = open_cache(0);
+    zc_key key = t_key(900);
+    zc_artifact_meta meta = t_meta();
+    snprintf(meta.device_name, sizeof meta.device_name, "%s", PLANTED_DEVICE);
+    snprintf(meta.driver_version, sizeof meta.driver_version, "%s", PLANTED_DRIVER);
+    uint8_t binary[100] = {1, 2, 3};
+    zc_artifact *artifact =
+        zc_artifact_create(binary, sizeof binary, planted_log, sizeof planted_log - 1, &meta);
+    cr_assert_eq(zc_disk_tier_store(tier, &key, artifact, "trace \x1b[5mblink\n"), ZC_OK);
+    zc_artifact_unref(artifact);
+    zc_disk_tier_close(tier);
+    zc_key_to_hex(&key, hex);
+}
+
+Test(tool, ls_and_show_escape_what_entries_hold)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    plant_hostile_entry(hex);
+    cr_assert_eq(tool_in_cache("ls"), 0, "%s", run.err);
+    assert_terminal_safe(run.out);
+    cr_assert_not_null(strstr(run.out, "\\x1b[31mred\\x1b[0m \\u009b2J"), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "\\x1b]0;t\\x07   "), "%s", run.out); /* cut to fit */
+
+    cr_assert_eq(tool_in_cache("show %.12s", hex), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "driver version   \\x1b]0;t\\x07\\xff\\x7f\n"), "%s",
+                       run.out);
+    assert_terminal_safe(run.out);
+    cr_assert_not_null(strstr(run.out, "device           \\x1b[31mred\\x1b[0m \\u009b2J\n"), "%s",
+                       run.out);
+    cr_assert_not_null(
+        strstr(run.out, "one\n\\x1b[2Jcleared\ttab\n\xc3\xa9t\xc3\xa9\\x00nul\\x9b\\xc3"), "%s",
+        run.out);
+    cr_assert_not_null(strstr(run.out, "trace \\x1b[5mblink\n"), "%s", run.out);
+
+    /* JSON escapes them its own way, and the strings read back unchanged. */
+    cr_assert_eq(tool_in_cache("ls --json"), 0, "%s", run.err);
+    assert_terminal_safe(run.out);
+    setenv("ZC_PLANTED_DEVICE", PLANTED_DEVICE, 1);
+    cr_assert_str_eq(json_eval(run.out, "d['entries'][0]['device'].encode('utf-8') == "
+                                        "os.environb[b'ZC_PLANTED_DEVICE']"),
+                     "True");
+}
+
 /* ---- exec with the real driver (plain builds with the layer) ---- */
 
 #ifdef ZC_PROBE_PATH
