@@ -130,6 +130,7 @@ typedef struct lookup_context {
     zc_lookup_outcome outcome; /* set only when this thread ran the build */
     zc_remote_rejects rejects; /* remotes that held a bad value: replaced by the store */
     bool remote_store_failed;
+    bool stored; /* its result went to disk */
 } lookup_context;
 
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
@@ -153,10 +154,9 @@ static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
                        &lookup->rejects) != ZC_OK)
         return false;
     if (cache->disk != NULL) {
-        if (zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size) == ZC_OK)
-            counter_add(&cache->counters.stores, 1);
-        else
-            counter_add(&cache->counters.store_errors, 1);
+        lookup->stored =
+            zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size) == ZC_OK;
+        counter_add(lookup->stored ? &cache->counters.stores : &cache->counters.store_errors, 1);
     }
     free(entry);
     lookup->outcome = ZC_LOOKUP_REMOTE_HIT;
@@ -188,7 +188,7 @@ static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
         return status;
     }
     counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(*out)->compile_ns);
-    store_on_disk(cache, lookup->key, *out, lookup->trace);
+    lookup->stored = store_on_disk(cache, lookup->key, *out, lookup->trace);
     store_remotely(lookup, *out);
     return ZC_OK;
 }
@@ -228,6 +228,9 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
     /* A ready entry that fails to load (corrupt, evicted) is compiled again. */
     if (claimed != ZC_DISK_READY || !load_from_disk(lookup, out))
         status = compile_unless_another_node_does(lookup, out);
+    /* Waiters would otherwise take the lock and compile one after another. */
+    if (claimed == ZC_DISK_CLAIMED && !lookup->stored)
+        zc_disk_tier_mark_not_stored(cache->disk, &claim);
     zc_disk_tier_release(cache->disk, &claim); /* after the store: waiters then find it */
     return status;
 }

@@ -46,6 +46,7 @@ typedef struct claim_wait {
     int fd;               /* the lock file being polled, or -1 */
     char hex[ZC_KEY_HEX_SIZE];
     char entry_name[ZC_ENTRY_NAME_SIZE];
+    char mark_name[2 * ZC_KEY_SIZE + sizeof ZC_FAILED_SUFFIX];
     uint64_t deadline_ns;
     long delay_ms;
     bool said_waiting;
@@ -79,6 +80,22 @@ static bool entry_exists(const claim_wait *wait)
     return wait->tier->ops->fstatat(wait->claim->dir_fd, wait->entry_name, &st,
                                     AT_SYMLINK_NOFOLLOW) == 0 &&
            S_ISREG(st.st_mode);
+}
+
+/* A mark younger than ZC_FAILED_MARK_MAX_AGE_SEC (one from the future, a
+ * clock set back or a planted file, counts as stale). */
+static bool mark_is_fresh(const struct stat *st, time_t now)
+{
+    return S_ISREG(st->st_mode) && st->st_mtim.tv_sec <= now + 1 &&
+           now - st->st_mtim.tv_sec < ZC_FAILED_MARK_MAX_AGE_SEC;
+}
+
+static bool fresh_mark_exists(const claim_wait *wait)
+{
+    struct stat st;
+    return wait->tier->ops->fstatat(wait->claim->dir_fd, wait->mark_name, &st,
+                                    AT_SYMLINK_NOFOLLOW) == 0 &&
+           mark_is_fresh(&st, time(NULL));
 }
 
 static void close_fd(zc_disk_tier *tier, int *fd)
@@ -134,6 +151,19 @@ static bool pause_before_retry(claim_wait *wait)
     return true;
 }
 
+/* With the lock taken: what the previous holder left decides. */
+static zc_disk_claim_result claim_outcome(const claim_wait *wait)
+{
+    if (entry_exists(wait)) /* stored just before it let go */
+        return ZC_DISK_READY;
+    if (fresh_mark_exists(wait)) /* failed just before it let go */
+        return ZC_DISK_NOT_STORED;
+    /* A stale mark is only in the way: this holder's outcome is news. */
+    if (wait->tier->ops->unlinkat(wait->claim->dir_fd, wait->mark_name, 0) != 0 && errno != ENOENT)
+        zc_disk_log_errno("cannot remove", wait->mark_name, errno);
+    return ZC_DISK_CLAIMED;
+}
+
 static zc_status wait_for_claim(claim_wait *wait, zc_disk_claim_result *result)
 {
     for (int replacements = 0; replacements < MAX_REPLACEMENTS;) {
@@ -141,10 +171,14 @@ static zc_status wait_for_claim(claim_wait *wait, zc_disk_claim_result *result)
             *result = ZC_DISK_READY;
             return ZC_OK;
         }
+        if (fresh_mark_exists(wait)) {
+            zc_log_info("another process could not store %s: compiling", wait->hex);
+            *result = ZC_DISK_NOT_STORED;
+            return ZC_OK;
+        }
         switch (try_lock(wait)) {
         case LOCK_TAKEN:
-            /* The previous holder may have stored it just before letting go. */
-            *result = entry_exists(wait) ? ZC_DISK_READY : ZC_DISK_CLAIMED;
+            *result = claim_outcome(wait);
             return ZC_OK;
         case LOCK_BUSY:
             if (!pause_before_retry(wait)) {
@@ -188,6 +222,7 @@ zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t tim
     zc_key_to_hex(key, wait.hex);
     zc_disk_entry_name(key, wait.entry_name);
     snprintf(claim->lock_name, sizeof claim->lock_name, "%s%s", wait.hex, ZC_LOCK_SUFFIX);
+    snprintf(wait.mark_name, sizeof wait.mark_name, "%s%s", wait.hex, ZC_FAILED_SUFFIX);
     char dir[ZC_ENTRY_DIR_SIZE];
     zc_disk_entry_dir(key, dir);
     claim->dir_fd = zc_disk_open_dir(tier, dir, true);
@@ -214,6 +249,33 @@ void zc_disk_tier_release(zc_disk_tier *tier, zc_disk_claim *claim)
         zc_disk_log_errno("cannot remove", claim->lock_name, errno);
     close_fd(tier, &claim->lock_fd); /* lets the next process in */
     close_fd(tier, &claim->dir_fd);
+}
+
+void zc_disk_tier_mark_not_stored(zc_disk_tier *tier, const zc_disk_claim *claim)
+{
+    if (tier == NULL || claim == NULL || claim->lock_fd < 0)
+        return;
+    char mark[sizeof claim->lock_name - sizeof ZC_LOCK_SUFFIX + sizeof ZC_FAILED_SUFFIX];
+    snprintf(mark, sizeof mark, "%.*s%s", 2 * ZC_KEY_SIZE, claim->lock_name, ZC_FAILED_SUFFIX);
+    /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
+    int fd =
+        tier->ops->openat(claim->dir_fd, mark, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        zc_disk_log_errno("cannot leave the mark", mark, errno);
+        return;
+    }
+    if (tier->ops->futimens(fd, NULL) != 0) /* an older mark is fresh again */
+        zc_disk_log_errno("cannot refresh the mark", mark, errno);
+    tier->ops->close(fd);
+}
+
+void zc_disk_remove_stale_mark(zc_disk_tier *tier, const zc_scan_item *item, time_t now)
+{
+    struct stat st = {.st_mode = S_IFREG, .st_mtim = item->mtime};
+    if (mark_is_fresh(&st, now))
+        return;
+    if (tier->ops->unlinkat(item->dir_fd, item->name, 0) != 0 && errno != ENOENT)
+        zc_disk_log_errno("cannot remove", item->rel, errno);
 }
 
 void zc_disk_remove_unused_lock(zc_disk_tier *tier, const zc_scan_item *item, int64_t min_age_sec,

@@ -110,6 +110,8 @@ static int collect_item(void *context, const zc_scan_item *item)
         remove_if_stale_temp(list, item);
     if (item->kind == ZC_SCAN_LOCK)
         zc_disk_remove_unused_lock(list->tier, item, ZC_TEMP_MAX_AGE_SEC, list->now);
+    if (item->kind == ZC_SCAN_MARK)
+        zc_disk_remove_stale_mark(list->tier, item, list->now);
     if (item->kind != ZC_SCAN_ENTRY)
         return 0;
     list->out_of_memory = !lru_append(list, item);

@@ -136,6 +136,7 @@ typedef enum zc_scan_kind {
     ZC_SCAN_SIDECAR, /* *.trace, *.input */
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
     ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
+    ZC_SCAN_MARK,    /* *.failed: not-stored marks (disk_claim.c), empty, never counted */
 } zc_scan_kind;
 
 typedef struct zc_scan_item {
@@ -171,5 +172,7 @@ zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t inc
  * on release. */
 void zc_disk_remove_unused_lock(zc_disk_tier *tier, const zc_scan_item *item, int64_t min_age_sec,
                                 time_t now);
+/* Removes a not-stored mark past ZC_FAILED_MARK_MAX_AGE_SEC (a sweep). */
+void zc_disk_remove_stale_mark(zc_disk_tier *tier, const zc_scan_item *item, time_t now);
 
 #endif

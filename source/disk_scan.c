@@ -35,6 +35,8 @@ static bool classify(const char *name, int depth, zc_scan_kind *kind)
         *kind = ZC_SCAN_TEMP;
     else if (zc_disk_has_suffix(name, ZC_LOCK_SUFFIX))
         *kind = ZC_SCAN_LOCK;
+    else if (zc_disk_has_suffix(name, ZC_FAILED_SUFFIX))
+        *kind = ZC_SCAN_MARK;
     else
         return false;
     return true;

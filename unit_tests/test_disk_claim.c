@@ -8,9 +8,11 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -583,4 +585,209 @@ Test(claim, cache_compiles_after_the_wait_times_out)
     finish_holder(&h, false);
     cr_assert_eq(lock_files_in_cache(), 0);
     zc_cache_close(cache);
+}
+
+/* ---- a holder that fails leaves a mark: its waiters compile together ---- */
+
+static void mark_path(char *out, const zc_key *key)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(out, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, ZC_FAILED_SUFFIX);
+}
+
+Test(claim, a_fresh_mark_sends_claimants_to_compile_and_a_stale_one_is_cleared)
+{
+    zc_disk_tier *tier = open_tier();
+    zc_key key = t_key(80);
+    char mark[PATH_MAX];
+    mark_path(mark, &key);
+    zc_disk_claim claim;
+    cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_CLAIMED);
+    zc_disk_tier_mark_not_stored(tier, &claim);
+    zc_disk_tier_release(tier, &claim);
+    struct stat st;
+    cr_assert_eq(lstat(mark, &st), 0);
+    cr_assert(S_ISREG(st.st_mode));
+    cr_assert_eq(st.st_mode & 07777, 0600);
+
+    /* However long it would wait: not a moment, and holding nothing. */
+    cr_assert_eq(claim_of(tier, &key, LONG_WAIT_MS, &claim), ZC_DISK_NOT_STORED);
+    cr_assert_eq(claim.lock_fd, -1);
+    zc_disk_tier_release(tier, &claim);
+
+    /* Aged: ignored, and the next holder removes it. */
+    set_old_mtime(mark);
+    cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_CLAIMED);
+    cr_assert_not(t_exists(mark));
+    zc_disk_tier_mark_not_stored(tier, &claim);
+    zc_disk_tier_release(tier, &claim);
+    /* Nor is a mark from the future trusted. */
+    time_t later = time(NULL) + 3600;
+    struct timespec times[2] = {{later, 0}, {later, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, mark, times, 0), 0);
+    cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_CLAIMED);
+    zc_disk_tier_release(tier, &claim);
+
+    /* A stored entry wins over a mark; marks go with sweeps and clear. */
+    cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_CLAIMED);
+    zc_disk_tier_mark_not_stored(tier, &claim);
+    store_artifact(tier, &key, 80);
+    zc_disk_tier_release(tier, &claim);
+    cr_assert_eq(claim_of(tier, &key, 0, &claim), ZC_DISK_READY);
+    zc_disk_tier_release(tier, &claim);
+    zc_key other = t_key(81);
+    char other_mark[PATH_MAX];
+    mark_path(other_mark, &other);
+    cr_assert_eq(claim_of(tier, &other, 0, &claim), ZC_DISK_CLAIMED);
+    zc_disk_tier_mark_not_stored(tier, &claim);
+    zc_disk_tier_release(tier, &claim);
+    set_old_mtime(other_mark);
+    cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
+    cr_assert_not(t_exists(other_mark), "a sweep removes stale marks");
+    cr_assert(t_exists(mark), "and keeps fresh ones");
+    cr_assert_eq(zc_disk_tier_clear(tier), ZC_OK);
+    cr_assert_not(t_exists(mark));
+    zc_disk_tier_close(tier);
+}
+
+/* The ranks of a job probing a module that fails (or that cannot be stored):
+ * one holder fails, WAITERS processes were waiting for it. Each waiter's
+ * compile blocks until every waiter is compiling: they all get there only
+ * when they compile together, not one after another behind the lock. */
+enum { WAITERS = 4, BARRIER_POLLS = 5000 /* of 2 ms: never reached when right */ };
+
+typedef struct rendezvous {
+    atomic_int holder_compiling;
+    atomic_int waiters_started; /* about to look the key up */
+    atomic_int compiling;       /* waiters inside their compile */
+    atomic_int most_at_once;
+} rendezvous;
+
+static rendezvous *shared;
+
+static void pause_ms(long ms)
+{
+    struct timespec pause = {0, ms * 1000 * 1000};
+    nanosleep(&pause, NULL);
+}
+
+/* All waiters in their compile at once, or false after the bound. */
+static bool meet_the_others(void)
+{
+    int now = atomic_fetch_add(&shared->compiling, 1) + 1;
+    int most = atomic_load(&shared->most_at_once);
+    while (now > most && !atomic_compare_exchange_weak(&shared->most_at_once, &most, now))
+        continue;
+    for (int i = 0; i < BARRIER_POLLS && atomic_load(&shared->most_at_once) < WAITERS; i++)
+        pause_ms(2);
+    return atomic_load(&shared->most_at_once) == WAITERS;
+}
+
+static zc_status compile_failing_with_the_others(void *context, zc_artifact **out)
+{
+    (void)context, (void)out;
+    return meet_the_others() ? ZC_ERR_BUILD : ZC_ERR_IO;
+}
+
+static zc_status compile_small_with_the_others(void *context, zc_artifact **out)
+{
+    if (!meet_the_others())
+        return ZC_ERR_IO;
+    *out = t_artifact(ARTIFACT_SIZE, *(const uint64_t *)context);
+    return ZC_OK;
+}
+
+typedef struct failing_holder {
+    bool too_large; /* builds, but what it builds cannot be stored */
+} failing_holder;
+
+static zc_status compile_failing_once_waiters_wait(void *context, zc_artifact **out)
+{
+    const failing_holder *holder = context;
+    atomic_store(&shared->holder_compiling, 1);
+    while (atomic_load(&shared->waiters_started) < WAITERS)
+        pause_ms(1);
+    pause_ms(100); /* they are polling the lock by now (if not, they see the mark) */
+    if (!holder->too_large)
+        return ZC_ERR_BUILD;
+    *out = t_artifact(4 * ARTIFACT_SIZE, 1);
+    return ZC_OK;
+}
+
+static zc_cache *open_cache_limited(uint64_t max_size)
+{
+    zc_config config = config_for(max_size);
+    config.memory_size = 1 << 20;
+    config.wait_timeout_ms = LONG_WAIT_MS;
+    zc_cache *cache = NULL;
+    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    return cache;
+}
+
+/* In a child: waits for the holder, then looks the key up; exits 0 when its
+ * compile ran together with every other waiter's and returned what it had. */
+static _Noreturn void run_waiter(const zc_key *key, bool build_fails, uint64_t max_size)
+{
+    while (atomic_load(&shared->holder_compiling) == 0)
+        pause_ms(1);
+    zc_cache *cache = open_cache_limited(max_size);
+    atomic_fetch_add(&shared->waiters_started, 1);
+    uint64_t seed = 90;
+    zc_artifact *artifact = NULL;
+    zc_status status = zc_cache_get_or_compile(cache, key, NULL,
+                                               build_fails ? compile_failing_with_the_others
+                                                           : compile_small_with_the_others,
+                                               &seed, &artifact, NULL);
+    zc_artifact_unref(artifact);
+    _exit(status == (build_fails ? ZC_ERR_BUILD : ZC_OK) ? 0 : 1);
+}
+
+static void assert_waiters_compile_together(bool too_large)
+{
+    shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(shared, MAP_FAILED);
+    memset(shared, 0, sizeof *shared);
+    uint64_t max_size = too_large ? 2 * ARTIFACT_SIZE : 0;
+    zc_key key = t_key(too_large ? 91 : 90);
+    pid_t waiters[WAITERS];
+    for (int i = 0; i < WAITERS; i++) {
+        waiters[i] = fork();
+        cr_assert_geq(waiters[i], 0);
+        if (waiters[i] == 0)
+            run_waiter(&key, !too_large, max_size);
+    }
+    zc_cache *cache = open_cache_limited(max_size);
+    failing_holder holder = {too_large};
+    zc_artifact *artifact = NULL;
+    zc_status status = zc_cache_get_or_compile(cache, &key, NULL, compile_failing_once_waiters_wait,
+                                               &holder, &artifact, NULL);
+    cr_assert_eq(status, too_large ? ZC_OK : ZC_ERR_BUILD);
+    zc_artifact_unref(artifact);
+    for (int i = 0; i < WAITERS; i++) {
+        int exit_status;
+        cr_assert_eq(waitpid(waiters[i], &exit_status, 0), waiters[i]);
+        cr_assert(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0,
+                  "waiter %d did not compile together with the others", i);
+    }
+    cr_assert_eq(atomic_load(&shared->most_at_once), WAITERS);
+    cr_assert_eq(lock_files_in_cache(), 0);
+    zc_disk_tier *tier = open_tier();
+    zc_artifact *loaded = NULL;
+    cr_assert_eq(zc_disk_tier_load(tier, &key, &loaded), too_large ? ZC_OK : ZC_MISS,
+                 "a waiter's small build is stored; a failed build never");
+    zc_artifact_unref(loaded);
+    zc_disk_tier_close(tier);
+    zc_cache_close(cache);
+    munmap(shared, sizeof *shared);
+}
+
+Test(claim, waiters_of_a_failed_build_compile_together)
+{
+    assert_waiters_compile_together(false);
+}
+
+Test(claim, waiters_of_a_build_that_could_not_be_stored_compile_together)
+{
+    assert_waiters_compile_together(true);
 }
