@@ -4,6 +4,7 @@
  * scan's real total replaces the recorded one. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,12 +22,19 @@ static void unlink_sidecar(zc_disk_tier *tier, int parent_fd, const char *entry_
         zc_disk_log_errno("cannot remove", name, errno);
 }
 
-bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name)
+bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name, uint64_t *trace_size)
 {
+    uint64_t trace;
+    if (!zc_disk_trace_size(tier, parent_fd, name, &trace)) {
+        zc_disk_log_errno("cannot examine the trace of", name, errno);
+        return false; /* removing it would leave config.file unsure */
+    }
     if (tier->ops->unlinkat(parent_fd, name, 0) != 0 && errno != ENOENT) {
         zc_disk_log_errno("cannot remove", name, errno);
         return false;
     }
+    if (trace_size != NULL)
+        *trace_size = trace;
     unlink_sidecar(tier, parent_fd, name, ZC_TRACE_SUFFIX);
     unlink_sidecar(tier, parent_fd, name, ZC_INPUT_SUFFIX);
     return true;
@@ -38,7 +46,7 @@ static bool unlink_entry_at(zc_disk_tier *tier, const char *rel)
     int parent_fd = zc_disk_open_parent(tier, rel, &name);
     if (parent_fd < 0)
         return errno == ENOENT; /* its directory is gone, so is it */
-    bool gone = zc_disk_unlink_entry(tier, parent_fd, name);
+    bool gone = zc_disk_unlink_entry(tier, parent_fd, name, NULL); /* counted by the scan */
     tier->ops->close(parent_fd);
     return gone;
 }
@@ -85,10 +93,11 @@ static bool lru_append(lru_list *list, const zc_scan_item *item)
         !grow((void **)&list->names, &list->names_capacity, list->names_used + rel_size, 1))
         return false;
     memcpy(list->names + list->names_used, item->rel, rel_size);
-    list->entries[list->count++] =
-        (lru_entry){.rel_offset = list->names_used, .size = item->size, .last_use = item->mtime};
+    list->entries[list->count++] = (lru_entry){.rel_offset = list->names_used,
+                                               .size = item->size + item->trace_size,
+                                               .last_use = item->mtime};
     list->names_used += rel_size;
-    list->total += item->size;
+    list->total += item->size + item->trace_size;
     return true;
 }
 
@@ -103,11 +112,32 @@ static void remove_if_stale_temp(lru_list *list, const zc_scan_item *item)
         zc_disk_log_errno("cannot remove", item->rel, errno);
 }
 
+/* A trace is counted with its entry; one whose entry is gone (a store or
+ * removal cut short, or the driver evicting the entry) counts nowhere, so an
+ * old one is removed. */
+static void remove_if_stale_orphan_trace(lru_list *list, const zc_scan_item *item)
+{
+    char entry[ZC_REL_PATH_SIZE];
+    size_t stem = strlen(item->name) - strlen(ZC_TRACE_SUFFIX);
+    struct stat st;
+    if (!zc_disk_has_suffix(item->name, ZC_TRACE_SUFFIX) ||
+        list->now - item->mtime.tv_sec <= ZC_TEMP_MAX_AGE_SEC ||
+        snprintf(entry, sizeof entry, "%.*s%s", (int)stem, item->name, ZC_ENTRY_SUFFIX) >=
+            (int)sizeof entry ||
+        list->tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+        errno != ENOENT)
+        return;
+    if (list->tier->ops->unlinkat(item->dir_fd, item->name, 0) != 0 && errno != ENOENT)
+        zc_disk_log_errno("cannot remove", item->rel, errno);
+}
+
 static int collect_item(void *context, const zc_scan_item *item)
 {
     lru_list *list = context;
     if (item->kind == ZC_SCAN_TEMP)
         remove_if_stale_temp(list, item);
+    if (item->kind == ZC_SCAN_SIDECAR)
+        remove_if_stale_orphan_trace(list, item);
     if (item->kind == ZC_SCAN_LOCK)
         zc_disk_remove_unused_lock(list->tier, item, ZC_TEMP_MAX_AGE_SEC, list->now);
     if (item->kind == ZC_SCAN_MARK)
@@ -273,7 +303,7 @@ static int remove_any_item(void *context, const zc_scan_item *item)
         return 0;
     zc_disk_log_errno("cannot remove", item->rel, errno);
     if (item->kind == ZC_SCAN_ENTRY)
-        state->remaining += item->size;
+        state->remaining += item->size + item->trace_size;
     state->incomplete = true;
     return 0;
 }
@@ -321,6 +351,7 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path)
         return status;
     const char *name;
     struct stat st;
+    uint64_t trace_size = 0;
     int parent_fd = zc_disk_open_parent(tier, path, &name);
     if (parent_fd < 0 || tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         status = errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
@@ -328,13 +359,13 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path)
         status = ZC_ERR_INVALID_ARG;
     else {
         zc_disk_begin_change(tier, &lock);
-        if (!zc_disk_unlink_entry(tier, parent_fd, name)) {
+        if (!zc_disk_unlink_entry(tier, parent_fd, name, &trace_size)) {
             zc_disk_set_total(tier, &lock, lock.total); /* nothing changed */
             status = ZC_ERR_IO;
         }
     }
     if (status == ZC_OK)
-        status = zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size);
+        status = zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size + trace_size);
     if (status == ZC_OK)
         status = zc_disk_set_total(tier, &lock, lock.total);
     if (parent_fd >= 0)

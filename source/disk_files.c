@@ -63,6 +63,20 @@ bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out,
     return written >= 0 && (size_t)written < out_size;
 }
 
+bool zc_disk_trace_size(zc_disk_tier *tier, int parent_fd, const char *entry_name, uint64_t *size)
+{
+    char name[ZC_REL_PATH_SIZE];
+    struct stat st;
+    *size = 0;
+    if (!zc_disk_sidecar_name(entry_name, ZC_TRACE_SUFFIX, name, sizeof name))
+        return true; /* no such name: no trace */
+    if (tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT;
+    if (S_ISREG(st.st_mode))
+        *size = (uint64_t)st.st_size;
+    return true;
+}
+
 void zc_disk_log_errno(const char *action, const char *path, int err)
 {
     char what[PATH_MAX + 64];

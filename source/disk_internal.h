@@ -67,6 +67,10 @@ bool zc_disk_parse_entry_name(const char *name, zc_key *key);
 bool zc_disk_has_suffix(const char *name, const char *suffix);
 /* name with its ".l0_cache" replaced by suffix; false if it does not fit. */
 bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out, size_t out_size);
+/* The size of entry_name's .trace in parent_fd (0 when there is none): our
+ * traces count against NEO_CACHE_MAX_SIZE with their entry. False (errno
+ * set) when it cannot be known. */
+bool zc_disk_trace_size(zc_disk_tier *tier, int parent_fd, const char *entry_name, uint64_t *size);
 
 /* Loops over short transfers and EINTR. read_exact: ZC_MISS on early end of
  * file, ZC_ERR_IO on an error. */
@@ -141,10 +145,11 @@ typedef enum zc_scan_kind {
 
 typedef struct zc_scan_item {
     zc_scan_kind kind;
-    int dir_fd;       /* the directory holding it, valid during the visit */
-    const char *name; /* within dir_fd */
-    const char *rel;  /* relative to the root */
-    uint64_t size;    /* entries and temps */
+    int dir_fd;          /* the directory holding it, valid during the visit */
+    const char *name;    /* within dir_fd */
+    const char *rel;     /* relative to the root */
+    uint64_t size;       /* entries, temps and sidecars */
+    uint64_t trace_size; /* entries: their .trace's size, counted with them */
     struct timespec mtime;
 } zc_scan_item;
 
@@ -158,8 +163,11 @@ zc_status zc_disk_scan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entr
 
 /* ---- disk_evict.c ---- */
 
-/* In parent_fd: unlinks name and its sidecars. True when name is gone. */
-bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name);
+/* In parent_fd: unlinks name and its sidecars. True when name is gone;
+ * *trace_size (NULL: not wanted) is then the size of the trace removed with
+ * it, which config.file counted with it. */
+bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name,
+                          uint64_t *trace_size);
 /* Under the lock: evicts least recently used entries when incoming bytes do
  * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);

@@ -54,15 +54,15 @@ static zc_status visit_file(scan_walk *walk, int dir_fd, const char *name, const
                             zc_scan_kind kind)
 {
     zc_scan_item item = {.kind = kind, .dir_fd = dir_fd, .name = name, .rel = rel};
-    if (kind != ZC_SCAN_SIDECAR) {
-        struct stat st;
-        if (walk->tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            return ignorable_errno(errno) ? ZC_OK : ZC_ERR_IO;
-        if (!S_ISREG(st.st_mode))
-            return ZC_OK;
-        item.size = (uint64_t)st.st_size;
-        item.mtime = st.st_mtim;
-    }
+    struct stat st;
+    if (walk->tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return ignorable_errno(errno) ? ZC_OK : ZC_ERR_IO;
+    if (!S_ISREG(st.st_mode))
+        return ZC_OK;
+    item.size = (uint64_t)st.st_size;
+    item.mtime = st.st_mtim;
+    if (kind == ZC_SCAN_ENTRY && !zc_disk_trace_size(walk->tier, dir_fd, name, &item.trace_size))
+        return ZC_ERR_IO;
     walk->stopped = walk->visit(walk->context, &item) != 0;
     return ZC_OK;
 }
@@ -140,7 +140,7 @@ static int add_entry_size(void *context, const zc_scan_item *item)
 {
     scan_sum *sum = context;
     if (item->kind == ZC_SCAN_ENTRY) {
-        sum->total += item->size;
+        sum->total += item->size + item->trace_size;
         sum->entries++;
     }
     return 0;
@@ -172,6 +172,7 @@ static int visit_public_entry(void *context, const zc_scan_item *item)
     memset(&info, 0, sizeof info);
     snprintf(info.path, sizeof info.path, "%s", item->rel);
     info.file_size = item->size;
+    info.trace_size = item->trace_size;
     info.last_use_sec = item->mtime.tv_sec;
     info.last_use_nsec = item->mtime.tv_nsec;
     info.is_zecache = zc_disk_parse_entry_name(item->name, &info.key);

@@ -71,6 +71,8 @@ static zc_status classify_decode_miss(const zc_disk_tier *tier, const entry_file
     zc_entry_header header;
     if (tier->max_size == 0 ||
         zc_entry_read_header(file->data, file->size, &header, NULL, 0) != ZC_OK ||
+        header.binary_size > ZC_ENTRY_MAX_PAYLOAD ||
+        header.log_size > ZC_ENTRY_MAX_PAYLOAD - header.binary_size || /* bad for anyone */
         (header.binary_size <= tier->max_size &&
          header.log_size <= tier->max_size - header.binary_size))
         return ZC_MISS;
@@ -94,8 +96,9 @@ static void remove_bad_entry(zc_disk_tier *tier, const zc_key *key, const struct
     if (parent_fd >= 0 && tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         st.st_dev == bad->st_dev && st.st_ino == bad->st_ino) {
         zc_disk_begin_change(tier, &lock);
-        if (!zc_disk_unlink_entry(tier, parent_fd, name) ||
-            zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size) == ZC_OK)
+        uint64_t trace_size = 0;
+        if (!zc_disk_unlink_entry(tier, parent_fd, name, &trace_size) ||
+            zc_disk_account_removed(tier, &lock, (uint64_t)st.st_size + trace_size) == ZC_OK)
             zc_disk_set_total(tier, &lock, lock.total);
     }
     if (parent_fd >= 0)
@@ -174,7 +177,14 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
         status = ZC_ERR_IO;
         goto done;
     }
-    status = zc_disk_make_room(tier, lock, entry_size);
+    /* The trace counts with its entry (against NEO_CACHE_MAX_SIZE, and in
+     * config.file), and goes with it. */
+    char trace_name[ZC_ENTRY_NAME_SIZE];
+    size_t trace_size = trace != NULL ? strlen(trace) : 0;
+    if (trace != NULL &&
+        !zc_disk_sidecar_name(name, ZC_TRACE_SUFFIX, trace_name, sizeof trace_name))
+        trace = NULL, trace_size = 0;
+    status = zc_disk_make_room(tier, lock, entry_size + trace_size);
     if (status != ZC_OK)
         goto done;
     zc_disk_begin_change(tier, lock);
@@ -183,15 +193,15 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
         zc_disk_set_total(tier, lock, lock->total); /* nothing changed */
         goto done;
     }
-    status = zc_disk_set_total(tier, lock, lock->total + entry_size);
+    if (trace != NULL && zc_disk_publish(tier, trace, trace_size, parent_fd, trace_name) != ZC_OK)
+        trace = NULL, trace_size = 0; /* optional */
+    status = zc_disk_set_total(tier, lock, lock->total + entry_size + trace_size);
     if (status != ZC_OK) {
         /* Undo, so the entries on disk match what config.file says. */
         tier->ops->unlinkat(parent_fd, name, 0);
-        goto done;
+        if (trace != NULL)
+            tier->ops->unlinkat(parent_fd, trace_name, 0);
     }
-    char trace_name[ZC_ENTRY_NAME_SIZE];
-    if (trace != NULL && zc_disk_sidecar_name(name, ZC_TRACE_SUFFIX, trace_name, sizeof trace_name))
-        zc_disk_publish(tier, trace, strlen(trace), parent_fd, trace_name); /* optional */
 done:
     tier->ops->close(parent_fd);
     return status;
@@ -436,12 +446,13 @@ static zc_status remove_if_still_bad(zc_disk_tier *tier, zc_disk_lock *lock, con
         tier->ops->close(fd);
         if (bad && same) {
             zc_disk_begin_change(tier, lock);
-            if (!zc_disk_unlink_entry(tier, parent_fd, name)) {
+            uint64_t trace_size = 0;
+            if (!zc_disk_unlink_entry(tier, parent_fd, name, &trace_size)) {
                 zc_disk_set_total(tier, lock, lock->total); /* nothing changed */
                 status = ZC_ERR_IO;
             } else {
                 *removed = true;
-                status = zc_disk_account_removed(tier, lock, (uint64_t)named.st_size);
+                status = zc_disk_account_removed(tier, lock, (uint64_t)named.st_size + trace_size);
                 if (status == ZC_OK)
                     status = zc_disk_set_total(tier, lock, lock->total);
             }

@@ -14,6 +14,7 @@ typedef struct cache_summary {
     uint64_t readable_bytes, uncompressed_bytes;
     bool recorded_valid;
     uint64_t recorded_bytes; /* config.file */
+    uint64_t counted_bytes;  /* what config.file should hold: entries and their traces */
 } cache_summary;
 
 typedef struct stats_report {
@@ -80,7 +81,7 @@ static void print_contents(const stats_report *report)
     putchar('\n');
     print_size_line("size on disk", summary->bytes);
     putchar('\n');
-    if (summary->recorded_valid && summary->recorded_bytes != summary->bytes)
+    if (summary->recorded_valid && summary->recorded_bytes != summary->counted_bytes)
         printf("%-19s records %llu bytes (see 'zecache verify')\n", "config.file",
                (unsigned long long)summary->recorded_bytes);
     print_size_line("uncompressed", summary->uncompressed_bytes);
@@ -179,6 +180,8 @@ static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_repo
     tool_free_entries(&list);
     report->summary.recorded_valid =
         zc_disk_tier_recorded_size(tier, &report->summary.recorded_bytes) == ZC_OK;
+    if (zc_disk_tier_scanned_size(tier, &report->summary.counted_bytes, NULL) != ZC_OK)
+        report->summary.counted_bytes = report->summary.bytes;
     zc_status counters = zc_stats_read(tier, &report->counters);
     report->counters_valid = counters == ZC_OK;
     if (counters == ZC_MISS)

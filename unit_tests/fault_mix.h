@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -86,6 +87,18 @@ static inline __attribute__((format(printf, 3, 4))) int fm_fail(fm_thread *threa
     return code;
 }
 
+/* True for a .trace whose entry is beside it in dir_fd. */
+static inline bool fm_has_entry_beside(int dir_fd, const char *name)
+{
+    size_t length = strlen(name), suffix = strlen(ZC_TRACE_SUFFIX);
+    if (length <= suffix || strcmp(name + length - suffix, ZC_TRACE_SUFFIX) != 0)
+        return false;
+    char entry[NAME_MAX + 1];
+    struct stat st;
+    snprintf(entry, sizeof entry, "%.*s%s", (int)(length - suffix), name, ZC_ENTRY_SUFFIX);
+    return fstatat(dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 /* The real total, walked with plain system calls (not the tier's scan): the
  * root and two levels of one-hex-digit directories, never through a link. */
 static inline uint64_t fm_walk_total(int dir_fd, int depth)
@@ -113,6 +126,8 @@ static inline uint64_t fm_walk_total(int dir_fd, int depth)
         } else if (S_ISREG(st.st_mode) && length > suffix &&
                    strcmp(name + length - suffix, ZC_ENTRY_SUFFIX) == 0) {
             total += (uint64_t)st.st_size;
+        } else if (S_ISREG(st.st_mode) && fm_has_entry_beside(dirfd(dir), name)) {
+            total += (uint64_t)st.st_size; /* a trace counts with its entry */
         }
     }
     closedir(dir);

@@ -160,6 +160,17 @@ static inline bool ft_has_suffix(const char *name, const char *suffix)
     return length > suffix_length && strcmp(name + length - suffix_length, suffix) == 0;
 }
 
+/* A trace counts against the limit (and in config.file) with its entry:
+ * its size when the entry beside it exists, else 0. */
+static inline uint64_t ft_trace_counted_size(const char *path, const struct stat *st)
+{
+    char entry[PATH_MAX];
+    size_t stem = strlen(path) - strlen(ZC_TRACE_SUFFIX);
+    snprintf(entry, sizeof entry, "%.*s%s", (int)stem, path, ZC_ENTRY_SUFFIX);
+    struct stat entry_st;
+    return lstat(entry, &entry_st) == 0 && S_ISREG(entry_st.st_mode) ? (uint64_t)st->st_size : 0;
+}
+
 static inline int ft_census_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     const char *name = path + ftw->base;
@@ -173,6 +184,7 @@ static inline int ft_census_one(const char *path, const struct stat *st, int typ
         ft_walked.entries++;
     } else if (regular && ft_has_suffix(name, ZC_TRACE_SUFFIX) && ftw->level == 3) {
         ft_walked.traces++;
+        ft_walked.total += ft_trace_counted_size(path, st); /* with its entry */
     } else if (regular && ftw->level == 1 &&
                (strcmp(name, ZC_CONFIG_FILE_NAME) == 0 || strcmp(name, "stats") == 0)) {
         /* config.file, and the stats file (zecache/stats.h) */

@@ -114,6 +114,7 @@ static time_t mtime_of(const char *path)
 static uint64_t walked_total;
 static uint64_t walked_entries;
 
+/* Entries, and the traces beside them: a trace counts with its entry. */
 static int add_if_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
@@ -122,6 +123,14 @@ static int add_if_entry(const char *path, const struct stat *st, int type, struc
         strcmp(path + length - 9, ".l0_cache") == 0) {
         walked_total += (uint64_t)st->st_size;
         walked_entries++;
+    }
+    if (type == FTW_F && S_ISREG(st->st_mode) && length > 6 &&
+        strcmp(path + length - 6, ".trace") == 0) {
+        char entry[PATH_MAX];
+        snprintf(entry, sizeof entry, "%.*s.l0_cache", (int)(length - 6), path);
+        struct stat entry_st;
+        if (lstat(entry, &entry_st) == 0 && S_ISREG(entry_st.st_mode))
+            walked_total += (uint64_t)st->st_size;
     }
     return 0;
 }
@@ -1267,7 +1276,7 @@ static int list_entry(void *context, const zc_disk_entry_info *info)
 {
     listing *list = context;
     list->visits++;
-    list->bytes += info->file_size;
+    list->bytes += info->file_size + info->trace_size;
     if (info->is_zecache) {
         list->zecache++;
         char rel[ZC_ENTRY_REL_SIZE];
@@ -1478,5 +1487,56 @@ Test(disk, remove_if_bad_keeps_a_good_entry_stored_since_the_check)
     cr_assert_eq(zc_disk_tier_remove_if_bad(tier, "/etc/x.l0_cache", &removed), ZC_ERR_INVALID_ARG);
     free(good);
     free(bad);
+    zc_disk_tier_close(tier);
+}
+
+/* ---- traces count against the limit, with their entry ---- */
+
+Test(disk, traces_count_against_the_limit_with_their_entry)
+{
+    enum { LIMIT = 48 << 10, TRACE_SIZE = 3000 };
+    zc_disk_tier *tier = open_tier(LIMIT, NULL);
+    char trace[TRACE_SIZE + 1];
+    memset(trace, 't', TRACE_SIZE);
+    trace[TRACE_SIZE] = '\0';
+    for (uint64_t seed = 200; seed < 240; seed++) {
+        store_ok(tier, seed, 600, trace);
+        assert_accounting_exact(); /* disk_total() counts the traces beside entries */
+        cr_assert_leq(walked_total, LIMIT, "after store %llu", (unsigned long long)seed);
+    }
+    cr_assert_lt(walked_entries, 40, "stores evicted, traces included");
+    /* Removals subtract the trace with the entry. */
+    zc_key key = t_key(239);
+    char path[PATH_MAX], trace_file[PATH_MAX];
+    entry_path(path, &key);
+    trace_path(trace_file, &key);
+    cr_assert(t_exists(trace_file));
+    cr_assert_eq(zc_disk_tier_remove_entry(tier, rel_of(path)), ZC_OK);
+    cr_assert_not(t_exists(trace_file));
+    assert_accounting_exact();
+    zc_disk_tier_close(tier);
+}
+
+/* A trace without its entry counts nowhere: a sweep removes an old one. */
+Test(disk, sweeps_remove_old_orphaned_traces)
+{
+    zc_disk_tier *tier = open_tier(1 << 20, NULL);
+    store_ok(tier, 250, 600, "kept\n");
+    zc_key orphan_old = t_key(251), orphan_new = t_key(252), kept = t_key(250);
+    char old_path[PATH_MAX], new_path[PATH_MAX], kept_path[PATH_MAX];
+    trace_path(old_path, &orphan_old);
+    trace_path(new_path, &orphan_new);
+    trace_path(kept_path, &kept);
+    make_entry_dirs(&orphan_old);
+    make_entry_dirs(&orphan_new);
+    t_write_file(old_path, "old\n", 4);
+    t_write_file(new_path, "new\n", 4);
+    set_mtime(old_path, time(NULL) - 10 * ZC_TEMP_MAX_AGE_SEC);
+    set_mtime(kept_path, time(NULL) - 10 * ZC_TEMP_MAX_AGE_SEC);
+    cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
+    cr_assert_not(t_exists(old_path));
+    cr_assert(t_exists(new_path), "a young one may be a store in progress");
+    cr_assert(t_exists(kept_path), "a trace with its entry stays");
+    assert_accounting_exact();
     zc_disk_tier_close(tier);
 }

@@ -589,9 +589,30 @@ static void plant_bomb(const char *path, const uint8_t *entry, size_t entry_size
     free(zeros);
 }
 
-Test(fault_entries, zip_bomb_above_the_size_limit_is_a_miss_and_removed)
+/* Refused, but not removed: it is a sound entry, which a process with a
+ * larger NEO_CACHE_MAX_SIZE stores and loads (see disk_tier.c). */
+Test(fault_entries, zip_bomb_above_the_size_limit_is_a_miss_and_kept_for_larger_limits)
 {
-    check_planted(plant_bomb, REMOVED, 0); /* the tier's limit is 1 MiB */
+    zc_disk_tier *tier = ft_open(1 << 20, NULL);
+    char path[PATH_MAX];
+    ft_entry_path(path, VICTIM, ZC_ENTRY_SUFFIX);
+    ft_make_entry_dirs(VICTIM);
+    plant_bomb(path, NULL, 0);
+    cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
+    ft_assert_miss(tier, VICTIM);
+    ft_assert_miss(tier, VICTIM);
+    cr_assert(t_exists(path));
+    ft_assert_exact_and_clean("after refusing the bomb");
+    zc_disk_tier *larger = ft_open(8 << 20, NULL);
+    zc_key key = fc_key(VICTIM);
+    zc_artifact *loaded = NULL;
+    cr_assert_eq(zc_disk_tier_load(larger, &key, &loaded), ZC_OK);
+    size_t size;
+    zc_artifact_binary(loaded, &size);
+    cr_assert_eq(size, 4 << 20);
+    zc_artifact_unref(loaded);
+    zc_disk_tier_close(larger);
+    zc_disk_tier_close(tier);
 }
 
 /* Header and a matching frame header claim the whole 1 GiB cap, the blocks

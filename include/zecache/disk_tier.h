@@ -1,7 +1,7 @@
 /* The disk tier: zstd-compressed entries at <dir>/<k0>/<k1>/<64 hex>.l0_cache,
  * with config.file at the root holding the total size of all .l0_cache files
- * as one native size_t, exactly as Intel's driver keeps it, so both can share
- * a directory. Stores are atomic (temp file + rename) under flock on
+ * (and of our .trace files beside them, counted with their entry) as one
+ * native size_t, as Intel's driver keeps it. Stores are atomic (temp file + rename) under flock on
  * config.file; loads take no lock and never return unverified bytes. */
 #ifndef ZECACHE_DISK_TIER_H
 #define ZECACHE_DISK_TIER_H
@@ -126,6 +126,7 @@ uint64_t zc_disk_tier_lock_timeouts(zc_disk_tier *tier);
 typedef struct zc_disk_entry_info {
     char path[PATH_MAX]; /* relative to the cache directory */
     uint64_t file_size;
+    uint64_t trace_size;  /* its .trace, counted with it (0: none) */
     int64_t last_use_sec; /* mtime: refreshed by hits */
     int64_t last_use_nsec;
     bool is_zecache; /* named <64 hex>.l0_cache (else the driver's own) */
