@@ -62,11 +62,17 @@ static zc_disk_tier *open_tier(void)
     return open_tier_with(0, NULL);
 }
 
-static void lock_path(char *out, const zc_key *key)
+/* <hex><suffix> where key's entry goes. */
+static void path_beside_entry(char *out, const zc_key *key, const char *suffix)
 {
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    snprintf(out, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, ZC_LOCK_SUFFIX);
+    snprintf(out, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, suffix);
+}
+
+static void lock_path(char *out, const zc_key *key)
+{
+    path_beside_entry(out, key, ZC_LOCK_SUFFIX);
 }
 
 static int lock_files;
@@ -591,9 +597,7 @@ Test(claim, cache_compiles_after_the_wait_times_out)
 
 static void mark_path(char *out, const zc_key *key)
 {
-    char hex[ZC_KEY_HEX_SIZE];
-    zc_key_to_hex(key, hex);
-    snprintf(out, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, ZC_FAILED_SUFFIX);
+    path_beside_entry(out, key, ZC_FAILED_SUFFIX);
 }
 
 Test(claim, a_fresh_mark_sends_claimants_to_compile_and_a_stale_one_is_cleared)

@@ -67,6 +67,17 @@ static zc_config config_with_deadline(uint64_t deadline_ms)
     return config;
 }
 
+/* A tier with the test's deadline whose flock calls are counted. */
+static zc_disk_tier *open_counting_tier(void)
+{
+    static zc_fs_ops ops;
+    ops = counting_ops();
+    zc_config config = config_with_deadline(DEADLINE_MS);
+    zc_disk_tier *tier = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, &ops, &tier), ZC_OK);
+    return tier;
+}
+
 /* ---- holders ---- */
 
 static void config_path(char *path)
@@ -172,10 +183,7 @@ static void assert_store_works_again(zc_disk_tier *tier, uint64_t seed)
 
 Test(lock, stores_beside_a_holder_that_never_lets_go_are_skipped_after_one_deadline)
 {
-    zc_fs_ops ops = counting_ops();
-    zc_config config = config_with_deadline(DEADLINE_MS);
-    zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &ops, &tier), ZC_OK);
+    zc_disk_tier *tier = open_counting_tier();
     pid_t holder = start_plain_holder();
     assert_stores_skipped_paying_one_deadline(tier, 100);
     end_holder(holder);
@@ -189,10 +197,7 @@ Test(lock, stores_beside_a_holder_that_never_lets_go_are_skipped_after_one_deadl
 Test(lock, stores_beside_a_process_stopped_inside_its_store_are_skipped)
 {
     pid_t holder = start_stopped_holder(300);
-    zc_fs_ops ops = counting_ops();
-    zc_config config = config_with_deadline(DEADLINE_MS);
-    zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &ops, &tier), ZC_OK);
+    zc_disk_tier *tier = open_counting_tier();
     assert_stores_skipped_paying_one_deadline(tier, 400);
     /* Let it go on: its store completes. */
     cr_assert_eq(kill(holder, SIGCONT), 0);
@@ -210,10 +215,7 @@ Test(lock, stores_beside_a_process_stopped_inside_its_store_are_skipped)
 /* Removals of bad entries on the load path must not wait without end either. */
 Test(lock, a_bad_entry_beside_a_stuck_holder_is_a_miss_without_a_stall)
 {
-    zc_fs_ops ops = counting_ops();
-    zc_config config = config_with_deadline(DEADLINE_MS);
-    zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &ops, &tier), ZC_OK);
+    zc_disk_tier *tier = open_counting_tier();
     assert_store_works_again(tier, 600);
     zc_key key = t_key(600);
     char hex[ZC_KEY_HEX_SIZE], path[PATH_MAX];
