@@ -105,6 +105,8 @@ zc_status zc_disk_flock_within_deadline(zc_disk_tier *tier, int fd, int operatio
         zc_log_info("%s in %s held by another process for over %llu ms: skipped, and later "
                     "operations try once until it is free",
                     name, tier->dir, (unsigned long long)tier->lock_timeout_ms);
+    else
+        zc_log_info("%s in %s still held by another process: skipped", name, tier->dir);
     atomic_store_explicit(stuck, true, memory_order_relaxed);
     errno = EWOULDBLOCK;
     return ZC_ERR_BUSY;
