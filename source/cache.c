@@ -157,6 +157,7 @@ static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
         lookup->stored =
             zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size) == ZC_OK;
         counter_add(lookup->stored ? &cache->counters.stores : &cache->counters.store_errors, 1);
+        zc_cache_merge_stats(cache); /* as after every store */
     }
     free(entry);
     lookup->outcome = ZC_LOOKUP_REMOTE_HIT;
