@@ -37,7 +37,7 @@ struct zc_disk_tier {
      * stores, claims and removals are skipped (disk_open.c). */
     bool read_only;
     atomic_bool read_only_reported; /* the first skipped store was counted */
-    uint64_t lock_timeout_ms;        /* NEO_CACHE_LOCK_TIMEOUT_MS; 0: no deadline */
+    uint64_t lock_timeout_ms;       /* NEO_CACHE_LOCK_TIMEOUT_MS; 0: no deadline */
     /* A wait for config.file's (or the stats file's) lock timed out: until a
      * later attempt finds it free, attempts try once instead of waiting, so a
      * process beside a stuck holder pays one deadline in all. */
