@@ -58,16 +58,17 @@ static void log_summary(const zc_cache_stats *stats)
     uint64_t bypasses = 0;
     for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
         bypasses += stats->bypasses[i];
-    zc_log_info("summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu "
-                "bypasses, %llu stores, %llu store errors, %.3f ms of compiling saved; remote: "
-                "%llu hits, %llu misses, %llu stores, %llu errors, %llu rejected",
-                (unsigned long long)stats->memory_hits, (unsigned long long)stats->disk_hits,
-                (unsigned long long)stats->misses, (unsigned long long)stats->failed_builds,
-                (unsigned long long)bypasses, (unsigned long long)stats->stores,
-                (unsigned long long)stats->store_errors, (double)stats->compile_ns_saved / 1e6,
-                (unsigned long long)stats->remote_hits, (unsigned long long)stats->remote_misses,
-                (unsigned long long)stats->remote_stores, (unsigned long long)stats->remote_errors,
-                (unsigned long long)stats->remote_rejected);
+    zc_log_info(
+        "summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu bypasses, "
+        "%llu stores, %llu store errors (%llu lock timeouts), %.3f ms of compiling saved; "
+        "remote: %llu hits, %llu misses, %llu stores, %llu errors, %llu rejected",
+        (unsigned long long)stats->memory_hits, (unsigned long long)stats->disk_hits,
+        (unsigned long long)stats->misses, (unsigned long long)stats->failed_builds,
+        (unsigned long long)bypasses, (unsigned long long)stats->stores,
+        (unsigned long long)stats->store_errors, (unsigned long long)stats->lock_timeouts,
+        (double)stats->compile_ns_saved / 1e6, (unsigned long long)stats->remote_hits,
+        (unsigned long long)stats->remote_misses, (unsigned long long)stats->remote_stores,
+        (unsigned long long)stats->remote_errors, (unsigned long long)stats->remote_rejected);
 }
 
 /* The counters go into the cache's stats file at every store and, for what

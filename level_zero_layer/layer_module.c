@@ -105,12 +105,12 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
         return ZC_ERR_BUILD;
     zc_status status = capture_artifact(compile, compile_ns, out);
     /* IGC is surely loaded now: check the prediction the key was made with.
-     * A failed status keeps the cache from storing under that key. */
+     * ZC_NOT_CACHEABLE keeps the cache from storing under that key. */
     zc_compiler_identity_check_loaded();
     if (status == ZC_OK && zcl_compiler_identity_get() != compile->compiler) {
         compile->unkeyed = *out;
         *out = NULL;
-        return ZC_ERR_BUILD;
+        return ZC_NOT_CACHEABLE;
     }
     return status;
 }

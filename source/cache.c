@@ -185,7 +185,8 @@ static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
     counter_add(&cache->counters.misses, 1);
     zc_status status = lookup->compile(lookup->compile_context, out);
     if (status != ZC_OK) {
-        counter_add(&cache->counters.failed_builds, 1);
+        if (status != ZC_NOT_CACHEABLE)
+            counter_add(&cache->counters.failed_builds, 1);
         return status;
     }
     counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(*out)->compile_ns);

@@ -842,6 +842,8 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
     cr_assert_eq(atomic_load(&counters->native_creates), 0);
     zc_cache_stats s = stats();
     cr_assert_eq(s.memory_hits + s.disk_hits, 0);
+    cr_assert_eq(s.misses, 1);
+    cr_assert_eq(s.failed_builds, 0); /* the compile worked: only its key was wrong */
     cr_assert_eq(s.bypasses[ZC_BYPASS_COMPILER_CHANGED], 1);
     cr_assert(stored_with(loaded));
     unsetenv("FAKE_DRIVER_COMPILER");

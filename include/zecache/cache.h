@@ -73,8 +73,10 @@ void zc_cache_close(zc_cache *cache); /* NULL is accepted */
 const char *zc_cache_disk_dir(const zc_cache *cache);
 
 /* Produces the artifact for the key being looked up. On ZC_OK *out holds one
- * reference, which the cache takes over. Any other status is a failed compile:
- * returned to the caller unchanged, never stored. */
+ * reference, which the cache takes over. ZC_NOT_CACHEABLE: the compile worked
+ * but its result does not belong under this key (the caller keeps it); it is
+ * returned unchanged, never stored, and not counted as a failed build. Any
+ * other status is a failed compile: returned unchanged, never stored. */
 typedef zc_status (*zc_compile_fn)(void *context, zc_artifact **out);
 
 typedef enum zc_lookup_outcome {
