@@ -3,7 +3,6 @@
  * a gigabyte costs memory only for the bytes that are really there. */
 #include "zecache/bundle.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,18 +72,6 @@ static size_t read_bytes(zc_bundle_reader *reader, void *bytes, size_t size)
     return fread(bytes, 1, size, reader->in);
 }
 
-static void say(char *reason, size_t reason_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *reason, size_t reason_size, const char *format, ...)
-{
-    if (reason == NULL || reason_size == 0)
-        return;
-    va_list arguments;
-    va_start(arguments, format);
-    vsnprintf(reason, reason_size, format, arguments);
-    va_end(arguments);
-}
-
 zc_status zc_bundle_read_start(zc_bundle_reader *reader, FILE *in, char *reason, size_t reason_size)
 {
     if (reader == NULL || in == NULL)
@@ -93,14 +80,13 @@ zc_status zc_bundle_read_start(zc_bundle_reader *reader, FILE *in, char *reason,
     uint8_t header[ZC_BUNDLE_HEADER_SIZE];
     if (read_bytes(reader, header, sizeof header) != sizeof header ||
         memcmp(header, ZC_BUNDLE_MAGIC, 8) != 0) {
-        say(reason, reason_size, "not a zecache bundle");
-        return ZC_MISS;
+        return zc_explain(ZC_MISS, reason, reason_size, "not a zecache bundle");
     }
     uint64_t version = zc_get_le32(header + 8);
     if (version != ZC_BUNDLE_FORMAT_VERSION || zc_get_le32(header + 12) != 0) {
-        say(reason, reason_size, "bundle format version %llu is not supported",
-            (unsigned long long)version);
-        return ZC_MISS;
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "bundle format version %llu is not supported",
+                          (unsigned long long)version);
     }
     return ZC_OK;
 }
@@ -135,21 +121,22 @@ static zc_bundle_item read_end(zc_bundle_reader *reader, const uint8_t *head, ch
     static const uint8_t no_key[ZC_KEY_SIZE];
     uint8_t count[8], extra;
     if (memcmp(head, no_key, ZC_KEY_SIZE) != 0) {
-        say(reason, reason_size, "entry %llu has no bytes",
-            (unsigned long long)reader->entries + 1);
+        (void)zc_explain(ZC_MISS, reason, reason_size, "entry %llu has no bytes",
+                         (unsigned long long)reader->entries + 1);
         return ZC_BUNDLE_BAD;
     }
     if (read_bytes(reader, count, sizeof count) != sizeof count) {
-        say(reason, reason_size, "bundle ends inside its end marker");
+        (void)zc_explain(ZC_MISS, reason, reason_size, "bundle ends inside its end marker");
         return ZC_BUNDLE_BAD;
     }
     if (zc_get_le64(count) != reader->entries) {
-        say(reason, reason_size, "bundle says it holds %llu entries, not %llu",
+        (void)zc_explain(
+            ZC_MISS, reason, reason_size, "bundle says it holds %llu entries, not %llu",
             (unsigned long long)zc_get_le64(count), (unsigned long long)reader->entries);
         return ZC_BUNDLE_BAD;
     }
     if (read_bytes(reader, &extra, 1) != 0) {
-        say(reason, reason_size, "bytes follow the end of the bundle");
+        (void)zc_explain(ZC_MISS, reason, reason_size, "bytes follow the end of the bundle");
         return ZC_BUNDLE_BAD;
     }
     return ZC_BUNDLE_END;
@@ -165,18 +152,20 @@ zc_bundle_item zc_bundle_read_next(zc_bundle_reader *reader, zc_key *key, uint8_
     unsigned long long number = (unsigned long long)reader->entries + 1;
     uint8_t head[RECORD_HEAD_SIZE];
     if (read_bytes(reader, head, sizeof head) != sizeof head) {
-        say(reason, reason_size, "bundle ends before entry %llu or its end marker", number);
+        (void)zc_explain(ZC_MISS, reason, reason_size,
+                         "bundle ends before entry %llu or its end marker", number);
         return ZC_BUNDLE_BAD;
     }
     uint64_t size = zc_get_le64(head + ZC_KEY_SIZE);
     if (size == 0)
         return read_end(reader, head, reason, reason_size);
     if (size > ZC_BUNDLE_MAX_ENTRY_SIZE) {
-        say(reason, reason_size, "entry %llu claims more bytes than any entry holds", number);
+        (void)zc_explain(ZC_MISS, reason, reason_size,
+                         "entry %llu claims more bytes than any entry holds", number);
         return ZC_BUNDLE_BAD;
     }
     if (!read_entry_bytes(reader, size, entry)) {
-        say(reason, reason_size, "bundle ends inside entry %llu", number);
+        (void)zc_explain(ZC_MISS, reason, reason_size, "bundle ends inside entry %llu", number);
         return ZC_BUNDLE_BAD;
     }
     memcpy(key->bytes, head, ZC_KEY_SIZE);

@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,20 +48,6 @@ _Static_assert(OFFSET_CHECKSUM - OFFSET_DRIVER_VERSION ==
                    sizeof(((zc_artifact_meta *)0)->driver_version),
                "driver version field");
 _Static_assert(sizeof ZC_ENTRY_MAGIC == MAGIC_SIZE, "magic with its NUL");
-
-static zc_status miss(char *reason, size_t reason_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static zc_status miss(char *reason, size_t reason_size, const char *fmt, ...)
-{
-    if (reason != NULL && reason_size > 0) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(reason, reason_size, fmt, args);
-        va_end(args);
-    }
-    return ZC_MISS;
-}
 
 /* The first CHECKSUM_SIZE bytes of the SHA-256 of the header before it. */
 static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
@@ -172,33 +157,37 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
 {
     const uint8_t *bytes = data;
     if (data == NULL || size < ZC_ENTRY_HEADER_SIZE)
-        return miss(reason, reason_size, "file of %zu bytes is shorter than a header", size);
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "file of %zu bytes is shorter than a header", size);
     if (memcmp(bytes + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE) != 0)
-        return miss(reason, reason_size, "bad magic: not a zecache entry");
+        return zc_explain(ZC_MISS, reason, reason_size, "bad magic: not a zecache entry");
     uint32_t version = zc_get_le32(bytes + OFFSET_VERSION);
     if (version != ZC_ENTRY_FORMAT_VERSION)
-        return miss(reason, reason_size, "format version %u, expected %u", version,
-                    ZC_ENTRY_FORMAT_VERSION);
+        return zc_explain(ZC_MISS, reason, reason_size, "format version %u, expected %u", version,
+                          ZC_ENTRY_FORMAT_VERSION);
     uint32_t header_size = zc_get_le32(bytes + OFFSET_HEADER_SIZE);
     if (header_size != ZC_ENTRY_HEADER_SIZE)
-        return miss(reason, reason_size, "header size %u, expected %u", header_size,
-                    ZC_ENTRY_HEADER_SIZE);
+        return zc_explain(ZC_MISS, reason, reason_size, "header size %u, expected %u", header_size,
+                          ZC_ENTRY_HEADER_SIZE);
     uint8_t checksum[CHECKSUM_SIZE];
     if (!header_checksum(bytes, checksum))
-        return miss(reason, reason_size, "cannot compute the header checksum");
+        return zc_explain(ZC_MISS, reason, reason_size, "cannot compute the header checksum");
     if (memcmp(checksum, bytes + OFFSET_CHECKSUM, CHECKSUM_SIZE) != 0)
-        return miss(reason, reason_size, "header checksum mismatch");
+        return zc_explain(ZC_MISS, reason, reason_size, "header checksum mismatch");
     uint32_t flags = zc_get_le32(bytes + OFFSET_FLAGS);
     uint32_t reserved = zc_get_le32(bytes + OFFSET_RESERVED);
     if (flags != 0 || reserved != 0)
-        return miss(reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags, reserved);
+        return zc_explain(ZC_MISS, reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags,
+                          reserved);
     if (!text_field_valid(bytes + OFFSET_DEVICE_NAME, sizeof header->meta.device_name) ||
         !text_field_valid(bytes + OFFSET_DRIVER_VERSION, sizeof header->meta.driver_version))
-        return miss(reason, reason_size, "device name or driver version not NUL-padded");
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "device name or driver version not NUL-padded");
     uint64_t compressed_size = zc_get_le64(bytes + OFFSET_COMPRESSED_SIZE);
     if (compressed_size != size - ZC_ENTRY_HEADER_SIZE)
-        return miss(reason, reason_size, "compressed size %llu but %zu bytes follow the header",
-                    (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE);
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "compressed size %llu but %zu bytes follow the header",
+                          (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE);
 
     if (header != NULL) {
         memset(header, 0, sizeof *header);
@@ -225,9 +214,10 @@ static zc_status check_payload_size(const zc_entry_header *header, uint64_t max_
     if (max_payload != 0 && max_payload < limit)
         limit = max_payload;
     if (header->binary_size > limit || header->log_size > limit - header->binary_size)
-        return miss(reason, reason_size, "payload of %llu + %llu bytes exceeds the limit %llu",
-                    (unsigned long long)header->binary_size, (unsigned long long)header->log_size,
-                    (unsigned long long)limit);
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "payload of %llu + %llu bytes exceeds the limit %llu",
+                          (unsigned long long)header->binary_size,
+                          (unsigned long long)header->log_size, (unsigned long long)limit);
     return ZC_OK;
 }
 
@@ -237,20 +227,21 @@ static zc_status check_frame(const uint8_t *frame, size_t frame_size, uint64_t p
                              char *reason, size_t reason_size)
 {
     if (frame_size <= ZSTD_DESCRIPTOR_OFFSET || zc_get_le32(frame) != ZSTD_MAGICNUMBER)
-        return miss(reason, reason_size, "payload is not a zstd frame");
+        return zc_explain(ZC_MISS, reason, reason_size, "payload is not a zstd frame");
     if (!(frame[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_CHECKSUM_FLAG))
-        return miss(reason, reason_size, "zstd frame has no content checksum");
+        return zc_explain(ZC_MISS, reason, reason_size, "zstd frame has no content checksum");
     if (frame[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_DESCRIPTOR_SPARE_BITS)
-        return miss(reason, reason_size, "zstd frame header has spare bits set");
+        return zc_explain(ZC_MISS, reason, reason_size, "zstd frame header has spare bits set");
     unsigned long long content_size = ZSTD_getFrameContentSize(frame, frame_size);
     if (content_size == ZSTD_CONTENTSIZE_ERROR || content_size == ZSTD_CONTENTSIZE_UNKNOWN)
-        return miss(reason, reason_size, "zstd frame header is invalid or lacks a content size");
+        return zc_explain(ZC_MISS, reason, reason_size,
+                          "zstd frame header is invalid or lacks a content size");
     if (content_size != payload_size)
-        return miss(reason, reason_size, "zstd content size %llu, header says %llu", content_size,
-                    (unsigned long long)payload_size);
+        return zc_explain(ZC_MISS, reason, reason_size, "zstd content size %llu, header says %llu",
+                          content_size, (unsigned long long)payload_size);
     size_t one_frame = ZSTD_findFrameCompressedSize(frame, frame_size);
     if (ZSTD_isError(one_frame) || one_frame != frame_size)
-        return miss(reason, reason_size, "payload is not exactly one zstd frame");
+        return zc_explain(ZC_MISS, reason, reason_size, "payload is not exactly one zstd frame");
     return ZC_OK;
 }
 
@@ -320,10 +311,10 @@ static zc_status decompress_payload(const uint8_t *frame, size_t frame_size, uin
     if (shared == NULL)
         ZSTD_freeDCtx(dctx);
     if (ZSTD_isError(result))
-        return miss(reason, reason_size, "zstd: %s", ZSTD_getErrorName(result));
+        return zc_explain(ZC_MISS, reason, reason_size, "zstd: %s", ZSTD_getErrorName(result));
     if (result != payload_size)
-        return miss(reason, reason_size, "decompressed %zu bytes, expected %zu", result,
-                    payload_size);
+        return zc_explain(ZC_MISS, reason, reason_size, "decompressed %zu bytes, expected %zu",
+                          result, payload_size);
     return ZC_OK;
 }
 
@@ -338,7 +329,7 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
     if (status != ZC_OK)
         return status;
     if (expected != NULL && !zc_key_equal(expected, &header.key))
-        return miss(reason, reason_size, "entry holds another key");
+        return zc_explain(ZC_MISS, reason, reason_size, "entry holds another key");
     status = check_payload_size(&header, max_payload, reason, reason_size);
     if (status != ZC_OK)
         return status;

@@ -4,7 +4,6 @@
 #include "zecache/remote_spec.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,20 +11,6 @@
 #include "zecache/config.h"
 
 enum { ITEM_MAX = 4096, NAME_MAX_SHARD = 128 };
-
-static zc_status refuse(char *reason, size_t reason_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static zc_status refuse(char *reason, size_t reason_size, const char *fmt, ...)
-{
-    if (reason != NULL && reason_size > 0) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(reason, reason_size, fmt, args);
-        va_end(args);
-    }
-    return ZC_ERR_INVALID_ARG;
-}
 
 static bool starts_with(const char *text, const char *prefix)
 {
@@ -88,9 +73,10 @@ static zc_status parse_userinfo(const char *text, size_t length, zc_remote_serve
     size_t password_length = length - (size_t)(password - text);
     if (!percent_decode(text, user_length, server->user, sizeof server->user) ||
         !percent_decode(password, password_length, server->password, sizeof server->password))
-        return refuse(reason, reason_size, "user or password is malformed or too long");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "user or password is malformed or too long");
     if (server->password[0] == '\0')
-        return refuse(reason, reason_size, "empty password before '@'");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "empty password before '@'");
     return ZC_OK;
 }
 
@@ -102,12 +88,14 @@ static zc_status parse_host_port(const char *text, size_t length, zc_remote_serv
     if (length > 0 && text[0] == '[') { /* [IPv6]:port */
         const char *close = memchr(text, ']', length);
         if (close == NULL)
-            return refuse(reason, reason_size, "'[' without ']' in the host");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "'[' without ']' in the host");
         host = text + 1;
         host_length = (size_t)(close - host);
         if (close + 1 < text + length) {
             if (close[1] != ':')
-                return refuse(reason, reason_size, "unexpected text after ']'");
+                return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                                  "unexpected text after ']'");
             port = close + 2;
         }
     } else {
@@ -116,14 +104,15 @@ static zc_status parse_host_port(const char *text, size_t length, zc_remote_serv
         port = colon != NULL ? colon + 1 : NULL;
     }
     if (host_length == 0)
-        return refuse(reason, reason_size, "no host");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "no host");
     if (!percent_decode(host, host_length, server->host, sizeof server->host))
-        return refuse(reason, reason_size, "host is malformed or too long");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "host is malformed or too long");
     server->port = ZC_REMOTE_DEFAULT_REDIS_PORT;
     if (port != NULL) {
         uint64_t value;
         if (!parse_number(port, (size_t)(text + length - port), 65535, &value) || value == 0)
-            return refuse(reason, reason_size, "port is not a number from 1 to 65535");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "port is not a number from 1 to 65535");
         server->port = (unsigned)value;
     }
     return ZC_OK;
@@ -134,7 +123,8 @@ static zc_status parse_db(const char *text, size_t length, zc_remote_server *ser
 {
     uint64_t value = 0;
     if (length > 0 && !parse_number(text, length, 1000000, &value))
-        return refuse(reason, reason_size, "database \"%.*s\" is not a number", (int)length, text);
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "database \"%.*s\" is not a number", (int)length, text);
     server->db = (unsigned)value;
     return ZC_OK;
 }
@@ -145,7 +135,7 @@ static zc_status parse_redis_tcp(const char *rest, zc_remote_server *server, cha
     const char *slash = strchr(rest, '/');
     const char *end = slash != NULL ? slash : rest + strlen(rest);
     if (memchr(rest, '?', (size_t)(end - rest)) != NULL || strchr(end, '?') != NULL)
-        return refuse(reason, reason_size, "redis:// takes no '?' options");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "redis:// takes no '?' options");
     const char *at = NULL;
     for (const char *p = rest; p < end; p++)
         if (*p == '@')
@@ -182,14 +172,15 @@ static zc_status parse_path(const char *rest, size_t length, zc_remote_server *s
 {
     char copy[PATH_MAX];
     if (length >= sizeof copy)
-        return refuse(reason, reason_size, "path too long");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "path too long");
     memcpy(copy, rest, length);
     copy[length] = '\0';
     const char *path = absolute_path_of(copy);
     if (path == NULL)
-        return refuse(reason, reason_size, "expected an absolute path (scheme:///PATH)");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "expected an absolute path (scheme:///PATH)");
     if (!percent_decode(path, strlen(path), server->path, sizeof server->path))
-        return refuse(reason, reason_size, "path is malformed or too long");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "path is malformed or too long");
     return ZC_OK;
 }
 
@@ -202,7 +193,7 @@ static zc_status parse_redis_unix(const char *rest, zc_remote_server *server, ch
     if (status != ZC_OK || query == NULL)
         return status;
     if (!starts_with(query, "?db="))
-        return refuse(reason, reason_size, "the only option is ?db=N");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "the only option is ?db=N");
     return parse_db(query + 4, strlen(query + 4), server, reason, reason_size);
 }
 
@@ -231,10 +222,11 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
     memset(server, 0, sizeof *server);
     zc_status status;
     if (starts_with(url, "rediss://"))
-        return refuse(reason, reason_size,
-                      "rediss:// (TLS) is not supported: Debian's hiredis has no TLS; reach the "
-                      "server through a TLS tunnel (stunnel, ssh -L) and use redis:// to its "
-                      "local end");
+        return zc_explain(
+            ZC_ERR_INVALID_ARG, reason, reason_size,
+            "rediss:// (TLS) is not supported: Debian's hiredis has no TLS; reach the "
+            "server through a TLS tunnel (stunnel, ssh -L) and use redis:// to its "
+            "local end");
     if (starts_with(url, "redis://")) {
         *kind = ZC_REMOTE_REDIS_TCP;
         status = parse_redis_tcp(url + strlen("redis://"), server, reason, reason_size);
@@ -246,8 +238,8 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
         status = parse_path(url + strlen("file:"), strlen(url + strlen("file:")), server, reason,
                             reason_size);
     } else {
-        return refuse(reason, reason_size,
-                      "unknown scheme (expected redis://, redis+unix:// or file://)");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "unknown scheme (expected redis://, redis+unix:// or file://)");
     }
     if (status == ZC_OK)
         name_server(*kind, server);
@@ -268,8 +260,9 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
     uint64_t ms;
     if (value == NULL || !parse_number(value, strlen(value), ZC_REMOTE_MAX_TIMEOUT_MS, &ms) ||
         ms == 0)
-        return refuse(reason, reason_size, "%s needs a number of milliseconds from 1 to %u", name,
-                      ZC_REMOTE_MAX_TIMEOUT_MS);
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "%s needs a number of milliseconds from 1 to %u", name,
+                          ZC_REMOTE_MAX_TIMEOUT_MS);
     *out = (uint32_t)ms;
     return ZC_OK;
 }
@@ -284,7 +277,7 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
     }
     if (strcmp(text, "read-only") == 0) {
         if (value != NULL && strcmp(value, "true") != 0)
-            return refuse(reason, reason_size, "read-only takes no value");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "read-only takes no value");
         attrs->read_only = true;
         return ZC_OK;
     }
@@ -294,14 +287,15 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         return parse_timeout(text, value, &attrs->timeout_ms, reason, reason_size);
     if (strcmp(text, "shards") == 0) {
         if (value == NULL || value[0] == '\0')
-            return refuse(reason, reason_size, "shards needs a list of names");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "shards needs a list of names");
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
-    return refuse(reason, reason_size,
-                  "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                  "timeout=MS, shards=A,B,...)",
-                  text);
+    return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                      "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
+                      "timeout=MS, shards=A,B,...)",
+                      text);
 }
 
 /* "a*b" with '*' replaced by shard. */
@@ -316,27 +310,30 @@ static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec,
                             size_t reason_size)
 {
     if (strchr(url, '*') == NULL)
-        return refuse(reason, reason_size, "shards given but the URL has no '*' to replace");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards given but the URL has no '*' to replace");
     char *saveptr = NULL;
     for (char *shard = strtok_r(shards, ",", &saveptr); shard != NULL;
          shard = strtok_r(NULL, ",", &saveptr)) {
         if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
-            return refuse(reason, reason_size, "more than %d shards", ZC_REMOTE_MAX_SHARDS);
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d shards",
+                              ZC_REMOTE_MAX_SHARDS);
         char expanded[ITEM_MAX];
         if (!expand_shard(url, shard, expanded, sizeof expanded))
-            return refuse(reason, reason_size, "shard URL too long");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
         zc_remote_kind kind;
         zc_status status =
             parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
         if (status != ZC_OK)
             return status;
         if (kind == ZC_REMOTE_FILE)
-            return refuse(reason, reason_size, "shards are for Redis servers only");
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "shards are for Redis servers only");
         spec->kind = kind;
         spec->server_count++;
     }
     if (spec->server_count == 0)
-        return refuse(reason, reason_size, "shards needs a list of names");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shards needs a list of names");
     return ZC_OK;
 }
 
@@ -350,7 +347,8 @@ static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spe
     if (attrs->shards[0] != '\0')
         return add_shards(url, attrs->shards, spec, reason, reason_size);
     if (strchr(url, '*') != NULL && !starts_with(url, "file:"))
-        return refuse(reason, reason_size, "'*' in the URL needs shards=A,B,...");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "'*' in the URL needs shards=A,B,...");
     spec->server_count = 1;
     return parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
 }
@@ -376,13 +374,14 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
     memset(spec, 0, sizeof *spec);
     char item[ITEM_MAX];
     if (snprintf(item, sizeof item, "%s", text) >= (int)sizeof item)
-        return refuse(reason, reason_size, "longer than %d characters", ITEM_MAX - 1);
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "longer than %d characters",
+                          ITEM_MAX - 1);
     attributes attrs = {.connect_timeout_ms = ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS,
                         .timeout_ms = ZC_REMOTE_DEFAULT_TIMEOUT_MS};
     char *saveptr = NULL;
     char *url = strtok_r(item, "|", &saveptr);
     if (url == NULL || strchr(text, '|') == text)
-        return refuse(reason, reason_size, "no URL");
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "no URL");
     zc_status status = ZC_OK;
     for (char *attr = strtok_r(NULL, "|", &saveptr); attr != NULL && status == ZC_OK;
          attr = strtok_r(NULL, "|", &saveptr))

@@ -4,7 +4,6 @@
 #include "zecache/spirv.h"
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,19 +53,6 @@ typedef struct scan_state {
     size_t words_parsed;    /* header and instructions so far */
     size_t functions_start; /* word index of the first OpFunction, 0 if none */
 } scan_state;
-
-static void set_reason(char *reason, size_t reason_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_reason(char *reason, size_t reason_size, const char *fmt, ...)
-{
-    if (reason == NULL || reason_size == 0)
-        return;
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(reason, reason_size, fmt, args);
-    va_end(args);
-}
 
 static bool list_push(id_value_list *list, uint32_t id, uint32_t value)
 {
@@ -194,17 +180,16 @@ static zc_status check_function_section(const uint32_t *words, size_t count, siz
         uint32_t word = word_at(words, at, byte_swapped);
         uint32_t opcode = word & 0xffff, length = word >> 16;
         if (length == 0 || length > count - at) {
-            set_reason(reason, reason_size, "invalid SPIR-V: bad instruction length at word %zu",
-                       at);
-            return ZC_NOT_CACHEABLE;
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                              "invalid SPIR-V: bad instruction length at word %zu", at);
         }
         bool spec_id = opcode == SPV_OP_DECORATE && length > 2 &&
                        word_at(words, at + 2, byte_swapped) == SPV_DECORATION_SPEC_ID;
         bool spec_constant = opcode >= SPV_OP_SPEC_CONSTANT_TRUE && opcode <= SPV_OP_SPEC_CONSTANT;
         if (spec_id || spec_constant) {
-            set_reason(reason, reason_size,
-                       "invalid SPIR-V: spec constant declared among functions at word %zu", at);
-            return ZC_NOT_CACHEABLE;
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                              "invalid SPIR-V: spec constant declared among functions at word %zu",
+                              at);
         }
         at += length;
     }
@@ -244,9 +229,8 @@ static zc_status parse_words(const uint32_t *words, size_t count, scan_state *st
     if (state->out_of_memory) {
         status = ZC_ERR_NOMEM;
     } else if (result != SPV_SUCCESS && result != SPV_REQUESTED_TERMINATION) {
-        set_reason(reason, reason_size, "invalid SPIR-V: %s",
-                   diagnostic && diagnostic->error ? diagnostic->error : "parse failed");
-        status = ZC_NOT_CACHEABLE;
+        status = zc_explain(ZC_NOT_CACHEABLE, reason, reason_size, "invalid SPIR-V: %s",
+                            diagnostic && diagnostic->error ? diagnostic->error : "parse failed");
     } else if (state->functions_start > 0) {
         status = check_function_section(words, count, state->functions_start, state->byte_swapped,
                                         reason, reason_size);
@@ -259,13 +243,13 @@ static zc_status parse_module(const void *spirv, size_t size, scan_state *state,
                               size_t reason_size)
 {
     if (spirv == NULL || size == 0 || size % 4 != 0) {
-        set_reason(reason, reason_size, "SPIR-V size %zu is not a positive multiple of 4", size);
-        return ZC_NOT_CACHEABLE;
+        return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                          "SPIR-V size %zu is not a positive multiple of 4", size);
     }
     pthread_once(&shared_context_once, create_shared_context);
     if (shared_context == NULL) {
-        set_reason(reason, reason_size, "SPIRV-Tools context could not be created");
-        return ZC_ERR_NOMEM;
+        return zc_explain(ZC_ERR_NOMEM, reason, reason_size,
+                          "SPIRV-Tools context could not be created");
     }
     uint32_t *copy;
     const uint32_t *words = aligned_words(spirv, size, &copy);
@@ -289,16 +273,15 @@ static zc_status find_decls(scan_state *state, zc_spec_constant_decl *decls, cha
         uint32_t target = spec_ids->items[i].id;
         uint32_t spec_id = spec_ids->items[i].value;
         if (i > 0 && spec_ids->items[i - 1].id == target) {
-            set_reason(reason, reason_size, "%%%u has two SpecId decorations", target);
-            return ZC_NOT_CACHEABLE;
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                              "%%%u has two SpecId decorations", target);
         }
         const id_value *constant = list_find(&state->constants, target);
         if (constant == NULL || constant->value == 0) {
-            set_reason(reason, reason_size,
-                       "SpecId %u decorates %%%u, which is not a spec constant of type bool "
-                       "or of an 8/16/32/64-bit int or float",
-                       spec_id, target);
-            return ZC_NOT_CACHEABLE;
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                              "SpecId %u decorates %%%u, which is not a spec constant of type bool "
+                              "or of an 8/16/32/64-bit int or float",
+                              spec_id, target);
         }
         decls[i] = (zc_spec_constant_decl){.spec_id = spec_id, .width = constant->value};
     }
@@ -318,8 +301,8 @@ static zc_status sort_unique_decls(zc_spec_constant_decl *decls, size_t count, c
     qsort(decls, count, sizeof *decls, compare_decls);
     for (size_t i = 1; i < count; i++) {
         if (decls[i].spec_id == decls[i - 1].spec_id) {
-            set_reason(reason, reason_size, "SpecId %u is declared twice", decls[i].spec_id);
-            return ZC_NOT_CACHEABLE;
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size, "SpecId %u is declared twice",
+                              decls[i].spec_id);
         }
     }
     return ZC_OK;

@@ -1,5 +1,8 @@
 #include "zecache/status.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const char *zc_status_name(zc_status status)
 {
     switch (status) {
@@ -25,4 +28,15 @@ const char *zc_status_name(zc_status status)
         return "ZC_ERR_BUSY";
     }
     return "ZC_UNKNOWN_STATUS";
+}
+
+zc_status zc_explain(zc_status status, char *reason, size_t reason_size, const char *fmt, ...)
+{
+    if (reason != NULL && reason_size > 0) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(reason, reason_size, fmt, args);
+        va_end(args);
+    }
+    return status;
 }

@@ -27,8 +27,8 @@ typedef struct zc_library_identity {
 
 /* Searches for a library by file name as the dynamic linker would for the
  * main program's dlopen (the LD_LIBRARY_PATH the program started with,
- * /etc/ld.so.cache, the default directories) and describes it. A name with a '/' is a path. ZC_MISS when
- * not found. */
+ * /etc/ld.so.cache, the default directories) and describes it. A name with a '/' is a path. ZC_MISS
+ * when not found. */
 zc_status zc_library_identity_find(const char *name, zc_library_identity *identity);
 
 /* Describes the library at path (symlinks resolved). */

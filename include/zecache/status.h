@@ -2,6 +2,8 @@
 #ifndef ZECACHE_STATUS_H
 #define ZECACHE_STATUS_H
 
+#include <stddef.h>
+
 typedef enum zc_status {
     ZC_OK = 0,
     ZC_MISS,            /* not found, or found but failed verification (a miss) */
@@ -17,5 +19,11 @@ typedef enum zc_status {
 
 /* A short constant name such as "ZC_MISS", for messages and tests. */
 const char *zc_status_name(zc_status status);
+
+/* Writes why into reason (printf-style; nothing when reason is NULL or
+ * reason_size is 0) and returns status, so a refusal is one statement:
+ * return zc_explain(ZC_MISS, reason, reason_size, "bad magic"); */
+zc_status zc_explain(zc_status status, char *reason, size_t reason_size, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif
