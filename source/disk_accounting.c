@@ -65,20 +65,6 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 
 enum { FIRST_POLL_US = 500, MAX_POLL_US = 10000 };
 
-static bool sleep_until_next_poll(uint64_t deadline_ns, long *poll_us)
-{
-    uint64_t now = zc_monotonic_ns();
-    if (now >= deadline_ns)
-        return false;
-    uint64_t pause_ns = (uint64_t)*poll_us * 1000;
-    if (pause_ns > deadline_ns - now)
-        pause_ns = deadline_ns - now;
-    struct timespec pause = {(time_t)(pause_ns / 1000000000), (long)(pause_ns % 1000000000)};
-    nanosleep(&pause, NULL);
-    *poll_us = *poll_us * 2 < MAX_POLL_US ? *poll_us * 2 : MAX_POLL_US;
-    return true;
-}
-
 /* The lock is normally held for milliseconds; one held for longer belongs to
  * a process that is stopped (SIGSTOP, a debugger), stalled (NFS) or a child
  * that inherited it. Waiting without bound would stall this program too. */
@@ -88,8 +74,8 @@ zc_status zc_disk_flock_within_deadline(zc_disk_tier *tier, int fd, int operatio
     if (tier->lock_timeout_ms == 0)
         return flock_retrying(tier->ops, fd, operation) == 0 ? ZC_OK : ZC_ERR_IO;
     bool try_once = atomic_load_explicit(stuck, memory_order_relaxed);
-    uint64_t deadline_ns = zc_monotonic_ns() + tier->lock_timeout_ms * UINT64_C(1000000);
-    long poll_us = FIRST_POLL_US;
+    zc_backoff backoff =
+        zc_backoff_start(tier->lock_timeout_ms, FIRST_POLL_US * 1000, MAX_POLL_US * 1000);
     for (;;) {
         if (flock_retrying(tier->ops, fd, operation | LOCK_NB) == 0) {
             atomic_store_explicit(stuck, false, memory_order_relaxed);
@@ -97,7 +83,7 @@ zc_status zc_disk_flock_within_deadline(zc_disk_tier *tier, int fd, int operatio
         }
         if (errno != EWOULDBLOCK)
             return ZC_ERR_IO;
-        if (try_once || !sleep_until_next_poll(deadline_ns, &poll_us))
+        if (try_once || !zc_backoff_sleep(&backoff))
             break;
     }
     atomic_fetch_add_explicit(&tier->lock_timeouts, 1, memory_order_relaxed);

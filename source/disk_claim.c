@@ -47,8 +47,7 @@ typedef struct claim_wait {
     char hex[ZC_KEY_HEX_SIZE];
     char entry_name[ZC_ENTRY_NAME_SIZE];
     char mark_name[2 * ZC_KEY_SIZE + sizeof ZC_FAILED_SUFFIX];
-    uint64_t deadline_ns;
-    long delay_ms;
+    zc_backoff backoff;
     bool said_waiting;
 } claim_wait;
 
@@ -136,19 +135,12 @@ static lock_attempt try_lock(claim_wait *wait)
 /* False once the deadline has passed. */
 static bool pause_before_retry(claim_wait *wait)
 {
-    uint64_t now = zc_monotonic_ns();
-    if (now >= wait->deadline_ns)
+    if (zc_monotonic_ns() >= wait->backoff.deadline_ns)
         return false;
     if (!wait->said_waiting)
         zc_log_info("waiting for another process compiling %s", wait->hex);
     wait->said_waiting = true;
-    uint64_t pause_ns = (uint64_t)wait->delay_ms * 1000000;
-    if (pause_ns > wait->deadline_ns - now)
-        pause_ns = wait->deadline_ns - now;
-    struct timespec pause = {(time_t)(pause_ns / 1000000000), (long)(pause_ns % 1000000000)};
-    nanosleep(&pause, NULL);
-    wait->delay_ms = wait->delay_ms * 2 < MAX_DELAY_MS ? wait->delay_ms * 2 : MAX_DELAY_MS;
-    return true;
+    return zc_backoff_sleep(&wait->backoff);
 }
 
 /* With the lock taken: what the previous holder left decides. */
@@ -198,12 +190,6 @@ static zc_status wait_for_claim(claim_wait *wait, zc_disk_claim_result *result)
     return ZC_ERR_IO;
 }
 
-static uint64_t deadline_after(uint64_t timeout_ms)
-{
-    const uint64_t max_ms = UINT64_C(1) << 40; /* about 35 years: no overflow below */
-    return zc_monotonic_ns() + (timeout_ms < max_ms ? timeout_ms : max_ms) * 1000000;
-}
-
 zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t timeout_ms,
                              zc_disk_claim_result *result, zc_disk_claim *claim)
 {
@@ -217,8 +203,8 @@ zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t tim
     claim_wait wait = {.tier = tier,
                        .claim = claim,
                        .fd = -1,
-                       .deadline_ns = deadline_after(timeout_ms),
-                       .delay_ms = FIRST_DELAY_MS};
+                       .backoff = zc_backoff_start(timeout_ms, FIRST_DELAY_MS * UINT64_C(1000000),
+                                                   MAX_DELAY_MS * UINT64_C(1000000))};
     zc_key_to_hex(key, wait.hex);
     zc_disk_entry_name(key, wait.entry_name);
     snprintf(claim->lock_name, sizeof claim->lock_name, "%s%s", wait.hex, ZC_LOCK_SUFFIX);

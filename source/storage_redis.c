@@ -330,17 +330,6 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
     return ZC_OK;
 }
 
-static uint64_t monotonic_ms(void)
-{
-    return zc_monotonic_ns() / 1000000;
-}
-
-static void sleep_ms(uint64_t ms)
-{
-    struct timespec pause = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    nanosleep(&pause, NULL);
-}
-
 static void make_token(char token[33])
 {
     uint8_t random[16];
@@ -397,7 +386,8 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
     uint64_t lock_ms = timeout_ms < MIN_LOCK_MS   ? MIN_LOCK_MS
                        : timeout_ms > MAX_LOCK_MS ? MAX_LOCK_MS
                                                   : timeout_ms;
-    uint64_t deadline = monotonic_ms() + timeout_ms, poll_ms = FIRST_POLL_MS;
+    zc_backoff backoff = zc_backoff_start(timeout_ms, FIRST_POLL_MS * UINT64_C(1000000),
+                                          MAX_POLL_MS * UINT64_C(1000000));
     for (;;) {
         claim_answer answer;
         zc_status status = try_claim(redis, key, &names, claim->token, lock_ms, &answer);
@@ -412,15 +402,12 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
             *result = ZC_STORAGE_CLAIMED;
             return ZC_OK;
         }
-        uint64_t now = monotonic_ms();
-        if (answer == ANSWER_FAILED || now >= deadline) {
+        if (answer == ANSWER_FAILED || !zc_backoff_sleep(&backoff)) {
             zc_log_info("remote %s: %s", redis->name,
                         answer == ANSWER_FAILED ? "the other node's build failed: compiling"
                                                 : "stopped waiting for another node");
             return ZC_OK;
         }
-        sleep_ms(poll_ms < deadline - now ? poll_ms : deadline - now);
-        poll_ms = poll_ms * 2 < MAX_POLL_MS ? poll_ms * 2 : MAX_POLL_MS;
     }
 }
 
