@@ -12,17 +12,18 @@
  *   - 24.13 and newer: NEO_CACHE_PERSISTENT (atoll, default 1) with
  *     NEO_CACHE_DIR or $XDG_CACHE_HOME / $HOME; until about 24.x, with
  *     NEO_CACHE_PERSISTENT=0 it falls back to l0_cache_dir as above.
- * Which of the two a loaded driver reads is told by the names among its
- * read-only data (a driver naming neither is taken to read neither; with no
- * driver loaded yet, both are assumed).
+ * Every switch is hidden whatever the loaded driver is: which of them a
+ * driver reads cannot be told from its library reliably (26.x lets the
+ * compiler merge the string literal "NEO_CACHE_PERSISTENT" into another), a
+ * switch a driver does not read is harmless to set, and a switch a driver
+ * reads but we left alone stores every module twice and lets the driver's
+ * cache answer our misses, which must be real compiles.
  *
  * A hidden variable gets a value of its own spelling (NEO_CACHE_PERSISTENT=00,
  * l0_cache_dir=/dev/null/...), and the user's value is kept in
  * ZECACHE_ORIGINAL_<name> ("" when unset). A child process that loads the
  * layer puts the user's value back only where the variable still has that
  * spelling: a value the child set itself, even "0", is its own and stays. */
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,74 +94,13 @@ void zcl_driver_cache_restore_user_env(void)
     }
 }
 
-/* Where the unwind tables start (they follow the read-only data and are
- * most of its segment, and rarely in memory yet), or 0. */
-static ElfW(Addr) unwind_tables_of(const struct dl_phdr_info *info)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
-            return info->dlpi_phdr[i].p_vaddr;
-    return 0;
-}
-
-/* Whether the object's read-only, non-code segments (up to the unwind
- * tables) hold name as a string. */
-static bool object_mentions(const struct dl_phdr_info *info, const char *name)
-{
-    size_t size = strlen(name) + 1; /* with its NUL: a whole string, not a prefix */
-    ElfW(Addr) unwind_tables = unwind_tables_of(info);
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
-        if (segment->p_type != PT_LOAD || (segment->p_flags & (PF_W | PF_X | PF_R)) != PF_R)
-            continue;
-        size_t length = segment->p_filesz;
-        if (unwind_tables > segment->p_vaddr && unwind_tables < segment->p_vaddr + length)
-            length = unwind_tables - segment->p_vaddr;
-        const void *start = (const void *)(info->dlpi_addr + segment->p_vaddr);
-        if (memmem(start, length, name, size) != NULL)
-            return true;
-    }
-    return false;
-}
-
-typedef struct switches_search {
-    zcl_driver_cache_switches *switches;
-    int drivers;
-} switches_search;
-
-static int visit_loaded_object(struct dl_phdr_info *info, size_t size, void *context)
-{
-    (void)size;
-    switches_search *search = context;
-    /* Drivers are files: the vDSO's bare name would cost a library search. */
-    if (info->dlpi_name == NULL || strchr(info->dlpi_name, '/') == NULL ||
-        !zcl_is_driver_library(info->dlpi_name))
-        return 0;
-    search->drivers++;
-    for (size_t i = 0; i < HIDDEN_COUNT; i++)
-        search->switches->reads[i] |= object_mentions(info, hidden_variables[i].name);
-    return 0;
-}
-
-_Static_assert(HIDDEN_COUNT == ZCL_DRIVER_CACHE_SWITCHES, "one flag per hidden variable");
-
-void zcl_driver_cache_switches_find(zcl_driver_cache_switches *switches)
-{
-    *switches = (zcl_driver_cache_switches){0};
-    switches_search search = {switches, 0};
-    dl_iterate_phdr(visit_loaded_object, &search);
-    if (search.drivers == 0) /* none loaded yet: assume it reads every switch */
-        for (size_t i = 0; i < HIDDEN_COUNT; i++)
-            switches->reads[i] = true;
-}
-
-void zcl_driver_cache_hide(const zcl_driver_cache_switches *switches)
+void zcl_driver_cache_hide(void)
 {
     int written = 0;
     for (size_t i = 0; i < HIDDEN_COUNT; i++) {
         const hidden_variable *variable = &hidden_variables[i];
         const char *user_value = getenv(variable->name);
-        if (!switches->reads[i] || !variable->driver_would_cache(user_value))
+        if (!variable->driver_would_cache(user_value))
             continue;
         char original_name[64];
         original_name_of(variable, original_name, sizeof(original_name));

@@ -46,13 +46,25 @@ void zcl_hook_module(ze_api_version_t version, void *table)
     ze_module_dditable_t *module = table;
     /* Asked twice for the same table, the layer must not take its own
      * function as the next one: every create would call itself. */
-    if (module->pfnCreate == zcl_module_create)
+    if (module->pfnCreate == zcl_module_create || module->pfnDestroy == zcl_module_destroy)
         return;
     zcl_layer.next.module_create = module->pfnCreate;
     zcl_layer.next.module_destroy = module->pfnDestroy;
     zcl_layer.next.module_get_native_binary = module->pfnGetNativeBinary;
-    if (cache_active() && module->pfnCreate != NULL)
-        module->pfnCreate = zcl_module_create;
+    zcl_layer.next.module_get_function_pointer = module->pfnGetFunctionPointer;
+    zcl_layer.next.module_get_global_pointer = module->pfnGetGlobalPointer;
+    zcl_layer.next.module_get_kernel_names = module->pfnGetKernelNames;
+    if (!cache_active() || module->pfnCreate == NULL)
+        return;
+    module->pfnCreate = zcl_module_create;
+    /* Hits answer failed lookups as compiles do only with all of these. */
+    if (module->pfnDestroy != NULL && module->pfnGetFunctionPointer != NULL &&
+        module->pfnGetGlobalPointer != NULL && module->pfnGetKernelNames != NULL) {
+        module->pfnDestroy = zcl_module_destroy;
+        module->pfnGetFunctionPointer = zcl_module_get_function_pointer;
+        module->pfnGetGlobalPointer = zcl_module_get_global_pointer;
+        zcl_layer.lookups_wrapped = true;
+    }
 }
 
 void zcl_hook_module_build_log(ze_api_version_t version, void *table)

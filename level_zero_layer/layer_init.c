@@ -40,11 +40,8 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     zc_config_from_env(&zcl_layer.config);
     zcl_options_parse(getenv("ZE_ENABLE_LAYERS"), &zcl_layer.options);
     /* Environment writes as early as they can be: right after our own reads. */
-    zcl_driver_cache_switches switches;
-    if (zcl_layer.options.cache) {
-        zcl_driver_cache_switches_find(&switches);
-        zcl_driver_cache_hide(&switches);
-    }
+    if (zcl_layer.options.cache)
+        zcl_driver_cache_hide();
     if (zcl_layer.options.validation)
         zcl_chain_open();
     if (!zcl_layer.options.cache)

@@ -36,20 +36,11 @@ void zcl_options_parse(const char *list, zcl_options *options);
  * the process set itself is kept. */
 void zcl_driver_cache_restore_user_env(void);
 
-/* Which of the driver's cache switches (NEO_CACHE_PERSISTENT, l0_cache_dir)
- * the loaded driver libraries read. */
-#define ZCL_DRIVER_CACHE_SWITCHES 2
-typedef struct zcl_driver_cache_switches {
-    bool reads[ZCL_DRIVER_CACHE_SWITCHES]; /* NEO_CACHE_PERSISTENT, l0_cache_dir */
-} zcl_driver_cache_switches;
-
-/* From the names in the loaded driver libraries; all of them when no driver
- * library is loaded. */
-void zcl_driver_cache_switches_find(zcl_driver_cache_switches *switches);
 /* Switches the driver's persistent cache off for this process and its
- * children where a switch it reads would have it on, remembering the user's
- * values; writes nothing when the driver would not cache anyway. */
-void zcl_driver_cache_hide(const zcl_driver_cache_switches *switches);
+ * children where a switch any driver generation reads would have it on,
+ * remembering the user's values; writes nothing when no driver would cache
+ * with the values set. */
+void zcl_driver_cache_hide(void);
 
 /* ---- layer_chain.c: the system's validation layer ---- */
 
@@ -73,6 +64,9 @@ typedef struct zcl_next {
     ze_pfnModuleCreate_t module_create;
     ze_pfnModuleDestroy_t module_destroy;
     ze_pfnModuleGetNativeBinary_t module_get_native_binary;
+    ze_pfnModuleGetFunctionPointer_t module_get_function_pointer;
+    ze_pfnModuleGetGlobalPointer_t module_get_global_pointer;
+    ze_pfnModuleGetKernelNames_t module_get_kernel_names;
     ze_pfnModuleBuildLogDestroy_t build_log_destroy;
     ze_pfnModuleBuildLogGetString_t build_log_get_string;
     /* zeModuleCreate as the loader gave it, before any chained layer: its
@@ -88,6 +82,8 @@ typedef struct zcl_state {
     /* The layer may hand out its own build logs only once the loader has let
      * it wrap the build log functions that will be given them. */
     bool build_log_wrapped;
+    /* Likewise for the lookups a hit may have to answer (layer_symbol_lookups.c). */
+    bool lookups_wrapped;
     /* Set once the driver did not load a cached binary unchanged (see
      * layer_module.c): no more hits in this process. */
     atomic_bool hits_not_reproduced;
@@ -179,6 +175,28 @@ bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binar
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
                                          const ze_module_desc_t *desc, ze_module_handle_t *module,
                                          ze_module_build_log_handle_t *build_log);
+
+/* ---- layer_hit_modules.c, layer_symbol_lookups.c: hits that answer
+ * lookups as the driver's compile would ---- */
+
+#define ZCL_HIT_EXPORTS_FUNCTIONS 1u /* -library-compilation */
+#define ZCL_HIT_EXPORTS_GLOBALS 2u   /* -ze-take-global-address */
+/* Both: the driver answers for a native module as for a compiled one. */
+#define ZCL_HIT_LOOKUPS_AS_NATIVE (ZCL_HIT_EXPORTS_FUNCTIONS | ZCL_HIT_EXPORTS_GLOBALS)
+
+/* What a hit for device, created with build_flags, exports to lookups on
+ * the driver's SPIR-V path. */
+unsigned zcl_hit_lookup_flags(const zcl_device_info *device, const char *build_flags);
+/* Remembers a hit whose lookups need answering (false: out of memory). */
+bool zcl_hit_modules_add(ze_module_handle_t module, unsigned flags);
+bool zcl_hit_modules_find(ze_module_handle_t module, unsigned *flags);
+void zcl_hit_modules_remove(ze_module_handle_t module);
+
+ze_result_t ZE_APICALL zcl_module_get_function_pointer(ze_module_handle_t module, const char *name,
+                                                       void **function);
+ze_result_t ZE_APICALL zcl_module_get_global_pointer(ze_module_handle_t module, const char *name,
+                                                     size_t *size, void **pointer);
+ze_result_t ZE_APICALL zcl_module_destroy(ze_module_handle_t module);
 
 /* ---- layer_build_log.c ---- */
 

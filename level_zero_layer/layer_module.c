@@ -167,11 +167,17 @@ static hit_outcome create_from_artifact(const driver_compile *compile, const zc_
         zcl_layer.next.module_destroy(created);
         return HIT_REBUILT;
     }
+    unsigned lookups = zcl_hit_lookup_flags(compile->device_info, native.pBuildFlags);
+    if (lookups != ZCL_HIT_LOOKUPS_AS_NATIVE && !zcl_hit_modules_add(created, lookups)) {
+        zcl_layer.next.module_destroy(created);
+        *result = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+        return HIT_REFUSED;
+    }
     if (compile->app_log != NULL) {
         const char *log = zc_artifact_build_log(artifact, &log_size);
         ze_module_build_log_handle_t layer_log = zcl_build_log_create(log, log_size);
         if (layer_log == NULL) {
-            zcl_layer.next.module_destroy(created);
+            zcl_module_destroy(created);
             *result = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
             return HIT_REFUSED;
         }
@@ -256,8 +262,8 @@ static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_hand
                  (unsigned)((const ze_base_desc_t *)desc->pNext)->stype);
         return false;
     }
-    if (!zcl_layer.build_log_wrapped || zcl_layer.next.module_get_native_binary == NULL ||
-        zcl_layer.next.module_destroy == NULL) {
+    if (!zcl_layer.build_log_wrapped || !zcl_layer.lookups_wrapped ||
+        zcl_layer.next.module_get_native_binary == NULL) {
         *reason = ZC_BYPASS_CACHE_ERROR;
         snprintf(detail, detail_size, "the loader did not give the module functions needed");
         return false;

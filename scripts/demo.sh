@@ -7,6 +7,7 @@
 #   scripts/demo.sh               install what is missing, build into build/, run
 #   scripts/demo.sh BUILD-DIR     run from an existing build
 set -euo pipefail
+scripts=$(cd "$(dirname "$0")" && pwd)
 
 if [[ $# -eq 0 ]]; then
   cd "$(dirname "$0")/.."
@@ -28,12 +29,12 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/cache"
 cd "$work" # the driver writes a small .aub file into the current directory
 
-export NEOReadDebugKeys=1 SetCommandStreamReceiver=1
-export ProductFamilyOverride=${ProductFamilyOverride:-tgllp}
-# Loader 1.8.12 finds the layer through LD_LIBRARY_PATH, newer ones through
-# ZEL_LIBRARY_PATH; both load it in the validation layer's slot.
+source "$scripts/pretend-device.sh"
+# Every loader (1.8 to 1.2x) finds the layer in the validation layer's slot
+# through LD_LIBRARY_PATH; ZEL_LIBRARY_PATH would make 1.2x look for its
+# tracing layer only there.
 export LD_LIBRARY_PATH=$layers${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export ZEL_LIBRARY_PATH=$layers ZE_ENABLE_VALIDATION_LAYER=1
+export ZE_ENABLE_VALIDATION_LAYER=1
 export NEO_CACHE_DIR=$work/cache
 unset l0_cache_dir
 

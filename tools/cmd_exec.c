@@ -67,11 +67,13 @@ static bool prepend_to_path(const char *variable, const char *dir)
     return ok;
 }
 
-/* NEO_CACHE_* stay as the user set them: the layer reads them itself. */
+/* NEO_CACHE_* stay as the user set them: the layer reads them itself. Every
+ * loader (1.8 to 1.2x) finds the layer through LD_LIBRARY_PATH by its bare
+ * name; ZEL_LIBRARY_PATH is not set, since loaders from 1.15 then open every
+ * layer (the tracing layer too) from that one directory only. */
 static bool enable_layer(const char *layer_dir)
 {
     return prepend_to_path("LD_LIBRARY_PATH", layer_dir) &&
-           setenv("ZEL_LIBRARY_PATH", layer_dir, 1) == 0 &&
            setenv("ZE_ENABLE_VALIDATION_LAYER", "1", 1) == 0;
 }
 
@@ -83,6 +85,16 @@ static int run_exec(tool_context *tool, int argc, char **argv)
         return tool_options_exit(option);
     if (optind == argc)
         return tool_usage_error(tool, "no program to run");
+    const char *library_path = getenv("ZEL_LIBRARY_PATH");
+    if (library_path != NULL && library_path[0] != '\0') {
+        tool_fail(tool,
+                  "ZEL_LIBRARY_PATH=%s is set: loaders from 1.15 on open layers only from "
+                  "that directory, so the zecache layer would not load (and pointed at "
+                  "zecache's directory, the other layers would be lost); unset it, the "
+                  "layer is found through LD_LIBRARY_PATH",
+                  library_path);
+        return TOOL_EXIT_NO_LAYER;
+    }
     char layer_dir[PATH_MAX];
     if (!find_layer_dir(layer_dir)) {
         tool_fail(tool,
@@ -110,14 +122,17 @@ const tool_command tool_cmd_exec = {
     .name = "exec",
     .synopsis = "exec [--] PROGRAM [ARGS...]",
     .summary = "Run a program with the zecache layer enabled",
-    .details = "Prepends the layer's directory to LD_LIBRARY_PATH, sets ZEL_LIBRARY_PATH to it\n"
-               "and ZE_ENABLE_VALIDATION_LAYER=1, then replaces itself with PROGRAM, so the\n"
-               "exit status is PROGRAM's. The NEO_CACHE_* settings are passed on unchanged\n"
+    .details = "Prepends the layer's directory to LD_LIBRARY_PATH and sets\n"
+               "ZE_ENABLE_VALIDATION_LAYER=1, then replaces itself with PROGRAM, so the\n"
+               "exit status is PROGRAM's. It refuses to run with ZEL_LIBRARY_PATH set\n"
+               "(loaders from 1.15 then load layers from that directory only). The NEO_CACHE_* "
+               "settings are passed on unchanged\n"
                "(--dir sets NEO_CACHE_DIR). The layer is looked for beside this tool (the\n"
                "build tree's layers/ or the installed lib/zecache/); ZECACHE_LAYER_DIR\n"
                "overrides.\n"
                "\n"
-               "Exit status: PROGRAM's; 125 the layer was not found, 126 PROGRAM cannot be\n"
+               "Exit status: PROGRAM's; 125 the layer was not found or cannot load, 126 PROGRAM "
+               "cannot be\n"
                "run, 127 PROGRAM was not found.\n",
     .run = run_exec,
 };

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pretend_device.h"
 #include "test_support.h"
 
 #define E2E_OUTPUT_MAX (64 * 1024)
@@ -45,10 +46,10 @@ static inline void e2e_file_in(char *path, const e2e_probe *probe, const char *n
 static inline _Noreturn void e2e_exec_probe(const e2e_probe *probe, const e2e_start_line *line,
                                             const char *spirv)
 {
-    static const char *const base[] = {
-        "NEOReadDebugKeys=1",   "SetCommandStreamReceiver=1",    "ProductFamilyOverride=tgllp",
-        "PrintDebugMessages=1", "LD_LIBRARY_PATH=" ZC_LAYER_DIR, "ZE_ENABLE_VALIDATION_LAYER=1"};
-    char *env[16];
+    static const char *const base[] = {ZC_PRETEND_DEVICE_ENV, "PrintDebugMessages=1",
+                                       "LD_LIBRARY_PATH=" ZC_LAYER_DIR,
+                                       "ZE_ENABLE_VALIDATION_LAYER=1"};
+    char *env[24];
     size_t count = 0;
     char home[PATH_MAX + 8];
     snprintf(home, sizeof home, "HOME=%.255s", probe->dir);

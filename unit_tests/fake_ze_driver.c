@@ -34,13 +34,6 @@ static fake_driver_counters counters;
 static int driver_object;
 static fake_device devices[FAKE_DEVICE_COUNT] = {{0}, {1}};
 
-/* Names the cache switch Intel's 22.43 driver reads (and not the newer
- * NEO_CACHE_PERSISTENT), for the layer to find among its strings. */
-ZE_DLLEXPORT const char *fake_driver_cache_switch(void)
-{
-    return "l0_cache_dir";
-}
-
 ZE_DLLEXPORT fake_driver_counters *fake_driver_get_counters(void)
 {
     return &counters;

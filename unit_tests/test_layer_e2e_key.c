@@ -156,7 +156,7 @@ Test(e2e_key, driver_debug_keys_get_the_drivers_own_binary)
  * keys from there instead of the environment (the pretend device too). */
 Test(e2e_key, driver_settings_file_gets_the_drivers_own_binary)
 {
-#define DEVICE "SetCommandStreamReceiver = 1\nProductFamilyOverride = tgllp\n"
+#define DEVICE ZC_PRETEND_DEVICE_FILE
     static const variant variants[] = {
         {"file_device_only", NULL, {NULL}, DEVICE},
         {"file_inject_api_options",

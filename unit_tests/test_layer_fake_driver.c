@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fake_ze_driver.h"
+#include "test_support.h"
 #include "../source/compiler_identity_internal.h"
 #include "layer_internal.h"
 
@@ -627,7 +628,6 @@ static void assert_env_is(const char *name, const char *expected, size_t index)
                   name, value != NULL ? value : "(unset)", expected);
 }
 
-static const zcl_driver_cache_switches reads_both = {{true, true}};
 static const char *const driver_cache_names[] = {"NEO_CACHE_PERSISTENT", "l0_cache_dir",
                                                  "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT",
                                                  "ZECACHE_ORIGINAL_l0_cache_dir"};
@@ -666,21 +666,19 @@ static void assert_environment_untouched(const environment_snapshot *before, con
     cr_assert_null(environ[before->count], "%s: a variable was added", what);
 }
 
-/* Each case: the switches the driver reads, NEO_CACHE_PERSISTENT and
- * l0_cache_dir (NULL: unset), and whether ./l0_cache exists. */
-Test(layer, nothing_is_written_when_the_driver_would_not_cache)
+/* Each case: NEO_CACHE_PERSISTENT and l0_cache_dir (NULL: unset), and
+ * whether ./l0_cache exists, where no driver generation would cache. */
+Test(layer, nothing_is_written_when_no_driver_would_cache)
 {
     static const struct {
-        bool reads_persistent, reads_cache_dir;
         const char *persistent, *cache_dir;
         bool l0_cache_here;
     } cases[] = {
-        {false, true, NULL, NULL, false}, /* Debian's 22.43 driver, nothing set */
-        {false, false, "1", ".", true},   /* a driver that reads neither */
-        {true, true, "0", NULL, false},   /* switched off by the user */
-        {true, false, "no", NULL, false}, /* atoll: 0 */
-        {true, true, "0", "/nonexistent/dir", false},
-        {false, true, NULL, "/nonexistent/dir", true}, /* set: ./l0_cache is not used */
+        {"0", NULL, false},  /* switched off by the user */
+        {"no", NULL, false}, /* atoll: 0 */
+        {"0", "/nonexistent/dir", false},
+        {"0", "/nonexistent/dir", true}, /* set: ./l0_cache is not used */
+        {"00", NULL, false},
     };
     char cwd[PATH_MAX];
     cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
@@ -690,18 +688,52 @@ Test(layer, nothing_is_written_when_the_driver_would_not_cache)
         rmdir("l0_cache");
         if (cases[i].l0_cache_here)
             cr_assert_eq(mkdir("l0_cache", 0700), 0);
-        if (cases[i].persistent != NULL)
-            setenv("NEO_CACHE_PERSISTENT", cases[i].persistent, 1);
+        setenv("NEO_CACHE_PERSISTENT", cases[i].persistent, 1);
         if (cases[i].cache_dir != NULL)
             setenv("l0_cache_dir", cases[i].cache_dir, 1);
-        zcl_driver_cache_switches switches = {
-            {cases[i].reads_persistent, cases[i].reads_cache_dir}};
         environment_snapshot before;
         snapshot_environment(&before);
-        zcl_driver_cache_hide(&switches);
+        zcl_driver_cache_hide();
         char what[32];
         snprintf(what, sizeof(what), "case %zu", i);
         assert_environment_untouched(&before, what);
+    }
+    rmdir("l0_cache");
+    cr_assert_eq(chdir(cwd), 0);
+    unset_driver_cache_names();
+}
+
+/* Whatever driver is loaded, and whatever its library holds: the fake
+ * driver names neither switch, and they are hidden all the same. */
+Test(layer, each_switch_that_would_cache_is_hidden_alone)
+{
+    static const struct {
+        const char *persistent, *cache_dir; /* NULL: unset */
+        bool l0_cache_here;
+        const char *hidden_persistent, *hidden_cache_dir; /* NULL: untouched */
+    } cases[] = {
+        {NULL, NULL, false, "00", NULL}, /* 26.x's default: on */
+        {"1", NULL, false, "00", NULL},
+        {"0", NULL, true, NULL, "/dev/null/zecache-keeps-the-driver-cache-off"},
+        {"0", ".", false, NULL, "/dev/null/zecache-keeps-the-driver-cache-off"},
+    };
+    char cwd[PATH_MAX];
+    cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+    cr_assert_eq(chdir(scratch), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        unset_driver_cache_names();
+        rmdir("l0_cache");
+        if (cases[i].l0_cache_here)
+            cr_assert_eq(mkdir("l0_cache", 0700), 0);
+        set_or_unset_for_test("NEO_CACHE_PERSISTENT", cases[i].persistent);
+        set_or_unset_for_test("l0_cache_dir", cases[i].cache_dir);
+        zcl_driver_cache_hide();
+        assert_env_is("NEO_CACHE_PERSISTENT",
+                      cases[i].hidden_persistent ? cases[i].hidden_persistent : cases[i].persistent,
+                      i);
+        assert_env_is("l0_cache_dir",
+                      cases[i].hidden_cache_dir ? cases[i].hidden_cache_dir : cases[i].cache_dir,
+                      i);
     }
     rmdir("l0_cache");
     cr_assert_eq(chdir(cwd), 0);
@@ -713,7 +745,7 @@ Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
     unset_driver_cache_names();
     setenv("NEO_CACHE_PERSISTENT", "1", 1);
     setenv("l0_cache_dir", scratch, 1);
-    zcl_driver_cache_hide(&reads_both);
+    zcl_driver_cache_hide();
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
     cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
     cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT"), "1");
@@ -729,7 +761,7 @@ Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
     cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
     cr_assert_eq(chdir(scratch), 0);
     cr_assert_eq(mkdir("l0_cache", 0700), 0);
-    zcl_driver_cache_hide(&reads_both);
+    zcl_driver_cache_hide();
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
     cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
     zcl_driver_cache_restore_user_env();
@@ -751,7 +783,7 @@ Test(layer, a_value_the_child_set_itself_is_kept)
         unset_driver_cache_names();
         setenv("NEO_CACHE_PERSISTENT", "1", 1);
         setenv("l0_cache_dir", scratch, 1);
-        zcl_driver_cache_hide(&reads_both);
+        zcl_driver_cache_hide();
         set_or_unset_for_test("NEO_CACHE_PERSISTENT", cases[i].persistent);
         set_or_unset_for_test("l0_cache_dir", cases[i].cache_dir);
         zcl_driver_cache_restore_user_env();
@@ -759,16 +791,6 @@ Test(layer, a_value_the_child_set_itself_is_kept)
         assert_env_is("l0_cache_dir", cases[i].cache_dir, i);
     }
     unset_driver_cache_names();
-}
-
-Test(layer, switches_are_read_from_the_loaded_driver)
-{
-    /* The fake driver names l0_cache_dir, as Intel's 22.43 does, and not
-     * NEO_CACHE_PERSISTENT. */
-    zcl_driver_cache_switches switches;
-    zcl_driver_cache_switches_find(&switches);
-    cr_assert_not(switches.reads[0]);
-    cr_assert(switches.reads[1]);
 }
 
 /* ---- the compiler's identity ---- */
@@ -807,11 +829,11 @@ static bool stored_with(const zc_compiler_identity *compiler)
  * driver dlopens a copy named libigc.so.1 when it compiles). The check after
  * the compile sees it: that compile is stored under the real compiler's key,
  * never the predicted one, and the process serves no more hits. */
-/* A stand-in compiler for the fake driver: a copy of libzstd named
- * scratch/libigc.so.1. */
+/* A stand-in compiler for the fake driver: a copy of libzstd named as this
+ * machine's IGC, in scratch. */
 static void make_stand_in_compiler(char *path, size_t size)
 {
-    snprintf(path, size, "%s/libigc.so.1", scratch);
+    snprintf(path, size, "%s/%s", scratch, t_system_igc_name());
     char command[256];
     snprintf(command, sizeof(command), "cp /usr/lib/x86_64-linux-gnu/libzstd.so.1 %s", path);
     cr_assert_eq(system(command), 0);
@@ -831,7 +853,7 @@ Test(layer, compiler_loaded_other_than_predicted_stops_hits_and_keys_the_real_on
     destroy(create_ok(0, NULL));
     cr_assert(zc_compiler_identity_changed());
     const zc_compiler_identity *loaded = zcl_compiler_identity_get();
-    cr_assert_str_eq(loaded->libraries[0].name, "libigc.so.1");
+    cr_assert_str_eq(loaded->libraries[0].name, t_system_igc_name());
     cr_assert_str_eq(loaded->libraries[0].path, stand_in);
     cr_assert(stored_with(loaded));
     cr_assert(!stored_with(&predicted));

@@ -39,7 +39,8 @@ typedef enum native_bytes {
     BYTES_MAY_DIFFER, /* not across processes: compare sizes only */
 } native_bytes;
 
-static char plain[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX], disk_hit[OUTPUT_MAX];
+static char plain[OUTPUT_MAX], plain_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
+    disk_hit[OUTPUT_MAX];
 
 /* Runs ze_probe --describe --repeat <repeat> args. */
 static void describe_run(bool with_layer, const char *repeat, const char *const *args)
@@ -72,13 +73,24 @@ static void description(int number, char *text, size_t size)
     cr_assert_not_null(strstr(text, "create 0x"), "%s", text);
 }
 
-/* Cuts the hash off the native-binary line (its size stays). */
-static void without_native_hash(char *text)
+/* Cuts the hash off the line starting with what (its size stays). */
+static void without_hash(char *text, const char *what)
 {
-    char *line = strstr(text, "native-binary ");
+    char *line = strstr(text, what);
     char *hash = line != NULL ? strstr(line, " fnv ") : NULL;
     if (hash != NULL)
         memmove(hash, hash + strcspn(hash, "\n"), strlen(hash + strcspn(hash, "\n")) + 1);
+}
+
+/* The line starting with what, or "" (a static copy). */
+static const char *line_of(const char *text, const char *what)
+{
+    static char line[256];
+    const char *start = strstr(text, what);
+    size_t length = start != NULL ? strcspn(start, "\n") : 0;
+    snprintf(line, sizeof line, "%.*s", (int)(length < sizeof line ? length : sizeof line - 1),
+             start != NULL ? start : "");
+    return line;
 }
 
 static void assert_same(const char *what, const char *expected, const char *actual)
@@ -130,8 +142,9 @@ static int modules_per_creation(const char *const *args)
 static void assert_hit_like_miss(const char *const *args, expected_path path, native_bytes bytes)
 {
     int n = modules_per_creation(args);
-    describe_run(false, "1", args);
+    describe_run(false, "2", args);
     description(1, plain, sizeof(plain));
+    description(2, plain_again, sizeof(plain_again));
     describe_run(true, "2", args);
     description(1, missed, sizeof(missed));
     description(2, memory_hit, sizeof(memory_hit));
@@ -141,11 +154,21 @@ static void assert_hit_like_miss(const char *const *args, expected_path path, na
     assert_warm_lookups(path, n);
     cr_assert_eq(entries_in(sc.cache), path == CACHED ? n : 0);
 
+    /* Debug information the driver itself gives differently for two modules
+     * of one process (26.x relocates it to each module's addresses) is
+     * compared by size, as the driver's own two are. */
+    char debug_info[256];
+    snprintf(debug_info, sizeof debug_info, "%s", line_of(plain, "debug-info "));
+    if (strcmp(debug_info, line_of(plain_again, "debug-info ")) != 0) {
+        char *const texts[] = {plain, missed, memory_hit, disk_hit};
+        for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+            without_hash(texts[i], "debug-info ");
+    }
     assert_same("the memory hit", missed, memory_hit);
     assert_same("the disk hit", missed, disk_hit);
     if (bytes == BYTES_MAY_DIFFER) {
-        without_native_hash(plain);
-        without_native_hash(missed);
+        without_hash(plain, "native-binary ");
+        without_hash(missed, "native-binary ");
     }
     assert_same("the layer's compile", plain, missed);
 }

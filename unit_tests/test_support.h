@@ -80,6 +80,15 @@ static inline void t_write_file(const char *path, const void *bytes, size_t size
 
 #ifdef ZC_KERNEL_DIR
 /* ZC_KERNEL_DIR/<name>.spv, malloc'd. */
+#define T_SYSTEM_LIB_DIR "/usr/lib/x86_64-linux-gnu"
+
+/* The file name Intel's driver on this machine opens its compiler by: IGC
+ * 2.x's libigc.so.2 (current drivers) or IGC 1.x's libigc.so.1 (22.43). */
+static inline const char *t_system_igc_name(void)
+{
+    return t_exists(T_SYSTEM_LIB_DIR "/libigc.so.2") ? "libigc.so.2" : "libigc.so.1";
+}
+
 static inline void *t_read_kernel(const char *name, size_t *size)
 {
     char path[4096];

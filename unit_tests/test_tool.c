@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "disk_test_support.h"
+#include "pretend_device.h"
 #include "test_support.h"
 #include "tool_support.h"
 #include "zecache/bundle.h"
@@ -1746,19 +1747,23 @@ Test(tool, exec_sets_the_layer_environment_and_passes_the_exit_status)
     setenv("NEO_CACHE_MAX_SIZE", "12345", 1);
     static const char *const forms[] = {"exec -- sh", "exec sh"};
     for (size_t i = 0; i < 2; i++) {
-        cr_assert_eq(tool_in_cache("%s -c 'echo \"$LD_LIBRARY_PATH|$ZEL_LIBRARY_PATH|"
+        cr_assert_eq(tool_in_cache("%s -c 'echo \"$LD_LIBRARY_PATH|${ZEL_LIBRARY_PATH-unset}|"
                                    "$ZE_ENABLE_VALIDATION_LAYER|$NEO_CACHE_DIR|"
                                    "$NEO_CACHE_MAX_SIZE\"; exit 7'",
                                    forms[i]),
                      7, "%s", run.err);
         char expected[PATH_MAX + 128];
-        snprintf(expected, sizeof expected, "/opt/zc/layers:/old/lib|/opt/zc/layers|1|%s|12345\n",
+        snprintf(expected, sizeof expected, "/opt/zc/layers:/old/lib|unset|1|%s|12345\n",
                  cache_dir);
         cr_assert_str_eq(run.out, expected);
     }
     unsetenv("LD_LIBRARY_PATH");
     cr_assert_eq(tool("exec sh -c 'echo \"$LD_LIBRARY_PATH\"'"), 0);
     cr_assert_str_eq(run.out, "/opt/zc/layers\n");
+    setenv("ZEL_LIBRARY_PATH", "/opt/other/layers", 1);
+    cr_assert_eq(tool("exec -- sh -c 'exit 0'"), 125);
+    cr_assert_not_null(strstr(run.err, "ZEL_LIBRARY_PATH=/opt/other/layers is set"), "%s", run.err);
+    unsetenv("ZEL_LIBRARY_PATH");
 }
 
 Test(tool, exec_reports_programs_it_cannot_run_like_a_shell)
@@ -1775,7 +1780,7 @@ Test(tool, exec_reports_programs_it_cannot_run_like_a_shell)
 Test(tool, exec_finds_the_layer_beside_the_tool)
 {
     unsetenv("LD_LIBRARY_PATH");
-    int status = tool("exec -- sh -c 'echo \"$ZEL_LIBRARY_PATH\"'");
+    int status = tool("exec -- sh -c 'echo \"${LD_LIBRARY_PATH%%%%:*}\"'");
     if (t_exists(LAYER_FILE)) {
         char layer_dir[PATH_MAX], expected[PATH_MAX + 2];
         cr_assert_not_null(realpath(ZC_LAYER_BUILD_DIR, layer_dir));
@@ -1866,12 +1871,19 @@ TestSuite(exec_e2e, .init = scratch_create, .fini = scratch_remove, .timeout = 3
 
 /* ze_probe through `zecache exec`, in the scratch directory (the driver
  * writes an .aub file into the current directory). */
-static int probe_through_tool(void)
+static int probe_through_tool_with(const char *probe_options)
 {
     char command[4 * PATH_MAX];
-    snprintf(command, sizeof command, "cd '%s' && '%s' --dir '%s' exec -- '%s' --spirv '%s' 2>'%s'",
-             scratch, ZC_TOOL_PATH, cache_dir, ZC_PROBE_PATH, PROBE_KERNEL, in_scratch("stderr"));
+    snprintf(command, sizeof command,
+             "cd '%s' && '%s' --dir '%s' exec -- '%s' %s --spirv '%s' 2>'%s'", scratch,
+             ZC_TOOL_PATH, cache_dir, ZC_PROBE_PATH, probe_options, PROBE_KERNEL,
+             in_scratch("stderr"));
     return run_command(command);
+}
+
+static int probe_through_tool(void)
+{
+    return probe_through_tool_with("");
 }
 
 static void run_probe_twice(void)
@@ -1880,9 +1892,7 @@ static void run_probe_twice(void)
         scratch_remove(); /* a skipped test's fini does not run */
         cr_skip_test("the layer is not built (%s)", LAYER_FILE);
     }
-    setenv("NEOReadDebugKeys", "1", 1);
-    setenv("SetCommandStreamReceiver", "1", 1);
-    setenv("ProductFamilyOverride", "tgllp", 1);
+    zc_pretend_device_setenv();
     setenv("PrintDebugMessages", "1", 1);
     cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
     cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
@@ -1898,6 +1908,23 @@ static void run_probe_twice(void)
 Test(exec_e2e, the_second_run_hits_the_disk_tier)
 {
     run_probe_twice();
+}
+
+/* Loaders from 1.15 open every layer from ZEL_LIBRARY_PATH alone when it is
+ * set: the layer must come in without taking the tracing layer away. */
+Test(exec_e2e, the_tracing_layer_loads_beside_the_cache_layer)
+{
+    if (!t_exists(LAYER_FILE)) {
+        scratch_remove();
+        cr_skip_test("the layer is not built (%s)", LAYER_FILE);
+    }
+    zc_pretend_device_setenv();
+    setenv("ZE_ENABLE_TRACING_LAYER", "1", 1);
+    cr_assert_eq(probe_through_tool_with("--layers"), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "layer libze_validation_layer.so.1\n"), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "layer libze_tracing_layer.so.1"), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    unsetenv("ZE_ENABLE_TRACING_LAYER");
 }
 
 /* Needs the layer to call zc_stats_merge at exit. */
@@ -1984,9 +2011,7 @@ Test(exec_e2e, two_users_of_one_group_share_a_cache_directory)
     cr_assert_eq(mkdir(cache_dir, 02770), 0);
     cr_assert_eq(chown(cache_dir, 0, TEAM_GID), 0);
     cr_assert_eq(chmod(cache_dir, 02770), 0);
-    setenv("NEOReadDebugKeys", "1", 1);
-    setenv("SetCommandStreamReceiver", "1", 1);
-    setenv("ProductFamilyOverride", "tgllp", 1);
+    zc_pretend_device_setenv();
     setenv("PrintDebugMessages", "1", 1);
     int a = probe_as_user(USER_A_UID);
     if (a == 100) {

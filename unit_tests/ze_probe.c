@@ -27,6 +27,8 @@
  *   --log-out FILE      ask for the build log and write its text
  *   --threads N         N threads create the module at the same moment
  *   --context-per-thread  each thread in its own context
+ *   --layers            once Level Zero is up, print "layer <file name>" for each
+ *                       Level Zero layer library mapped in the process
  *   --start-fds R,G     once Level Zero is up, write a byte to fd R, then wait
  *                       for end of file on fd G: lets a test start several
  *                       processes' module creation at the same moment
@@ -35,6 +37,7 @@
  * "kernel-create 0x<code>" for the first thread's module. Exit status 0 when
  * Level Zero started, 2 when it did not or the arguments were bad. */
 #include <level_zero/ze_api.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,7 +56,7 @@
 typedef struct probe_options {
     const char *spirv_paths[MAX_INPUTS];
     uint32_t input_count;
-    bool native, program, unknown_pnext, context_per_thread;
+    bool native, program, unknown_pnext, context_per_thread, layers;
     const char *flags, *module_flags;
     const char *input_flags[MAX_INPUTS];
     uint32_t input_flags_count;
@@ -130,6 +133,8 @@ static bool parse_switch(const char *arg, probe_options *options)
         options->context_per_thread = true;
     else if (strcmp(arg, "--describe") == 0)
         options->describe = true;
+    else if (strcmp(arg, "--layers") == 0)
+        options->layers = true;
     else if (strcmp(arg, "--image-argument") == 0)
         options->lookups.image_argument = true;
     else
@@ -375,6 +380,17 @@ static bool run_threads(probe *probe, thread_result *threads)
     return true;
 }
 
+static int print_layer(struct dl_phdr_info *info, size_t size, void *context)
+{
+    (void)size;
+    (void)context;
+    const char *slash = info->dlpi_name != NULL ? strrchr(info->dlpi_name, '/') : NULL;
+    const char *name = slash != NULL ? slash + 1 : "";
+    if (strncmp(name, "libze_", 6) == 0 && strstr(name, "_layer.so") != NULL)
+        printf("layer %s\n", name);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static probe probe;
@@ -394,6 +410,8 @@ int main(int argc, char **argv)
         printf("init 0x%x\n", (unsigned)result);
         return 2;
     }
+    if (probe.options.layers)
+        dl_iterate_phdr(print_layer, NULL);
     if (!wait_at_start_line(&probe.options) || !run_threads(&probe, threads))
         return 2;
     if (probe.options.describe)
