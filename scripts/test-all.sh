@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Sets everything up on a Debian 12 machine and runs every test:
-#   1. the whole suite (unit + end-to-end on Intel's real driver) in build/
+#   1. the whole suite (unit + end-to-end on Debian 12's Intel driver, 22.43)
+#      in build/
 #   2. the unit tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. the threaded tests under ThreadSanitizer
 #   4. each libFuzzer target for ZC_FUZZ_SECONDS (default 60) under ASan+UBSan
+#   5. the whole suite again on Intel's current driver (26.x, IGC 2.x, loader
+#      1.20) in a Debian 13 root with sid's Intel packages, built or reused by
+#      scripts/current-driver.sh (needs root or sudo; ZC_CURRENT_DRIVER=0
+#      skips it, for a quick local run only: CI runs it)
 # Each step prints its summary; the script fails if any step fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,6 +39,15 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 
 echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
 bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || status=1
+
+if [ "${ZC_CURRENT_DRIVER:-1}" != 0 ]; then
+    echo "==== current driver: scripts/current-driver.sh test"
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    start=$SECONDS
+    "${sudo_cmd[@]}" bash scripts/current-driver.sh test || status=1
+    echo "==== current driver: $((SECONDS - start)) s"
+fi
 
 if [ "$status" -eq 0 ]; then
     echo "test-all: every step passed"

@@ -21,7 +21,13 @@ typedef struct fake_device {
     int index;
 } fake_device;
 
+/* Symbols as Intel's driver from 22.53 on answers them: a compiled module
+ * exports functions and globals to lookups only with -library-compilation
+ * and -ze-take-global-address, a native one always. Every module has the
+ * kernel "fake_kernel" (not a symbol), the function "fake_function" and the
+ * global "fake_global". */
 typedef struct fake_module {
+    bool exports_functions, exports_globals;
     size_t size;
     uint8_t binary[];
 } fake_module;
@@ -51,7 +57,7 @@ static ze_result_t fake_driver_get_properties(ze_driver_handle_t driver,
                                               ze_driver_properties_t *properties)
 {
     (void)driver;
-    properties->driverVersion = 0x01020003;
+    properties->driverVersion = 0x010f98d2; /* 1.15.39122: 26.27 */
     /* Like Intel's driver: a UUID that differs in every process. */
     memset(properties->uuid.id, 0, sizeof(properties->uuid.id));
     uintptr_t per_process = (uintptr_t)&properties ^ (uintptr_t)time(NULL);
@@ -119,6 +125,7 @@ static ze_module_build_log_handle_t new_build_log(const char *text)
 static fake_module *new_module(const void *a, size_t a_size, const void *b, size_t b_size)
 {
     fake_module *module = malloc(sizeof(*module) + a_size + b_size);
+    module->exports_functions = module->exports_globals = true;
     module->size = a_size + b_size;
     memcpy(module->binary, a, a_size);
     memcpy(module->binary + a_size, b, b_size);
@@ -163,8 +170,11 @@ static ze_result_t compile(ze_device_handle_t device, const ze_module_desc_t *de
     char header[64];
     int header_size = snprintf(header, sizeof(header), "%sdevice%d:%s:", FAKE_NATIVE_MAGIC,
                                ((const fake_device *)device)->index, flags);
-    *module = (ze_module_handle_t)new_module(header, (size_t)header_size, desc->pInputModule,
-                                             desc->inputSize);
+    fake_module *compiled =
+        new_module(header, (size_t)header_size, desc->pInputModule, desc->inputSize);
+    compiled->exports_functions = strstr(flags, "-library-compilation") != NULL;
+    compiled->exports_globals = strstr(flags, "-ze-take-global-address") != NULL;
+    *module = (ze_module_handle_t)compiled;
     if (build_log != NULL)
         *build_log = new_build_log(strlen(flags) > 0 ? "warning: flags were given" : "");
     return ZE_RESULT_SUCCESS;
@@ -197,6 +207,43 @@ static ze_result_t fake_module_get_native_binary(ze_module_handle_t module, size
         memcpy(binary, fake->binary, *size < fake->size ? *size : fake->size);
     *size = fake->size;
     return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t fake_module_get_kernel_names(ze_module_handle_t module, uint32_t *count,
+                                                const char **names)
+{
+    (void)module;
+    if (names != NULL && *count >= 1)
+        names[0] = "fake_kernel";
+    *count = 1;
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t fake_module_get_function_pointer(ze_module_handle_t module, const char *name,
+                                                    void **function)
+{
+    const fake_module *fake = (const fake_module *)module;
+    if (strcmp(name, "fake_function") == 0 || strcmp(name, "fake_kernel") == 0) {
+        *function = (void *)fake->binary;
+        return ZE_RESULT_SUCCESS;
+    }
+    return fake->exports_functions ? ZE_RESULT_ERROR_INVALID_FUNCTION_NAME
+                                   : ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+}
+
+static ze_result_t fake_module_get_global_pointer(ze_module_handle_t module, const char *name,
+                                                  size_t *size, void **pointer)
+{
+    const fake_module *fake = (const fake_module *)module;
+    if (strcmp(name, "fake_global") == 0) {
+        *size = 4;
+        *pointer = (void *)fake->binary;
+        return ZE_RESULT_SUCCESS;
+    }
+    if (strcmp(name, "fake_function") == 0) /* code, not a global */
+        return ZE_RESULT_ERROR_INVALID_GLOBAL_NAME;
+    return fake->exports_globals ? ZE_RESULT_ERROR_INVALID_GLOBAL_NAME
+                                 : ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
 }
 
 static ze_result_t fake_build_log_destroy(ze_module_build_log_handle_t build_log)
@@ -244,6 +291,9 @@ ZE_DLLEXPORT ze_result_t ZE_APICALL zeGetModuleProcAddrTable(ze_api_version_t ve
     table->pfnCreate = fake_module_create;
     table->pfnDestroy = fake_module_destroy;
     table->pfnGetNativeBinary = fake_module_get_native_binary;
+    table->pfnGetKernelNames = fake_module_get_kernel_names;
+    table->pfnGetFunctionPointer = fake_module_get_function_pointer;
+    table->pfnGetGlobalPointer = fake_module_get_global_pointer;
     return ZE_RESULT_SUCCESS;
 }
 

@@ -180,6 +180,63 @@ static void destroy(ze_module_handle_t module)
 
 /* ---- lookups ---- */
 
+/* What the application gets from every lookup of module, one code per
+ * name, functions then globals. */
+static void lookup_codes(ze_module_handle_t module, ze_result_t codes[8])
+{
+    static const char *const names[] = {"fake_kernel", "fake_function", "fake_global", "absent"};
+    for (int i = 0; i < 4; i++) {
+        void *function = NULL, *global = NULL;
+        size_t size = 0;
+        codes[i] = app_module.pfnGetFunctionPointer(module, names[i], &function);
+        codes[4 + i] = app_module.pfnGetGlobalPointer(module, names[i], &size, &global);
+    }
+}
+
+/* A hit is a native module, which Intel's driver from 22.53 on takes to
+ * export every symbol: failed lookups answer as the compile's would. */
+Test(layer, hits_answer_lookups_as_the_compile_does)
+{
+    static const char *const flags[] = {NULL, "-library-compilation",
+                                        "-ze-take-global-address",
+                                        "-O2 -library-compilation -ze-take-global-address"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        ze_module_handle_t compiled = create_ok(0, flags[i]);
+        ze_module_handle_t hit = create_ok(0, flags[i]);
+        ze_result_t expected[8], got[8];
+        lookup_codes(compiled, expected);
+        lookup_codes(hit, got);
+        for (int n = 0; n < 8; n++)
+            cr_assert_eq(got[n], expected[n], "flags %s, lookup %d: 0x%x, not 0x%x",
+                         flags[i] ? flags[i] : "NULL", n, (unsigned)got[n],
+                         (unsigned)expected[n]);
+        destroy(hit);
+        destroy(compiled);
+    }
+    /* The control: without the layer's answer the hit's would differ. */
+    ze_module_handle_t hit = create_ok(0, NULL);
+    void *function = NULL;
+    cr_assert_eq(zcl_layer.next.module_get_function_pointer(hit, "absent", &function),
+                 ZE_RESULT_ERROR_INVALID_FUNCTION_NAME);
+    destroy(hit);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.misses, 4);
+    cr_assert_eq(s.memory_hits, 5);
+}
+
+/* A destroyed hit's handle, reused by the driver for a native module the
+ * application made itself, answers as that module. */
+Test(layer, a_destroyed_hit_is_forgotten)
+{
+    ze_module_handle_t compiled = create_ok(0, NULL);
+    ze_module_handle_t hit = create_ok(0, NULL);
+    unsigned flags;
+    cr_assert(zcl_hit_modules_find(hit, &flags));
+    destroy(hit);
+    cr_assert_not(zcl_hit_modules_find(hit, &flags));
+    destroy(compiled);
+}
+
 Test(layer, miss_then_memory_hit_made_from_the_same_native_binary)
 {
     uint8_t first[128 * 1024], second[128 * 1024];
