@@ -89,6 +89,25 @@ static void print_settings(const tool_context *tool, const zc_config *config)
     printf("%-28s %d\n", "BinaryCacheTrace", config->binary_cache_trace);
 }
 
+/* The layer keeps the driver's own cache off in the processes it runs in;
+ * entries of the driver's here come from runs without the layer. */
+static void print_driver_cache(zc_disk_tier *tier)
+{
+    printf("driver's own cache: off while the layer runs (it sets NEO_CACHE_PERSISTENT=00 and "
+           "hides l0_cache_dir for the driver)\n");
+    tool_entry_list list;
+    if (tool_list_entries(tier, &list) != ZC_OK)
+        return;
+    size_t driver_entries = 0;
+    for (size_t i = 0; i < list.count; i++)
+        driver_entries += !list.items[i].is_zecache;
+    tool_free_entries(&list);
+    if (driver_entries > 0)
+        printf("driver's own entries here: %zu (written by runs without the layer; counted "
+               "against NEO_CACHE_MAX_SIZE and evicted with zecache's, never served)\n",
+               driver_entries);
+}
+
 static int run_config(tool_context *tool, int argc, char **argv)
 {
     int parsed = tool_parse_plain(tool, argc, argv, 0);
@@ -108,6 +127,7 @@ static int run_config(tool_context *tool, int argc, char **argv)
                                            : "");
     if (!config.persistent)
         printf("but NEO_CACHE_PERSISTENT=0: the layer keeps compiled modules in memory only\n");
+    print_driver_cache(tier);
     zc_disk_tier_close(tier);
     return TOOL_EXIT_OK;
 }

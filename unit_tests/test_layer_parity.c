@@ -211,7 +211,13 @@ Test(parity, exported_functions_and_globals)
 Test(parity, symbols_not_exported)
 {
     assert_hit_like_miss(ARGS_OF(SYMBOL_LOOKUPS), CACHED, SAME_BYTES);
-    cr_assert_not_null(strstr(disk_hit, "function scaled 0x78000012 null\n"), "%s", disk_hit);
+    /* The control: not found, with the driver's own code for that (22.43:
+     * INVALID_FUNCTION_NAME; 22.53 on: UNSUPPORTED_FEATURE, where its
+     * native modules give INVALID_FUNCTION_NAME). */
+    const char *line = line_of(disk_hit, "function scaled ");
+    cr_assert(strcmp(line, "function scaled 0x78000012 null") == 0 ||
+                  strcmp(line, "function scaled 0x78000003 null") == 0,
+              "%s", line);
 }
 
 /* A module with an unresolved import, linked at run time with the module

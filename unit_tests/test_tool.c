@@ -1658,6 +1658,18 @@ Test(tool, config_shows_values_and_where_they_came_from)
     cr_assert_not_null(line_starting(run.out, expected));
 }
 
+/* How a user sees that the driver's own cache stays off, and what it left. */
+Test(tool, config_says_the_drivers_cache_is_off_and_counts_its_entries)
+{
+    cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);
+    cr_assert_not_null(line_starting(run.out, "driver's own cache: off while the layer runs"),
+                       "%s", run.out);
+    cr_assert_null(strstr(run.out, "driver's own entries"), "%s", run.out);
+    add_driver_entry();
+    cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);
+    cr_assert_not_null(line_starting(run.out, "driver's own entries here: 1 "), "%s", run.out);
+}
+
 Test(tool, config_reads_the_directory_as_the_layer_does)
 {
     setenv("NEO_CACHE_DIR", cache_dir, 1);

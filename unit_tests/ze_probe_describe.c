@@ -30,7 +30,8 @@ static void print_escaped(FILE *out, const char *text, size_t length)
     }
 }
 
-/* text, with "<0x...>" (a link log's module addresses) as "<address>". */
+/* text, with "<0x...>" (module addresses in link and linkage logs) as
+ * "<address>". */
 static void print_without_addresses(FILE *out, const char *text)
 {
     for (const char *at = text; *at != '\0';) {
@@ -207,7 +208,7 @@ static void describe_linkage(FILE *out, ze_module_handle_t module)
     ze_result_t result = zeModuleInspectLinkageExt(&desc, 1, &module, &log);
     fprintf(out, "linkage 0x%x\n", (unsigned)result);
     if (result == ZE_RESULT_SUCCESS && log != NULL) {
-        describe_build_log(out, log);
+        describe_log_text(out, log, true); /* 26.x names each module by its address */
         zeModuleBuildLogDestroy(log);
     }
 }
