@@ -244,8 +244,8 @@ void zc_disk_tier_mark_not_stored(zc_disk_tier *tier, const zc_disk_claim *claim
     char mark[sizeof claim->lock_name - sizeof ZC_LOCK_SUFFIX + sizeof ZC_FAILED_SUFFIX];
     snprintf(mark, sizeof mark, "%.*s%s", 2 * ZC_KEY_SIZE, claim->lock_name, ZC_FAILED_SUFFIX);
     /* O_NONBLOCK: a FIFO planted under the name must not hang us. */
-    int fd =
-        tier->ops->openat(claim->dir_fd, mark, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0600);
+    int fd = tier->ops->openat(claim->dir_fd, mark, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC,
+                               tier->file_mode);
     if (fd < 0) {
         zc_disk_log_errno("cannot leave the mark", mark, errno);
         return;

@@ -203,9 +203,11 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         snprintf(server->name, sizeof server->name, "file://%.300s", server->path);
         return;
     }
-    char auth[160] = "";
+    /* Sized so that no part is ever cut (gcc's -Wformat-truncation checks
+     * it in every build type): user 60, host or path 200, numbers 10. */
+    char auth[72] = "";
     if (server->password[0] != '\0')
-        snprintf(auth, sizeof auth, "%.120s:***@", server->user);
+        snprintf(auth, sizeof auth, "%.60s:***@", server->user);
     if (kind == ZC_REMOTE_REDIS_UNIX) {
         snprintf(server->name, sizeof server->name, "redis+unix://%s%.200s?db=%u", auth,
                  server->path, server->db);

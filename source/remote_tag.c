@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zecache/sha256.h"
@@ -52,6 +53,17 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
     if (fd < 0) {
         snprintf(reason, reason_size, "cannot open %s: %s", path, strerror(errno));
         return ZC_ERR_IO;
+    }
+    /* As ssh with a private key: a secret others can read is no secret, and
+     * whoever holds it chooses the code run on every node. */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IRWXO) != 0) {
+        snprintf(reason, reason_size,
+                 "%s is not a regular file readable only by its owner and group (chmod o-rwx "
+                 "it)",
+                 path);
+        close(fd);
+        return ZC_ERR_INVALID_ARG;
     }
     uint8_t buffer[ZC_REMOTE_SECRET_MAX + 1];
     size_t size = 0;

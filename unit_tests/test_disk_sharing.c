@@ -166,7 +166,8 @@ static tree_census take_census(gid_t gid, mode_t file_mode, mode_t dir_mode)
     return census;
 }
 
-/* Stores, holds a build lock and merges stats: every kind of file there is. */
+/* Stores, holds a build lock, leaves a not-stored mark and merges stats:
+ * every kind of file there is. */
 static void fill_every_kind_of_file(zc_disk_tier *tier, zc_disk_claim *claim)
 {
     cr_assert_eq(store(tier, 1), ZC_OK);
@@ -175,6 +176,7 @@ static void fill_every_kind_of_file(zc_disk_tier *tier, zc_disk_claim *claim)
     zc_key key = t_key(3);
     cr_assert_eq(zc_disk_tier_claim(tier, &key, 0, &result, claim), ZC_OK);
     cr_assert_eq(result, ZC_DISK_CLAIMED);
+    zc_disk_tier_mark_not_stored(tier, claim);
     zc_stats_counters delta = {.stores = 2};
     cr_assert_eq(zc_stats_merge(tier, &delta), ZC_OK);
 }
@@ -200,7 +202,8 @@ Test(sharing, shared_mode_creates_group_setgid_directories_and_group_files_from_
     zc_disk_tier *tier = open_and_fill(007, true, &claim);
     tree_census seen = take_census(getegid(), 0660, 02770);
     cr_assert_geq(seen.dirs, 3, "the root and two levels at least");
-    cr_assert_eq(seen.files, 1 + 2 * 2 + 1 + 1, "config.file, entries, traces, lock, stats");
+    cr_assert_eq(seen.files, 1 + 2 * 2 + 1 + 1 + 1,
+                 "config.file, entries, traces, lock, mark, stats");
     cr_assert_eq(seen.wrong_mode, 0);
     cr_assert_eq(seen.not_setgid, 0);
     cr_assert_eq(seen.world_writable, 0);
@@ -208,6 +211,7 @@ Test(sharing, shared_mode_creates_group_setgid_directories_and_group_files_from_
     cr_assert_eq(mode_of(in_cache(ZC_CONFIG_FILE_NAME)), 0660);
     cr_assert_eq(mode_of(in_cache(ZC_STATS_FILE_NAME)), 0660);
     cr_assert_eq(mode_of(in_cache(entry_rel(3, ZC_LOCK_SUFFIX))), 0660);
+    cr_assert_eq(mode_of(in_cache(entry_rel(3, ZC_FAILED_SUFFIX))), 0660);
     zc_disk_tier_release(tier, &claim);
     zc_disk_tier_close(tier);
 }

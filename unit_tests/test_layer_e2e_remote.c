@@ -174,7 +174,7 @@ static void write_secret(const char *name, const char *text, char *setting, size
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", root, name);
-    t_write_file(path, text, strlen(text));
+    t_write_secret(path, text);
     snprintf(setting, size, "NEO_CACHE_REMOTE_SECRET_FILE=%s", path);
 }
 

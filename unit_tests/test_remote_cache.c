@@ -55,7 +55,7 @@ static zc_cache *open_node(const char *remote, const char *secret, uint64_t wait
     if (secret != NULL) {
         snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret-%d",
                  scratch, next_node);
-        t_write_file(config.remote_secret_file, secret, strlen(secret));
+        t_write_secret(config.remote_secret_file, secret);
     }
     zc_cache *cache = NULL;
     cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);

@@ -94,7 +94,15 @@ Test(remote_tag, secret_file)
     snprintf(path, sizeof path, "%s/secret", dir);
     zc_remote_secret secret;
     char reason[256];
-    t_write_file(path, "a long enough secret\n\n", 22);
+    t_write_secret(path, "a long enough secret\n\n");
+    /* As ssh with a private key: others may not read it; the group may (a
+     * team's nodes). */
+    cr_assert_eq(chmod(path, 0644), 0);
+    cr_assert_eq(zc_remote_secret_read(path, &secret, reason, sizeof reason), ZC_ERR_INVALID_ARG);
+    cr_assert_not_null(strstr(reason, "readable only by its owner and group"), "%s", reason);
+    cr_assert_eq(chmod(path, 0604), 0);
+    cr_assert_eq(zc_remote_secret_read(path, &secret, reason, sizeof reason), ZC_ERR_INVALID_ARG);
+    cr_assert_eq(chmod(path, 0640), 0);
     cr_assert_eq(zc_remote_secret_read(path, &secret, reason, sizeof reason), ZC_OK);
     cr_assert_eq(secret.size, 20, "trailing white space is not part of it");
     cr_assert_arr_eq(secret.bytes, "a long enough secret", 20);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,13 @@ static inline void t_write_file(const char *path, const void *bytes, size_t size
 static inline const char *t_system_igc_name(void)
 {
     return t_exists(T_SYSTEM_LIB_DIR "/libigc.so.2") ? "libigc.so.2" : "libigc.so.1";
+}
+
+/* A remote secret file, readable by its owner only. */
+static inline void t_write_secret(const char *path, const char *text)
+{
+    t_write_file(path, text, strlen(text));
+    cr_assert_eq(chmod(path, 0600), 0);
 }
 
 static inline void *t_read_kernel(const char *name, size_t *size)
