@@ -171,6 +171,10 @@ const char *zcl_native_build_flags(const ze_module_desc_t *desc);
 /* layer_native_check.c: whether module, made from binary, gives back exactly
  * binary (the driver did not rebuild it from its IR). */
 bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size);
+/* The largest binary whose comparison buffer is kept for the process. */
+#define ZCL_SPARE_MAX ((size_t)8 << 20)
+/* The size of the buffer kept (for tests). */
+size_t zcl_native_check_spare_size(void);
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
                                          const ze_module_desc_t *desc, ze_module_handle_t *module,

@@ -8,8 +8,10 @@
  * that large. A fresh multi-megabyte malloc costs more in page faults than the
  * copy and the compare (measured on a 2 MB memory hit: +70% with a new buffer
  * each time, a few percent with a reused one), so one buffer, as large as the
- * largest binary compared, is kept for the process; a thread that finds it
- * busy uses one of its own. */
+ * largest binary compared up to ZCL_SPARE_MAX, is kept for the process; a
+ * larger binary, or a thread that finds the buffer busy, uses one of its own
+ * for that comparison only, so one huge module does not pin its size in
+ * memory for the life of the process. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,7 @@ static size_t spare_size;
 /* The spare buffer grown to size, or NULL (then the caller allocates). */
 static uint8_t *take_spare(size_t size)
 {
-    if (pthread_mutex_trylock(&spare_lock) != 0)
+    if (size > ZCL_SPARE_MAX || pthread_mutex_trylock(&spare_lock) != 0)
         return NULL;
     if (spare_size < size) {
         free(spare);
@@ -35,6 +37,14 @@ static uint8_t *take_spare(size_t size)
         return NULL;
     }
     return spare;
+}
+
+size_t zcl_native_check_spare_size(void)
+{
+    pthread_mutex_lock(&spare_lock);
+    size_t size = spare_size;
+    pthread_mutex_unlock(&spare_lock);
+    return size;
 }
 
 bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size)

@@ -237,6 +237,32 @@ Test(layer, a_destroyed_hit_is_forgotten)
     destroy(compiled);
 }
 
+/* One huge module does not pin its size in the native check's buffer. */
+Test(layer, a_huge_hit_keeps_no_buffer_of_its_size)
+{
+    size_t big_size = ZCL_SPARE_MAX + (1u << 20);
+    uint8_t *big = malloc(big_size);
+    cr_assert_not_null(big);
+    memcpy(big, spirv, spirv_size);
+    const uint32_t nop = 1u << 16; /* OpNop, one word */
+    for (size_t at = spirv_size & ~(size_t)3; at + 4 <= big_size; at += 4)
+        memcpy(big + at, &nop, 4);
+    ze_module_desc_t desc = spirv_desc(NULL);
+    desc.pInputModule = big;
+    desc.inputSize = big_size & ~(size_t)3;
+    ze_module_handle_t modules[2];
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &modules[i], NULL),
+                     ZE_RESULT_SUCCESS);
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.misses, 1);
+    cr_assert_eq(s.memory_hits, 1, "the huge module was checked as a hit");
+    cr_assert_leq(zcl_native_check_spare_size(), ZCL_SPARE_MAX);
+    destroy(modules[0]);
+    destroy(modules[1]);
+    free(big);
+}
+
 Test(layer, miss_then_memory_hit_made_from_the_same_native_binary)
 {
     uint8_t first[128 * 1024], second[128 * 1024];
