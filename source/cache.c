@@ -104,6 +104,17 @@ const char *zc_cache_disk_dir(const zc_cache *cache)
     return cache->disk != NULL ? zc_disk_tier_dir(cache->disk) : NULL;
 }
 
+/* An entry another process stored first is in place, but this one stored
+ * nothing: neither a store nor an error. A read-only directory counts its
+ * first skip only. */
+static void count_disk_store(zc_cache *cache, zc_status status)
+{
+    if (status == ZC_OK)
+        counter_add(&cache->counters.stores, 1);
+    else if (status != ZC_EXISTS && status != ZC_ERR_DISABLED)
+        counter_add(&cache->counters.store_errors, 1);
+}
+
 /* Persisting the counters at every store (not only at exit) means a crash
  * loses at most the hits since the last store: a hit does no I/O for them,
  * and a store does file I/O anyway. */
@@ -113,12 +124,9 @@ static bool store_on_disk(zc_cache *cache, const zc_key *key, const zc_artifact 
     if (cache->disk == NULL)
         return false;
     zc_status status = zc_disk_tier_store(cache->disk, key, artifact, trace);
-    if (status == ZC_OK)
-        counter_add(&cache->counters.stores, 1);
-    else if (status != ZC_ERR_DISABLED) /* a read-only directory counts its first skip only */
-        counter_add(&cache->counters.store_errors, 1);
+    count_disk_store(cache, status);
     zc_cache_merge_stats(cache);
-    return status == ZC_OK;
+    return status == ZC_OK || status == ZC_EXISTS;
 }
 
 typedef struct lookup_context {
@@ -154,9 +162,9 @@ static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
                        &lookup->rejects) != ZC_OK)
         return false;
     if (cache->disk != NULL) {
-        lookup->stored =
-            zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size) == ZC_OK;
-        counter_add(lookup->stored ? &cache->counters.stores : &cache->counters.store_errors, 1);
+        zc_status status = zc_disk_tier_store_raw(cache->disk, lookup->key, entry, entry_size);
+        lookup->stored = status == ZC_OK || status == ZC_EXISTS;
+        count_disk_store(cache, status);
         zc_cache_merge_stats(cache); /* as after every store */
     }
     free(entry);

@@ -170,8 +170,10 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
     struct stat st;
     zc_status status = ZC_OK;
     if (tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISREG(st.st_mode))
-            goto done; /* another process stored it first */
+        if (S_ISREG(st.st_mode)) {
+            status = ZC_EXISTS; /* another process stored it first */
+            goto done;
+        }
     } else if (errno != ENOENT) {
         zc_disk_log_errno("cannot examine", name, errno);
         status = ZC_ERR_IO;

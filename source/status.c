@@ -26,6 +26,8 @@ const char *zc_status_name(zc_status status)
         return "ZC_ERR_BUILD";
     case ZC_ERR_BUSY:
         return "ZC_ERR_BUSY";
+    case ZC_EXISTS:
+        return "ZC_EXISTS";
     }
     return "ZC_UNKNOWN_STATUS";
 }

@@ -39,7 +39,8 @@ static zc_status file_put(zc_storage *storage, const zc_key *key, const uint8_t 
     file_storage *file = (file_storage *)storage;
     if (replace)
         (void)file_remove(storage, key);
-    return zc_disk_tier_store_raw(file->tier, key, value, size);
+    zc_status status = zc_disk_tier_store_raw(file->tier, key, value, size);
+    return status == ZC_EXISTS ? ZC_OK : status; /* the value is there */
 }
 
 static void file_close(zc_storage *storage)

@@ -115,6 +115,7 @@ static bool import_one(const tool_context *tool, zc_disk_tier *tier, const zc_ke
     zc_status status = zc_disk_tier_store_entry(tier, key, bytes, size, reason, sizeof reason);
     switch (status) {
     case ZC_OK:
+    case ZC_EXISTS: /* imported before, or stored by a run */
         tally->kept++;
         return true;
     case ZC_MISS:

@@ -205,9 +205,11 @@ static inline int fm_store(fm_thread *thread, uint64_t n)
         zc_disk_tier_store(thread->tier, &key, artifact, n % 4 == 0 ? "trace of the key" : NULL);
     zc_artifact_unref(artifact);
     atomic_fetch_add(&thread->counters->stores, 1);
-    return status == ZC_OK ? FM_OK
-                           : fm_fail(thread, FM_BAD_STATUS, "store %llu: %s", (unsigned long long)n,
-                                     zc_status_name(status));
+    /* Stored, or another thread or process stored it first. */
+    return status == ZC_OK || status == ZC_EXISTS
+               ? FM_OK
+               : fm_fail(thread, FM_BAD_STATUS, "store %llu: %s", (unsigned long long)n,
+                         zc_status_name(status));
 }
 
 static inline int fm_trim(fm_thread *thread)

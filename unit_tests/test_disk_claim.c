@@ -593,6 +593,41 @@ Test(claim, cache_compiles_after_the_wait_times_out)
     zc_cache_close(cache);
 }
 
+/* Another process stores the key while this one compiles it (a wait that
+ * timed out, say): this one's store finds the entry there and is neither a
+ * store nor an error. */
+static zc_status compile_while_another_stores(void *context, zc_artifact **out)
+{
+    const zc_key *key = context;
+    zc_config config = config_for(0);
+    zc_disk_tier *other = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, NULL, &other), ZC_OK);
+    zc_artifact *artifact = t_artifact(ARTIFACT_SIZE, 74);
+    cr_assert_eq(zc_disk_tier_store(other, key, artifact, NULL), ZC_OK);
+    zc_disk_tier_close(other);
+    *out = artifact;
+    return ZC_OK;
+}
+
+Test(claim, a_store_that_finds_the_entry_there_is_not_counted)
+{
+    zc_cache *cache = open_cache(0);
+    zc_key key = t_key(74);
+    zc_artifact *artifact = NULL;
+    zc_lookup_outcome outcome;
+    cr_assert_eq(zc_cache_get_or_compile(cache, &key, NULL, compile_while_another_stores, &key,
+                                         &artifact, &outcome),
+                 ZC_OK);
+    zc_artifact_unref(artifact);
+    cr_assert_eq(outcome, ZC_LOOKUP_COMPILED);
+    zc_cache_stats stats;
+    zc_cache_get_stats(cache, &stats);
+    cr_assert_eq(stats.misses, 1);
+    cr_assert_eq(stats.stores, 0);
+    cr_assert_eq(stats.store_errors, 0);
+    zc_cache_close(cache);
+}
+
 /* ---- a holder that fails leaves a mark: its waiters compile together ---- */
 
 static void mark_path(char *out, const zc_key *key)

@@ -299,7 +299,7 @@ Test(disk, store_is_skipped_when_the_entry_exists)
     cr_assert(config_file_value(&recorded_before));
 
     zc_artifact *other = t_artifact(900, 6); /* same key, other content */
-    cr_assert_eq(zc_disk_tier_store(tier, &key, other, NULL), ZC_OK);
+    cr_assert_eq(zc_disk_tier_store(tier, &key, other, NULL), ZC_EXISTS);
     zc_artifact_unref(other);
 
     uint8_t *after = read_file(path, &after_size);

@@ -43,7 +43,7 @@ bool zc_disk_tier_is_read_only(const zc_disk_tier *tier);
  * recency (its mtime), which works on noatime mounts. */
 zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out);
 
-/* Stores key's artifact (skipped, ZC_OK, when it already exists), evicting
+/* Stores key's artifact (skipped, ZC_EXISTS, when it already exists), evicting
  * least recently used entries first when the size limit needs it. trace, when
  * not NULL, is written beside the entry as <hex>.trace. */
 zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_artifact *artifact,
@@ -52,7 +52,8 @@ zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_art
 /* For storages keeping the disk tier's layout (a file:// remote storage):
  * key's file as it is, unverified, when no larger than an entry may be plus
  * trailer bytes (ZC_MISS when absent or too large, ZC_ERR_IO when unreadable);
- * and data stored as key's file like an entry (skipped when one exists). */
+ * and data stored as key's file like an entry (skipped, ZC_EXISTS, when one
+ * exists). */
 zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t trailer,
                                 uint8_t **data, size_t *size);
 zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const uint8_t *data,

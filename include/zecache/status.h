@@ -15,6 +15,7 @@ typedef enum zc_status {
     ZC_ERR_TOO_LARGE, /* bigger than the configured limits allow */
     ZC_ERR_BUILD,     /* a build callback reported failure */
     ZC_ERR_BUSY,      /* another process held a lock past the deadline: skipped */
+    ZC_EXISTS,        /* a store found the entry in place already: nothing written */
 } zc_status;
 
 /* A short constant name such as "ZC_MISS", for messages and tests. */
