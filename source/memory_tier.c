@@ -48,6 +48,7 @@ struct zc_memory_tier {
     uint64_t evictions;
     /* Builds in progress: at most one per thread, so a short list. */
     flight *flights;
+    struct zc_memory_tier *next_live; /* every tier, for fork(): see below */
 };
 
 /* What to release once the lock is dropped. */
@@ -194,6 +195,64 @@ static void grow(zc_memory_tier *tier, size_t wanted)
     free(unused);
 }
 
+/* ---- fork() ----
+ * A child has only the thread that forked: builds in flight in the parent
+ * never finish there (a child asking for such a key would wait for ever), and
+ * a lock held by another thread at the fork would never be released. So
+ * every tier's lock is taken around fork(), and the child forgets the
+ * flights. Their memory is left to whoever holds them: the forking thread
+ * may itself be inside a build, whose flight then belongs to no list. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static zc_memory_tier *live_tiers;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void lock_every_tier(void)
+{
+    pthread_mutex_lock(&live_lock);
+    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
+        pthread_mutex_lock(&tier->lock);
+}
+
+static void unlock_every_tier(void)
+{
+    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
+        pthread_mutex_unlock(&tier->lock);
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void forget_flights_in_child(void)
+{
+    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
+        tier->flights = NULL;
+    unlock_every_tier();
+}
+
+static void register_fork_handlers(void)
+{
+    if (pthread_atfork(lock_every_tier, unlock_every_tier, forget_flights_in_child) != 0)
+        zc_log_failure("memory tier: registering fork handlers", ENOMEM);
+}
+
+static void track_for_fork(zc_memory_tier *tier)
+{
+    pthread_once(&fork_handlers_once, register_fork_handlers);
+    pthread_mutex_lock(&live_lock);
+    tier->next_live = live_tiers;
+    live_tiers = tier;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void untrack_for_fork(zc_memory_tier *tier)
+{
+    pthread_mutex_lock(&live_lock);
+    zc_memory_tier **link = &live_tiers;
+    while (*link != NULL && *link != tier)
+        link = &(*link)->next_live;
+    if (*link != NULL)
+        *link = tier->next_live;
+    pthread_mutex_unlock(&live_lock);
+}
+
 zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out)
 {
     if (out == NULL)
@@ -210,6 +269,7 @@ zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out)
     }
     tier->bucket_count = INITIAL_BUCKETS;
     tier->budget = budget_bytes;
+    track_for_fork(tier);
     *out = tier;
     return ZC_OK;
 }
@@ -218,6 +278,7 @@ void zc_memory_tier_destroy(zc_memory_tier *tier)
 {
     if (tier == NULL)
         return;
+    untrack_for_fork(tier);
     for (entry *e = tier->most_recent; e != NULL;) {
         entry *older = e->older;
         zc_artifact_unref(e->artifact);
@@ -300,12 +361,14 @@ static flight *find_flight_locked(zc_memory_tier *tier, const zc_key *key)
     return f;
 }
 
+/* A flight a forked child forgot is in no list. */
 static void unlink_flight_locked(zc_memory_tier *tier, flight *f)
 {
     flight **link = &tier->flights;
-    while (*link != f)
+    while (*link != NULL && *link != f)
         link = &(*link)->next;
-    *link = f->next;
+    if (*link != NULL)
+        *link = f->next;
 }
 
 /* Either the artifact (a new reference in *out) or key's flight, started with

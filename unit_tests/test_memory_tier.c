@@ -4,7 +4,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../source/memory_tier_internal.h"
 
@@ -758,5 +760,85 @@ Test(memory_tier, concurrent_mixed_operations_keep_the_accounting)
     cr_assert_eq(stats.entries, 8);
     cr_assert_eq(stats.bytes, 8 * footprint);
     cr_assert_gt(stats.evictions, 0);
+    zc_memory_tier_destroy(tier);
+}
+
+/* ---- fork() while a build is in flight ---- */
+
+typedef struct held_build {
+    int started[2], release[2]; /* pipes: the build says it started, then waits */
+} held_build;
+
+static zc_status build_held_open(void *context, zc_artifact **out)
+{
+    held_build *held = context;
+    char byte = 1;
+    cr_assert_eq(write(held->started[1], &byte, 1), 1);
+    cr_assert_eq(read(held->release[0], &byte, 1), 1);
+    *out = artifact_of(64, 1);
+    return ZC_OK;
+}
+
+static zc_status build_at_once(void *context, zc_artifact **out)
+{
+    (void)context;
+    *out = artifact_of(64, 2);
+    return ZC_OK;
+}
+
+typedef struct build_thread {
+    zc_memory_tier *tier;
+    held_build *held;
+} build_thread;
+
+static void *run_held_build(void *context)
+{
+    build_thread *thread = context;
+    zc_key key = key_of(900);
+    zc_artifact *artifact = NULL;
+    cr_assert_eq(zc_memory_tier_get_or_build(thread->tier, &key, build_held_open, thread->held,
+                                             &artifact, NULL),
+                 ZC_OK);
+    zc_artifact_unref(artifact);
+    return NULL;
+}
+
+/* The child has no thread to finish the parent's build: it builds the key
+ * itself instead of waiting for ever (SIGALRM ends a child that waits). */
+Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
+{
+    zc_memory_tier *tier = tier_with_budget(1 << 20);
+    held_build held;
+    cr_assert_eq(pipe(held.started), 0);
+    cr_assert_eq(pipe(held.release), 0);
+    build_thread thread = {tier, &held};
+    pthread_t builder;
+    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, &thread), 0);
+    char byte;
+    cr_assert_eq(read(held.started[0], &byte, 1), 1);
+
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(5);
+        zc_key key = key_of(900);
+        zc_artifact *artifact = NULL;
+        zc_memory_outcome outcome;
+        zc_status status =
+            zc_memory_tier_get_or_build(tier, &key, build_at_once, NULL, &artifact, &outcome);
+        _exit(status == ZC_OK && outcome == ZC_MEMORY_BUILT ? 0 : 4);
+    }
+    int wstatus;
+    cr_assert_eq(waitpid(child, &wstatus, 0), child);
+    cr_assert(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0, "child status 0x%x", wstatus);
+
+    byte = 1;
+    cr_assert_eq(write(held.release[1], &byte, 1), 1);
+    pthread_join(builder, NULL);
+    cr_assert(is_present(tier, 900), "the parent's build still lands");
+    for (int i = 0; i < 2; i++) {
+        close(held.started[i]);
+        close(held.release[i]);
+    }
     zc_memory_tier_destroy(tier);
 }
