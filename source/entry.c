@@ -355,3 +355,10 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
     *out = artifact;
     return ZC_OK;
 }
+
+uint64_t zc_entry_size_bound(uint64_t max_payload)
+{
+    if (max_payload == 0 || max_payload > ZC_ENTRY_MAX_PAYLOAD)
+        max_payload = ZC_ENTRY_MAX_PAYLOAD;
+    return ZC_ENTRY_HEADER_SIZE + ZSTD_COMPRESSBOUND(max_payload);
+}

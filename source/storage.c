@@ -1,6 +1,9 @@
 /* Picking a storage backend for a parsed NEO_CACHE_REMOTE item. */
 #include "zecache/storage.h"
 
+#include "zecache/entry.h"
+#include "zecache/remote_tag.h"
+
 zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, const zc_fs_ops *ops,
                           zc_storage **out)
 {
@@ -9,7 +12,10 @@ zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, c
     *out = NULL;
     if (spec->kind == ZC_REMOTE_FILE)
         return zc_storage_file_open(spec, config, ops, out);
-    return zc_storage_redis_open(spec, out);
+    /* Nothing larger than a valid entry with its tag is ever read. */
+    uint64_t max_value =
+        zc_entry_size_bound(config != NULL ? config->max_size : 0) + ZC_REMOTE_TAG_TRAILER_SIZE;
+    return zc_storage_redis_open(spec, (size_t)max_value, out);
 }
 
 void zc_storage_close(zc_storage *storage)

@@ -1,26 +1,26 @@
-/* Redis through hiredis's synchronous API. One string value per entry under
+/* Redis storage: entries, build locks and shards, over redis_connection.c
+ * (the transport: connecting, deadlines, SIGPIPE, reply limits). One string
+ * value per entry under
  * ZC_REDIS_ENTRY_PREFIX<hex> (GET, SET, DEL); build locks are
  * SET ZC_REDIS_LOCK_PREFIX<hex> <token> NX PX <ms>, released only by their
  * taker (a script compares the token). With shards, each key lives on the
  * server whose name scores highest for it (rendezvous hashing), so adding a
  * server moves only the keys it wins.
  *
- * Every call is bounded by the connect and command timeouts. A failed call
- * drops the connection (a late reply must not answer the next command); the
- * next call connects again, and remote.c stops using a storage that keeps
- * failing. One connection per server per process, used under a mutex. */
-#include <errno.h>
+ * Every command finishes or fails within the connect and command timeouts,
+ * whatever the server does. A failed command drops the connection (a late
+ * reply must not answer the next command); the next one connects again, and
+ * remote.c stops using a storage that keeps failing. One connection per
+ * server per process. */
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "monotonic_clock.h"
+#include "redis_connection.h"
 #include "zecache/log.h"
 #include "zecache/sha256.h"
 #include "zecache/storage.h"
@@ -44,18 +44,10 @@ static const char release_script[] =
     "end\n"
     "return redis.call('DEL', KEYS[1])\n";
 
-typedef struct redis_server {
-    zc_remote_server spec;
-    redisContext *context; /* NULL: not connected */
-    pid_t owner;           /* the process that connected it */
-    pthread_mutex_t mutex;
-} redis_server;
-
 typedef struct redis_storage {
     zc_storage base;
-    struct timeval connect_timeout, timeout;
     size_t server_count;
-    redis_server *servers;
+    zc_redis_connection **servers;
     char name[sizeof(((zc_remote_spec *)0)->name)];
 } redis_storage;
 
@@ -70,11 +62,6 @@ static void redis_key_of(const zc_key *key, redis_key *names)
     zc_key_to_hex(key, hex);
     snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s", hex);
     snprintf(names->lock, sizeof names->lock, ZC_REDIS_LOCK_PREFIX "%s", hex);
-}
-
-static struct timeval timeval_of_ms(uint32_t ms)
-{
-    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 }
 
 /* ---- rendezvous hashing ---- */
@@ -93,161 +80,32 @@ static uint64_t shard_score(const zc_key *key, const char *server_name)
     return score;
 }
 
-static redis_server *server_for(redis_storage *redis, const zc_key *key)
+static zc_redis_connection *server_for(redis_storage *redis, const zc_key *key)
 {
     size_t best = 0;
     uint64_t best_score = 0;
     for (size_t i = 0; i < redis->server_count && redis->server_count > 1; i++) {
-        uint64_t score = shard_score(key, redis->servers[i].spec.name);
+        uint64_t score = shard_score(key, zc_redis_connection_name(redis->servers[i]));
         if (i == 0 || score > best_score) {
             best = i;
             best_score = score;
         }
     }
-    return &redis->servers[best];
+    return redis->servers[best];
 }
 
-/* ---- SIGPIPE ---- */
-
-/* hiredis writes with write(): a server that closed the connection would
- * raise SIGPIPE, whose default kills the application. It is blocked in this
- * thread around every call, and one raised meanwhile is consumed. */
-typedef struct sigpipe_guard {
-    sigset_t old_mask;
-    bool was_pending;
-} sigpipe_guard;
-
-static void sigpipe_block(sigpipe_guard *guard)
-{
-    sigset_t pipe_set, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigpending(&pending);
-    guard->was_pending = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &guard->old_mask);
-}
-
-static void sigpipe_restore(sigpipe_guard *guard)
-{
-    sigset_t pipe_set, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigpending(&pending);
-    if (!guard->was_pending && sigismember(&pending, SIGPIPE) == 1) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &guard->old_mask, NULL);
-}
-
-/* ---- connections and commands ---- */
-
-static void drop_connection(redis_server *server)
-{
-    if (server->context != NULL)
-        redisFree(server->context);
-    server->context = NULL;
-}
-
-static void log_failure(const redis_server *server, const char *what, const char *detail)
-{
-    zc_log_info("remote %s: %s: %s", server->spec.name, what, detail);
-}
-
-static redisReply *command_on(redis_server *server, int argc, const char **argv,
-                              const size_t *lengths)
-{
-    redisReply *reply = redisCommandArgv(server->context, argc, argv, lengths);
-    if (reply == NULL) {
-        log_failure(server, argv[0],
-                    server->context->errstr[0] != '\0' ? server->context->errstr
-                                                       : "no reply (timed out?)");
-        drop_connection(server);
-    }
-    return reply;
-}
-
-/* A command whose reply only says yes or no; false (logged) for no. */
-static bool accepted(redis_server *server, int argc, const char **argv)
-{
-    redisReply *reply = command_on(server, argc, argv, NULL);
-    if (reply == NULL)
-        return false;
-    bool ok = reply->type != REDIS_REPLY_ERROR;
-    if (!ok)
-        log_failure(server, argv[0], reply->str);
-    freeReplyObject(reply);
-    return ok;
-}
-
-/* AUTH and SELECT on a new connection; false (logged) when refused. */
-static bool prepare_connection(redis_server *server)
-{
-    const zc_remote_server *spec = &server->spec;
-    if (spec->password[0] != '\0') {
-        bool with_user = spec->user[0] != '\0';
-        const char *argv[] = {"AUTH", with_user ? spec->user : spec->password, spec->password};
-        if (!accepted(server, with_user ? 3 : 2, argv))
-            return false;
-    }
-    char db[16];
-    snprintf(db, sizeof db, "%u", spec->db);
-    return spec->db == 0 || accepted(server, 2, (const char *[]){"SELECT", db});
-}
-
-static bool connect_server(redis_storage *redis, redis_server *server)
-{
-    /* A child of fork shares the parent's socket: its replies are not ours.
-     * The child closes its copy and connects on its own. */
-    if (server->context != NULL && server->owner != getpid())
-        drop_connection(server);
-    if (server->context != NULL)
-        return true;
-    redisContext *context =
-        server->spec.path[0] != '\0'
-            ? redisConnectUnixWithTimeout(server->spec.path, redis->connect_timeout)
-            : redisConnectWithTimeout(server->spec.host, (int)server->spec.port,
-                                      redis->connect_timeout);
-    if (context == NULL || context->err != 0) {
-        log_failure(server, "cannot connect", context != NULL ? context->errstr : "out of memory");
-        if (context != NULL)
-            redisFree(context);
-        return false;
-    }
-    if (redisSetTimeout(context, redis->timeout) != REDIS_OK) {
-        log_failure(server, "cannot set the timeout", context->errstr);
-        redisFree(context);
-        return false;
-    }
-    /* hiredis frees its read buffer after every reply larger than 16 KiB, so
-     * each GET of a large entry grew a new one, page by page. Kept instead:
-     * the connection holds up to its largest reply's bytes. */
-    context->reader->maxbuf = 0;
-    server->context = context;
-    server->owner = getpid();
-    if (!prepare_connection(server)) {
-        drop_connection(server);
-        return false;
-    }
-    return true;
-}
-
-/* One command on key's server, connecting first if needed. NULL (logged)
- * when the server could not be reached or did not answer in time. */
+/* One command on key's server, connecting first if needed, within the
+ * storage's deadlines. NULL (logged) when the server could not be reached or
+ * did not answer in time. */
 static redisReply *run_command(redis_storage *redis, const zc_key *key, int argc, const char **argv,
                                const size_t *lengths)
 {
-    redis_server *server = server_for(redis, key);
-    sigpipe_guard guard;
-    sigpipe_block(&guard);
-    pthread_mutex_lock(&server->mutex);
-    redisReply *reply = NULL;
-    if (connect_server(redis, server))
-        reply = command_on(server, argc, argv, lengths);
-    pthread_mutex_unlock(&server->mutex);
-    sigpipe_restore(&guard);
-    return reply;
+    return zc_redis_command(server_for(redis, key), argc, argv, lengths);
+}
+
+static void log_failure(const zc_redis_connection *server, const char *what, const char *detail)
+{
+    zc_log_info("remote %s: %s: %s", zc_redis_connection_name(server), what, detail);
 }
 
 /* An error reply: the server answered and refused (OOM, WRONGTYPE, ...). */
@@ -435,10 +293,8 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
 static void redis_close(zc_storage *storage)
 {
     redis_storage *redis = (redis_storage *)storage;
-    for (size_t i = 0; i < redis->server_count; i++) {
-        drop_connection(&redis->servers[i]);
-        pthread_mutex_destroy(&redis->servers[i].mutex);
-    }
+    for (size_t i = 0; i < redis->server_count; i++)
+        zc_redis_connection_free(redis->servers[i]);
     free(redis->servers);
     free(redis);
 }
@@ -452,25 +308,27 @@ static const zc_storage_ops redis_ops = {
     .close = redis_close,
 };
 
-zc_status zc_storage_redis_open(const zc_remote_spec *spec, zc_storage **out)
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out)
 {
     if (spec == NULL || spec->kind == ZC_REMOTE_FILE || spec->server_count == 0 || out == NULL)
         return ZC_ERR_INVALID_ARG;
     redis_storage *redis = calloc(1, sizeof *redis);
-    redis_server *servers = calloc(spec->server_count, sizeof *servers);
+    zc_redis_connection **servers = calloc(spec->server_count, sizeof *servers);
     if (redis == NULL || servers == NULL) {
         free(redis);
         free(servers);
         return ZC_ERR_NOMEM;
     }
-    for (size_t i = 0; i < spec->server_count; i++) {
-        servers[i].spec = spec->servers[i];
-        pthread_mutex_init(&servers[i].mutex, NULL);
-    }
     redis->servers = servers;
-    redis->server_count = spec->server_count;
-    redis->connect_timeout = timeval_of_ms(spec->connect_timeout_ms);
-    redis->timeout = timeval_of_ms(spec->timeout_ms);
+    zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms, max_value};
+    for (; redis->server_count < spec->server_count; redis->server_count++) {
+        servers[redis->server_count] =
+            zc_redis_connection_new(&spec->servers[redis->server_count], &limits);
+        if (servers[redis->server_count] == NULL) {
+            redis_close(&redis->base);
+            return ZC_ERR_NOMEM;
+        }
+    }
     snprintf(redis->name, sizeof redis->name, "%s", spec->name);
     redis->base =
         (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};

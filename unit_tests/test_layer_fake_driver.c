@@ -197,8 +197,7 @@ static void lookup_codes(ze_module_handle_t module, ze_result_t codes[8])
  * export every symbol: failed lookups answer as the compile's would. */
 Test(layer, hits_answer_lookups_as_the_compile_does)
 {
-    static const char *const flags[] = {NULL, "-library-compilation",
-                                        "-ze-take-global-address",
+    static const char *const flags[] = {NULL, "-library-compilation", "-ze-take-global-address",
                                         "-O2 -library-compilation -ze-take-global-address"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         ze_module_handle_t compiled = create_ok(0, flags[i]);
@@ -208,8 +207,7 @@ Test(layer, hits_answer_lookups_as_the_compile_does)
         lookup_codes(hit, got);
         for (int n = 0; n < 8; n++)
             cr_assert_eq(got[n], expected[n], "flags %s, lookup %d: 0x%x, not 0x%x",
-                         flags[i] ? flags[i] : "NULL", n, (unsigned)got[n],
-                         (unsigned)expected[n]);
+                         flags[i] ? flags[i] : "NULL", n, (unsigned)got[n], (unsigned)expected[n]);
         destroy(hit);
         destroy(compiled);
     }

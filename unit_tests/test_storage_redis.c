@@ -30,7 +30,7 @@ static zc_storage *open_url(const char *url)
     char reason[256] = "";
     cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
     zc_storage *storage = NULL;
-    cr_assert_eq(zc_storage_redis_open(&spec, &storage), ZC_OK);
+    cr_assert_eq(zc_storage_redis_open(&spec, 1 << 20, &storage), ZC_OK);
     zc_remote_spec_free(&spec);
     return storage;
 }

@@ -1662,8 +1662,8 @@ Test(tool, config_shows_values_and_where_they_came_from)
 Test(tool, config_says_the_drivers_cache_is_off_and_counts_its_entries)
 {
     cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);
-    cr_assert_not_null(line_starting(run.out, "driver's own cache: off while the layer runs"),
-                       "%s", run.out);
+    cr_assert_not_null(line_starting(run.out, "driver's own cache: off while the layer runs"), "%s",
+                       run.out);
     cr_assert_null(strstr(run.out, "driver's own entries"), "%s", run.out);
     add_driver_entry();
     cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);

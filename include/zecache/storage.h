@@ -75,7 +75,9 @@ void zc_storage_close(zc_storage *storage); /* NULL is accepted */
 /* The backends' constructors (zc_storage_open picks one). */
 zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
                                const zc_fs_ops *ops, zc_storage **out);
-zc_status zc_storage_redis_open(const zc_remote_spec *spec, zc_storage **out);
+/* max_value: the largest value a get accepts; a larger reply is refused as
+ * soon as its size is announced. */
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out);
 
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>. */

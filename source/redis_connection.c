@@ -1,0 +1,423 @@
+/* See redis_connection.h. hiredis parses and builds the protocol; the
+ * socket is this file's: connected without blocking (the name looked up with
+ * getaddrinfo_a), handed to hiredis with redisConnectFd and left
+ * non-blocking, so that hiredis's reads and writes return at once and every
+ * wait is a poll() against the command's deadline. */
+#include "redis_connection.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "monotonic_clock.h"
+#include "zecache/log.h"
+
+/* A connection keeps a read buffer up to this size between replies (hiredis
+ * would free it after every reply above 16 KiB, and grow a new one page by
+ * page for the next large entry), never more. */
+#define KEPT_BUFFER_MAX ((size_t)16 << 20)
+
+struct zc_redis_connection {
+    zc_remote_server server;
+    zc_redis_limits limits;
+    redisContext *context; /* NULL: not connected */
+    pid_t owner;           /* the process that connected it */
+    pthread_mutex_t mutex;
+};
+
+typedef struct failure {
+    char text[160];
+} failure;
+
+static bool failed(failure *why, const char *format, const char *detail)
+{
+    snprintf(why->text, sizeof why->text, format, detail);
+    return false;
+}
+
+/* ---- deadlines ---- */
+
+static uint64_t deadline_after_ms(uint64_t start_ns, uint64_t ms)
+{
+    return start_ns + ms * UINT64_C(1000000);
+}
+
+/* Milliseconds left, rounded up; 0 once the deadline has passed. */
+static int remaining_ms(uint64_t deadline_ns)
+{
+    uint64_t now = zc_monotonic_ns();
+    if (now >= deadline_ns)
+        return 0;
+    uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+    return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* Until fd is ready for events (or in error, which the next call reports),
+ * or the deadline. */
+static bool wait_for(int fd, short events, uint64_t deadline_ns)
+{
+    for (;;) {
+        int ms = remaining_ms(deadline_ns);
+        if (ms == 0)
+            return false;
+        struct pollfd ready = {.fd = fd, .events = events};
+        int count = poll(&ready, 1, ms);
+        if (count > 0)
+            return true;
+        if (count < 0 && errno != EINTR)
+            return false;
+    }
+}
+
+/* ---- SIGPIPE ---- */
+
+/* hiredis writes with write(): a server that closed the connection would
+ * raise SIGPIPE, whose default kills the application. It is blocked in this
+ * thread around every command, and one raised meanwhile is consumed. */
+typedef struct sigpipe_guard {
+    sigset_t old_mask;
+    bool was_pending;
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *guard)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    guard->was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &guard->old_mask);
+}
+
+static void sigpipe_restore(sigpipe_guard *guard)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    if (!guard->was_pending && sigismember(&pending, SIGPIPE) == 1) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &guard->old_mask, NULL);
+}
+
+/* ---- connecting ---- */
+
+/* Non-blocking connect to one address, waited for until the deadline. */
+static int connect_address(const struct sockaddr *address, socklen_t length, uint64_t deadline_ns)
+{
+    int fd = socket(address->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int error = 0;
+    socklen_t error_length = sizeof error;
+    if (connect(fd, address, length) == 0 ||
+        (errno == EINPROGRESS && wait_for(fd, POLLOUT, deadline_ns) &&
+         getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length) == 0 && error == 0))
+        return fd;
+    if (error != 0)
+        errno = error;
+    else if (remaining_ms(deadline_ns) == 0)
+        errno = ETIMEDOUT;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+}
+
+/* The lookup, bounded: a request not done by the deadline is cancelled, or
+ * left to glibc's resolver thread, which still writes into it (so it is on
+ * the heap, and then never freed). */
+typedef struct lookup {
+    struct gaicb request;
+    struct addrinfo hints;
+    char host[sizeof(((zc_remote_server *)0)->host)], service[8];
+} lookup;
+
+static struct addrinfo *look_up(const char *host, unsigned port, uint64_t deadline_ns, failure *why)
+{
+    lookup *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) {
+        failed(why, "%s", "out of memory");
+        return NULL;
+    }
+    snprintf(pending->host, sizeof pending->host, "%s", host);
+    snprintf(pending->service, sizeof pending->service, "%u", port);
+    pending->hints = (struct addrinfo){.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    pending->request = (struct gaicb){
+        .ar_name = pending->host, .ar_service = pending->service, .ar_request = &pending->hints};
+    struct gaicb *list[] = {&pending->request};
+    if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) != 0) {
+        free(pending);
+        failed(why, "%s", "cannot start the name lookup");
+        return NULL;
+    }
+    int status;
+    while ((status = gai_error(&pending->request)) == EAI_INPROGRESS) {
+        int ms = remaining_ms(deadline_ns);
+        if (ms == 0)
+            break;
+        struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000};
+        gai_suspend((const struct gaicb *const *)list, 1, &pause);
+    }
+    if (status == EAI_INPROGRESS && gai_cancel(&pending->request) != EAI_CANCELED) {
+        failed(why, "%s", "name lookup timed out");
+        return NULL; /* still running: pending stays allocated */
+    }
+    struct addrinfo *found = status == 0 ? pending->request.ar_result : NULL;
+    if (status != 0)
+        failed(why, "name lookup: %s",
+               status == EAI_INPROGRESS || status == EAI_CANCELED ? "timed out"
+                                                                  : gai_strerror(status));
+    free(pending);
+    return found;
+}
+
+static int connect_tcp(const zc_remote_server *server, uint64_t deadline_ns, failure *why)
+{
+    struct addrinfo *addresses = look_up(server->host, server->port, deadline_ns, why);
+    int fd = -1;
+    for (struct addrinfo *at = addresses; at != NULL && fd < 0; at = at->ai_next)
+        fd = connect_address(at->ai_addr, at->ai_addrlen, deadline_ns);
+    if (addresses != NULL && fd < 0)
+        failed(why, "connect: %s", strerror(errno));
+    freeaddrinfo(addresses);
+    if (fd >= 0)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+    return fd;
+}
+
+static int connect_unix(const zc_remote_server *server, uint64_t deadline_ns, failure *why)
+{
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if (strlen(server->path) >= sizeof address.sun_path) {
+        failed(why, "%s", "socket path too long");
+        return -1;
+    }
+    memcpy(address.sun_path, server->path, strlen(server->path) + 1);
+    int fd = connect_address((const struct sockaddr *)&address, sizeof address, deadline_ns);
+    if (fd < 0)
+        failed(why, "connect: %s", strerror(errno));
+    return fd;
+}
+
+/* ---- one command on a connected context ---- */
+
+/* Whether the reply being received can still be one the caller accepts: its
+ * announced size (a bulk string's "$<length>"), or else the bytes already
+ * buffered, within max_reply. */
+static bool reply_within_limit(const redisReader *reader, size_t max_reply, failure *why)
+{
+    size_t buffered = reader->len - reader->pos;
+    const char *start = reader->buf + reader->pos;
+    if (buffered > 1 && start[0] == '$' && memchr(start, '\n', buffered) != NULL) {
+        long long announced = strtoll(start + 1, NULL, 10);
+        if (announced > 0 && (unsigned long long)announced > max_reply)
+            return failed(why, "%s", "the reply is larger than any valid entry: refused");
+    }
+    if (buffered > max_reply + 64)
+        return failed(why, "%s", "the reply is larger than any valid entry: refused");
+    return true;
+}
+
+static redisReply *exchange(redisContext *context, size_t max_reply, int argc, const char **argv,
+                            const size_t *lengths, uint64_t deadline_ns, failure *why)
+{
+    if (redisAppendCommandArgv(context, argc, argv, lengths) != REDIS_OK) {
+        failed(why, "%s", context->errstr);
+        return NULL;
+    }
+    for (int done = 0; !done;) {
+        if (redisBufferWrite(context, &done) != REDIS_OK) {
+            failed(why, "send: %s", context->errstr);
+            return NULL;
+        }
+        if (!done && !wait_for(context->fd, POLLOUT, deadline_ns)) {
+            failed(why, "%s", "timed out sending");
+            return NULL;
+        }
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisGetReplyFromReader(context, &reply) != REDIS_OK) {
+            failed(why, "bad reply: %s", context->errstr);
+            return NULL;
+        }
+        if (reply != NULL)
+            return reply;
+        if (!reply_within_limit(context->reader, max_reply, why))
+            return NULL;
+        if (!wait_for(context->fd, POLLIN, deadline_ns)) {
+            failed(why, "%s", "timed out waiting for the reply");
+            return NULL;
+        }
+        if (redisBufferRead(context) != REDIS_OK) {
+            failed(why, "receive: %s", context->errstr);
+            return NULL;
+        }
+    }
+}
+
+/* A command whose reply only says yes or no. */
+static bool accepted(redisContext *context, int argc, const char **argv, uint64_t deadline_ns,
+                     failure *why)
+{
+    redisReply *reply = exchange(context, 4096, argc, argv, NULL, deadline_ns, why);
+    if (reply == NULL)
+        return false;
+    bool ok = reply->type != REDIS_REPLY_ERROR;
+    if (!ok)
+        failed(why, "%s", reply->str != NULL ? reply->str : "refused");
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* AUTH and SELECT on a new connection. */
+static bool prepare(redisContext *context, const zc_remote_server *server, uint64_t deadline_ns,
+                    failure *why)
+{
+    if (server->password[0] != '\0') {
+        bool with_user = server->user[0] != '\0';
+        const char *argv[] = {"AUTH", with_user ? server->user : server->password,
+                              server->password};
+        if (!accepted(context, with_user ? 3 : 2, argv, deadline_ns, why))
+            return false;
+    }
+    char db[16];
+    snprintf(db, sizeof db, "%u", server->db);
+    return server->db == 0 ||
+           accepted(context, 2, (const char *[]){"SELECT", db}, deadline_ns, why);
+}
+
+static void drop(zc_redis_connection *connection)
+{
+    if (connection->context != NULL)
+        redisFree(connection->context); /* closes the socket */
+    connection->context = NULL;
+}
+
+static bool connect_now(zc_redis_connection *connection, uint64_t deadline_ns, failure *why)
+{
+    /* A child of fork shares the parent's socket: its replies are not ours.
+     * The child closes its copy and connects on its own. */
+    if (connection->context != NULL && connection->owner != getpid())
+        drop(connection);
+    if (connection->context != NULL)
+        return true;
+    const zc_remote_server *server = &connection->server;
+    int fd = server->path[0] != '\0' ? connect_unix(server, deadline_ns, why)
+                                     : connect_tcp(server, deadline_ns, why);
+    if (fd < 0)
+        return false;
+    redisContext *context = redisConnectFd(fd);
+    if (context == NULL || context->err != 0) {
+        failed(why, "%s", context != NULL ? context->errstr : "out of memory");
+        if (context != NULL)
+            redisFree(context);
+        else
+            close(fd);
+        return false;
+    }
+    context->flags &= ~REDIS_BLOCK; /* hiredis's reads and writes return at once */
+    size_t limit = connection->limits.max_reply;
+    context->reader->maxbuf = limit < KEPT_BUFFER_MAX ? limit : KEPT_BUFFER_MAX;
+    connection->context = context;
+    connection->owner = getpid();
+    if (!prepare(context, server, deadline_ns, why)) {
+        drop(connection);
+        return false;
+    }
+    return true;
+}
+
+/* The connection's mutex, waited for until the deadline. */
+static bool lock_until(zc_redis_connection *connection, uint64_t deadline_ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int ms = remaining_ms(deadline_ns);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    return pthread_mutex_timedlock(&connection->mutex, &until) == 0;
+}
+
+redisReply *zc_redis_command(zc_redis_connection *connection, int argc, const char **argv,
+                             const size_t *lengths)
+{
+    uint64_t start = zc_monotonic_ns();
+    const zc_redis_limits *limits = &connection->limits;
+    uint64_t deadline =
+        deadline_after_ms(start, (uint64_t)limits->connect_timeout_ms + limits->timeout_ms);
+    failure why = {""};
+    if (!lock_until(connection, deadline)) {
+        zc_log_info("remote %s: %s: another thread's command on this server did not end in time",
+                    connection->server.name, argv[0]);
+        return NULL;
+    }
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    redisReply *reply = NULL;
+    const char *step = "cannot connect";
+    uint64_t connect_deadline = deadline_after_ms(zc_monotonic_ns(), limits->connect_timeout_ms);
+    if (connect_now(connection, connect_deadline < deadline ? connect_deadline : deadline, &why)) {
+        step = argv[0];
+        reply =
+            exchange(connection->context, limits->max_reply, argc, argv, lengths, deadline, &why);
+        if (reply == NULL)
+            drop(connection);
+    }
+    sigpipe_restore(&guard);
+    pthread_mutex_unlock(&connection->mutex);
+    if (reply == NULL)
+        zc_log_info("remote %s: %s: %s", connection->server.name, step, why.text);
+    return reply;
+}
+
+zc_redis_connection *zc_redis_connection_new(const zc_remote_server *server,
+                                             const zc_redis_limits *limits)
+{
+    zc_redis_connection *connection = calloc(1, sizeof *connection);
+    if (connection == NULL)
+        return NULL;
+    connection->server = *server;
+    connection->limits = *limits;
+    if (pthread_mutex_init(&connection->mutex, NULL) != 0) {
+        free(connection);
+        return NULL;
+    }
+    return connection;
+}
+
+void zc_redis_connection_free(zc_redis_connection *connection)
+{
+    if (connection == NULL)
+        return;
+    drop(connection);
+    pthread_mutex_destroy(&connection->mutex);
+    free(connection);
+}
+
+const char *zc_redis_connection_name(const zc_redis_connection *connection)
+{
+    return connection->server.name;
+}
