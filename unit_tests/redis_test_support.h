@@ -58,14 +58,10 @@ static inline bool t_redis_answers(const t_redis *redis)
     return ok;
 }
 
-/* Starts redis-server with extra "--name value" arguments (NULL-terminated
- * list, may be empty) and waits until it answers. */
-static inline void t_redis_start(t_redis *redis, const char *const *extra)
+/* Starts redis-server in redis->dir, on redis->socket and redis->port,
+ * and waits until it answers. */
+static inline void t_redis_launch(t_redis *redis, const char *const *extra)
 {
-    snprintf(redis->dir, sizeof redis->dir, "/tmp/zc_redis_XXXXXX");
-    cr_assert_not_null(mkdtemp(redis->dir));
-    snprintf(redis->socket, sizeof redis->socket, "%s/redis.sock", redis->dir);
-    redis->port = t_free_tcp_port();
     char port[16];
     snprintf(port, sizeof port, "%u", redis->port);
     const char *argv[64] = {"redis-server",
@@ -110,6 +106,25 @@ static inline void t_redis_start(t_redis *redis, const char *const *extra)
         nanosleep(&pause, NULL);
     }
     cr_assert(t_redis_answers(redis), "redis-server did not come up");
+}
+
+/* Starts redis-server with extra "--name value" arguments (NULL-terminated
+ * list, may be empty) in a new directory and waits until it answers. */
+static inline void t_redis_start(t_redis *redis, const char *const *extra)
+{
+    snprintf(redis->dir, sizeof redis->dir, "/tmp/zc_redis_XXXXXX");
+    cr_assert_not_null(mkdtemp(redis->dir));
+    snprintf(redis->socket, sizeof redis->socket, "%s/redis.sock", redis->dir);
+    redis->port = t_free_tcp_port();
+    t_redis_launch(redis, extra);
+}
+
+/* Kills the server and starts a new one in its place, empty. */
+static inline void t_redis_restart(t_redis *redis, const char *const *extra)
+{
+    kill(redis->pid, SIGKILL);
+    waitpid(redis->pid, NULL, 0);
+    t_redis_launch(redis, extra);
 }
 
 static inline void t_redis_stop(t_redis *redis)
