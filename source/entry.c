@@ -176,18 +176,23 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
         return zc_explain(ZC_MISS, reason, reason_size, "header checksum mismatch");
     uint32_t flags = zc_get_le32(bytes + OFFSET_FLAGS);
     uint32_t reserved = zc_get_le32(bytes + OFFSET_RESERVED);
-    if (flags != 0 || reserved != 0)
+    if ((flags & ~ZC_ENTRY_FLAG_SIGNED) != 0 || reserved != 0)
         return zc_explain(ZC_MISS, reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags,
                           reserved);
+    size_t signature = (flags & ZC_ENTRY_FLAG_SIGNED) != 0 ? ZC_ENTRY_SIGNATURE_SIZE : 0;
+    if (size < ZC_ENTRY_HEADER_SIZE + signature ||
+        (signature != 0 && memcmp(bytes + size - signature, ZC_ENTRY_SIGNATURE_MAGIC, 8) != 0))
+        return zc_explain(ZC_MISS, reason, reason_size, "signed, but no signature at the end");
     if (!text_field_valid(bytes + OFFSET_DEVICE_NAME, sizeof header->meta.device_name) ||
         !text_field_valid(bytes + OFFSET_DRIVER_VERSION, sizeof header->meta.driver_version))
         return zc_explain(ZC_MISS, reason, reason_size,
                           "device name or driver version not NUL-padded");
     uint64_t compressed_size = zc_get_le64(bytes + OFFSET_COMPRESSED_SIZE);
-    if (compressed_size != size - ZC_ENTRY_HEADER_SIZE)
+    if (compressed_size != size - ZC_ENTRY_HEADER_SIZE - signature)
         return zc_explain(ZC_MISS, reason, reason_size,
                           "compressed size %llu but %zu bytes follow the header",
-                          (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE);
+                          (unsigned long long)compressed_size,
+                          size - ZC_ENTRY_HEADER_SIZE - signature);
 
     if (header != NULL) {
         memset(header, 0, sizeof *header);
@@ -360,5 +365,11 @@ uint64_t zc_entry_size_bound(uint64_t max_payload)
 {
     if (max_payload == 0 || max_payload > ZC_ENTRY_MAX_PAYLOAD)
         max_payload = ZC_ENTRY_MAX_PAYLOAD;
-    return ZC_ENTRY_HEADER_SIZE + ZSTD_COMPRESSBOUND(max_payload);
+    return ZC_ENTRY_HEADER_SIZE + ZSTD_COMPRESSBOUND(max_payload) + ZC_ENTRY_SIGNATURE_SIZE;
+}
+
+bool zc_entry_set_signed(uint8_t *entry)
+{
+    zc_put_le32(entry + OFFSET_FLAGS, zc_get_le32(entry + OFFSET_FLAGS) | ZC_ENTRY_FLAG_SIGNED);
+    return header_checksum(entry, entry + OFFSET_CHECKSUM);
 }

@@ -142,11 +142,10 @@ static bool verify_value(zc_remote *remote, remote_storage *slot, const zc_key *
                          zc_artifact **artifact, size_t *entry_size)
 {
     char reason[256] = "";
-    zc_status status =
-        zc_remote_tag_check(remote->secret, value, size, entry_size, reason, sizeof reason);
+    *entry_size = size; /* a signature is part of the entry */
+    zc_status status = zc_remote_tag_check(remote->secret, value, size, reason, sizeof reason);
     if (status == ZC_OK)
-        status =
-            zc_entry_decode(value, *entry_size, key, max_payload, artifact, reason, sizeof reason);
+        status = zc_entry_decode(value, size, key, max_payload, artifact, reason, sizeof reason);
     if (status == ZC_OK)
         return true;
     char hex[ZC_KEY_HEX_SIZE];
@@ -174,7 +173,7 @@ zc_status zc_remote_load(zc_remote *remote, const zc_key *key, uint64_t max_payl
             continue;
         if (verify_value(remote, slot, key, max_payload, value, size, artifact, entry_size)) {
             count(&remote->counters->remote_hits);
-            *entry = value; /* the tag, if any, lies beyond entry_size */
+            *entry = value;
             return ZC_OK;
         }
         *rejects |= (zc_remote_rejects)1 << i;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "zecache/entry.h"
 #include "zecache/sha256.h"
 
 enum { HMAC_BLOCK = 64 };
@@ -92,24 +93,22 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
 zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
                                size_t entry_size, uint8_t **value, size_t *value_size)
 {
-    uint8_t *buffer = malloc(entry_size + ZC_REMOTE_TAG_TRAILER_SIZE);
+    if (entry_size < ZC_ENTRY_HEADER_SIZE)
+        return ZC_ERR_INVALID_ARG;
+    size_t signed_size = entry_size + ZC_REMOTE_TAG_TRAILER_SIZE;
+    uint8_t *buffer = malloc(signed_size);
     if (buffer == NULL)
         return ZC_ERR_NOMEM;
     memcpy(buffer, entry, entry_size);
     memcpy(buffer + entry_size, ZC_REMOTE_TAG_MAGIC, 8);
-    if (!zc_hmac_sha256(secret->bytes, secret->size, entry, entry_size, buffer + entry_size + 8)) {
+    if (!zc_entry_set_signed(buffer) ||
+        !zc_hmac_sha256(secret->bytes, secret->size, buffer, entry_size, buffer + entry_size + 8)) {
         free(buffer);
         return ZC_ERR_NOMEM;
     }
     *value = buffer;
-    *value_size = entry_size + ZC_REMOTE_TAG_TRAILER_SIZE;
+    *value_size = signed_size;
     return ZC_OK;
-}
-
-static bool has_trailer(const uint8_t *value, size_t size)
-{
-    return size > ZC_REMOTE_TAG_TRAILER_SIZE &&
-           memcmp(value + size - ZC_REMOTE_TAG_TRAILER_SIZE, ZC_REMOTE_TAG_MAGIC, 8) == 0;
 }
 
 /* Compares all bytes whatever the first difference: no timing hint. */
@@ -122,23 +121,25 @@ static bool same_tag(const uint8_t *a, const uint8_t *b)
 }
 
 zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,
-                              size_t *entry_size, char *reason, size_t reason_size)
+                              char *reason, size_t reason_size)
 {
-    bool trailer = has_trailer(value, size);
-    *entry_size = trailer ? size - ZC_REMOTE_TAG_TRAILER_SIZE : size;
     if (secret == NULL)
         return ZC_OK;
-    if (!trailer) {
+    zc_entry_header header;
+    if (zc_entry_read_header(value, size, &header, reason, reason_size) != ZC_OK)
+        return ZC_MISS;
+    if ((header.flags & ZC_ENTRY_FLAG_SIGNED) == 0) {
         snprintf(reason, reason_size, "not signed");
         return ZC_MISS;
     }
+    size_t signed_bytes = size - ZC_REMOTE_TAG_TRAILER_SIZE;
     uint8_t expected[ZC_REMOTE_TAG_SIZE];
-    if (!zc_hmac_sha256(secret->bytes, secret->size, value, *entry_size, expected)) {
+    if (!zc_hmac_sha256(secret->bytes, secret->size, value, signed_bytes, expected)) {
         snprintf(reason, reason_size, "cannot compute the tag");
         return ZC_MISS;
     }
     if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
-        snprintf(reason, reason_size, "wrong tag: signed with another secret, or altered");
+        snprintf(reason, reason_size, "signed with another secret, or altered");
         return ZC_MISS;
     }
     return ZC_OK;

@@ -206,9 +206,15 @@ Test(entry, wrong_key_is_a_miss)
 Test(entry, unknown_flags_or_reserved_bits_are_a_miss)
 {
     encoded e = encode(100, 11);
-    zc_put_le32(e.bytes + T_OFFSET_FLAGS, 1);
+    zc_put_le32(e.bytes + T_OFFSET_FLAGS, 2); /* bit 0 is ZC_ENTRY_FLAG_SIGNED */
     t_resign_header(e.bytes);
     assert_miss(e.bytes, e.size, &e.key, 0, "flags");
+    release(&e);
+    /* Flagged as signed without a signature after the frame. */
+    e = encode(100, 11);
+    zc_put_le32(e.bytes + T_OFFSET_FLAGS, ZC_ENTRY_FLAG_SIGNED);
+    t_resign_header(e.bytes);
+    assert_miss(e.bytes, e.size, &e.key, 0, "no signature");
     release(&e);
     e = encode(100, 11);
     zc_put_le32(e.bytes + T_OFFSET_RESERVED, 0x80000000u);

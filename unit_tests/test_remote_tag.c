@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk_test_support.h"
 #include "test_support.h"
+#include "zecache/entry.h"
 #include "zecache/remote_tag.h"
 
 static void secret_of(const char *text, zc_remote_secret *secret)
@@ -42,49 +44,52 @@ Test(remote_tag, hmac_matches_openssl)
     }
 }
 
+/* A signed value is an entry in the one entry format: flagged, with its
+ * signature after the frame. It checks only with its secret, and decodes as
+ * any entry, for readers with or without the secret. */
 Test(remote_tag, signed_value_checks_only_with_its_secret)
 {
     zc_remote_secret secret, other;
     secret_of("0123456789abcdef-one", &secret);
     secret_of("0123456789abcdef-two", &other);
-    const uint8_t entry[] = "pretend this is an entry of some bytes";
-    uint8_t *value;
-    size_t value_size, entry_size;
+    zc_key key = t_key(11);
+    zc_artifact *artifact = t_artifact(3000, 11), *decoded = NULL;
+    uint8_t *entry, *value;
+    size_t entry_size, value_size;
     char reason[128];
-    cr_assert_eq(zc_remote_tag_append(&secret, entry, sizeof entry, &value, &value_size), ZC_OK);
-    cr_assert_eq(value_size, sizeof entry + ZC_REMOTE_TAG_TRAILER_SIZE);
-    cr_assert_eq(
-        zc_remote_tag_check(&secret, value, value_size, &entry_size, reason, sizeof reason), ZC_OK);
-    cr_assert_eq(entry_size, sizeof entry);
-    /* Without a secret the trailer is cut off unchecked. */
-    cr_assert_eq(zc_remote_tag_check(NULL, value, value_size, &entry_size, reason, sizeof reason),
-                 ZC_OK);
-    cr_assert_eq(entry_size, sizeof entry);
-    cr_assert_eq(zc_remote_tag_check(&other, value, value_size, &entry_size, reason, sizeof reason),
-                 ZC_MISS);
-    cr_assert_not_null(strstr(reason, "wrong tag"));
-    /* Every single-byte change anywhere: refused. */
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
+    cr_assert_eq(zc_remote_tag_append(&secret, entry, entry_size, &value, &value_size), ZC_OK);
+    cr_assert_eq(value_size, entry_size + ZC_REMOTE_TAG_TRAILER_SIZE);
+    zc_entry_header header;
+    cr_assert_eq(zc_entry_read_header(value, value_size, &header, reason, sizeof reason), ZC_OK,
+                 "%s", reason);
+    cr_assert_eq(header.flags, ZC_ENTRY_FLAG_SIGNED);
+    cr_assert_eq(zc_remote_tag_check(&secret, value, value_size, reason, sizeof reason), ZC_OK);
+    cr_assert_eq(zc_entry_decode(value, value_size, &key, 0, &decoded, reason, sizeof reason),
+                 ZC_OK, "%s", reason);
+    t_assert_same_artifact(decoded, artifact);
+    zc_artifact_unref(decoded);
+    cr_assert_eq(zc_remote_tag_check(NULL, value, value_size, reason, sizeof reason), ZC_OK);
+    cr_assert_eq(zc_remote_tag_check(&other, value, value_size, reason, sizeof reason), ZC_MISS);
+    cr_assert_not_null(strstr(reason, "another secret"), "%s", reason);
+    /* Every single-byte change anywhere: refused with the secret. */
     for (size_t i = 0; i < value_size; i++) {
         value[i] ^= 0x01;
-        zc_status status =
-            zc_remote_tag_check(&secret, value, value_size, &entry_size, reason, sizeof reason);
+        zc_status status = zc_remote_tag_check(&secret, value, value_size, reason, sizeof reason);
         value[i] ^= 0x01;
         cr_assert_eq(status, ZC_MISS, "byte %zu flipped and still accepted", i);
     }
     /* Truncated by any amount: refused. */
     for (size_t cut = 1; cut < value_size; cut++)
-        cr_assert_eq(zc_remote_tag_check(&secret, value, value_size - cut, &entry_size, reason,
-                                         sizeof reason),
+        cr_assert_eq(zc_remote_tag_check(&secret, value, value_size - cut, reason, sizeof reason),
                      ZC_MISS, "cut by %zu and still accepted", cut);
-    /* An unsigned value: refused with a secret, whole without one. */
-    cr_assert_eq(
-        zc_remote_tag_check(&secret, entry, sizeof entry, &entry_size, reason, sizeof reason),
-        ZC_MISS);
+    /* An unsigned entry: refused with a secret, accepted without one. */
+    cr_assert_eq(zc_remote_tag_check(&secret, entry, entry_size, reason, sizeof reason), ZC_MISS);
     cr_assert_not_null(strstr(reason, "not signed"));
-    cr_assert_eq(zc_remote_tag_check(NULL, entry, sizeof entry, &entry_size, reason, sizeof reason),
-                 ZC_OK);
-    cr_assert_eq(entry_size, sizeof entry);
+    cr_assert_eq(zc_remote_tag_check(NULL, entry, entry_size, reason, sizeof reason), ZC_OK);
     free(value);
+    free(entry);
+    zc_artifact_unref(artifact);
 }
 
 Test(remote_tag, secret_file)

@@ -12,15 +12,23 @@
  *  64  compressed size (u64)       = file size - header size
  *  72  compile time, ns (u64)
  *  80  created, unix seconds (u64)
- *  88  flags (u32)                 must be 0 in this version
+ *  88  flags (u32)                 0, or ZC_ENTRY_FLAG_SIGNED
  *  92  reserved (u32)              must be 0
  *  96  device name                 64, NUL-padded
  * 160  driver version              32, NUL-padded
  * 192  header checksum             16: first 16 bytes of SHA-256 of bytes 0..191
+ *
+ * A signed entry (written for remote storages with a secret, remote_tag.h)
+ * has ZC_ENTRY_FLAG_SIGNED and ends, after the frame, with
+ * ZC_ENTRY_SIGNATURE_MAGIC and HMAC-SHA-256(secret, every byte before the
+ * magic): one format in every directory and storage. A reader without the
+ * secret verifies it as any entry, its signature unchecked; a reader with
+ * the secret checks the signature first.
  */
 #ifndef ZECACHE_ENTRY_H
 #define ZECACHE_ENTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +39,9 @@
 #define ZC_ENTRY_MAGIC "ZECACHE"
 #define ZC_ENTRY_FORMAT_VERSION 1u
 #define ZC_ENTRY_HEADER_SIZE 208u
+#define ZC_ENTRY_FLAG_SIGNED 1u
+#define ZC_ENTRY_SIGNATURE_MAGIC "ZCHMAC1" /* with its NUL: 8 bytes */
+#define ZC_ENTRY_SIGNATURE_SIZE (8u + 32u)
 /* No entry holds more than this (binary + log), whatever its header says, so a
  * corrupt or hostile header cannot make a load allocate without bound. */
 #define ZC_ENTRY_MAX_PAYLOAD (UINT64_C(1) << 30)
@@ -62,6 +73,10 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
 zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
                           uint64_t max_payload, zc_artifact **out, char *reason,
                           size_t reason_size);
+
+/* Sets ZC_ENTRY_FLAG_SIGNED (and the header checksum) in an encoded entry
+ * of at least a header's size; the caller appends the signature. */
+bool zc_entry_set_signed(uint8_t *entry);
 
 /* The size of the largest entry whose payload is at most max_payload (0: the
  * format's ZC_ENTRY_MAX_PAYLOAD), however badly it compresses: what a reader

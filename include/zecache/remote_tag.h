@@ -1,13 +1,14 @@
 /* Signed remote entries. With NEO_CACHE_REMOTE_SECRET_FILE set, every value
- * written to a remote storage is the entry followed by a trailer:
+ * written to a remote storage is a signed entry (entry.h): its header has
+ * ZC_ENTRY_FLAG_SIGNED, and after its frame come
  *
- *   "ZCHMAC1\0"                      8 bytes
- *   HMAC-SHA-256(secret, entry)      32 bytes
+ *   "ZCHMAC1\0"                                          8 bytes
+ *   HMAC-SHA-256(secret, every byte before "ZCHMAC1")    32 bytes
  *
- * and a value read from one is used only when its trailer is there and its
- * tag is right. The entry holds its key (entry.h), so a tag also binds the
- * value to its key. Without a secret a trailer, if any, is ignored and the
- * entry alone is verified. */
+ * and a value read from one is used only when it is signed and its tag is
+ * right. The entry holds its key, so a tag also binds the value to its key.
+ * A signed entry is a valid entry for every reader: one without the secret
+ * verifies it as any other, its signature unchecked. */
 #ifndef ZECACHE_REMOTE_TAG_H
 #define ZECACHE_REMOTE_TAG_H
 
@@ -15,11 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zecache/entry.h"
 #include "zecache/status.h"
 
-#define ZC_REMOTE_TAG_MAGIC "ZCHMAC1"
+#define ZC_REMOTE_TAG_MAGIC ZC_ENTRY_SIGNATURE_MAGIC
 #define ZC_REMOTE_TAG_SIZE 32
-#define ZC_REMOTE_TAG_TRAILER_SIZE (8 + ZC_REMOTE_TAG_SIZE)
+#define ZC_REMOTE_TAG_TRAILER_SIZE ZC_ENTRY_SIGNATURE_SIZE
 #define ZC_REMOTE_SECRET_MIN 16
 #define ZC_REMOTE_SECRET_MAX 4096
 
@@ -40,14 +42,14 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
 bool zc_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
                     uint8_t tag[ZC_REMOTE_TAG_SIZE]);
 
-/* entry followed by its trailer, in a new malloc'd buffer. */
+/* entry (unsigned, as zc_entry_encode makes it) signed: flagged, followed
+ * by its signature, in a new malloc'd buffer. */
 zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
                                size_t entry_size, uint8_t **value, size_t *value_size);
 
-/* How many of value's bytes are the entry. secret NULL: any trailer is cut
- * off unchecked. Otherwise ZC_MISS with the reason unless the trailer is
- * there and its tag matches. */
+/* secret NULL: ZC_OK (the entry is verified as any other). Otherwise ZC_MISS
+ * with the reason unless value is a signed entry whose tag matches. */
 zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,
-                              size_t *entry_size, char *reason, size_t reason_size);
+                              char *reason, size_t reason_size);
 
 #endif
