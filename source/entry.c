@@ -189,10 +189,9 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
                           "device name or driver version not NUL-padded");
     uint64_t compressed_size = zc_get_le64(bytes + OFFSET_COMPRESSED_SIZE);
     if (compressed_size != size - ZC_ENTRY_HEADER_SIZE - signature)
-        return zc_explain(ZC_MISS, reason, reason_size,
-                          "compressed size %llu but %zu bytes follow the header",
-                          (unsigned long long)compressed_size,
-                          size - ZC_ENTRY_HEADER_SIZE - signature);
+        return zc_explain(
+            ZC_MISS, reason, reason_size, "compressed size %llu but %zu bytes follow the header",
+            (unsigned long long)compressed_size, size - ZC_ENTRY_HEADER_SIZE - signature);
 
     if (header != NULL) {
         memset(header, 0, sizeof *header);

@@ -65,6 +65,8 @@ static void open_storages(const zc_config *config, const zc_fs_ops *ops, zc_remo
         return;
     for (size_t i = 0; i < spec_count; i++) {
         zc_storage *storage = NULL;
+        if (remote->secret != NULL)
+            zc_remote_key_namespace(remote->secret, specs[i].key_namespace);
         if (zc_storage_open(&specs[i], config, ops, &storage) != ZC_OK) {
             zc_log_info("remote %s: not usable, left out", specs[i].name);
             continue;

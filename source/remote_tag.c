@@ -144,3 +144,17 @@ zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *val
     }
     return ZC_OK;
 }
+
+void zc_remote_key_namespace(const zc_remote_secret *secret, char out[24])
+{
+    static const char label[] = "zecache key namespace";
+    uint8_t tag[ZC_REMOTE_TAG_SIZE];
+    out[0] = '\0';
+    if (!zc_hmac_sha256(secret->bytes, secret->size, label, sizeof label - 1, tag))
+        return;
+    out[0] = 's';
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 1 + 2 * i, 3, "%02x", tag[i]);
+    out[17] = ':';
+    out[18] = '\0';
+}

@@ -49,19 +49,23 @@ typedef struct redis_storage {
     size_t server_count;
     zc_redis_connection **servers;
     char name[sizeof(((zc_remote_spec *)0)->name)];
+    char key_namespace[sizeof(((zc_remote_spec *)0)->key_namespace)];
 } redis_storage;
 
 typedef struct redis_key {
-    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + ZC_KEY_HEX_SIZE];
-    char lock[sizeof ZC_REDIS_LOCK_PREFIX + ZC_KEY_HEX_SIZE];
+    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + 24 + ZC_KEY_HEX_SIZE];
+    char lock[sizeof ZC_REDIS_ENTRY_PREFIX + 24 + sizeof "lock:" + ZC_KEY_HEX_SIZE];
 } redis_key;
 
-static void redis_key_of(const zc_key *key, redis_key *names)
+/* zecache:v1:[<namespace>]<hex> and zecache:v1:[<namespace>]lock:<hex>. */
+static void redis_key_of(const redis_storage *redis, const zc_key *key, redis_key *names)
 {
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s", hex);
-    snprintf(names->lock, sizeof names->lock, ZC_REDIS_LOCK_PREFIX "%s", hex);
+    snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s%s", redis->key_namespace,
+             hex);
+    snprintf(names->lock, sizeof names->lock, ZC_REDIS_ENTRY_PREFIX "%slock:%s",
+             redis->key_namespace, hex);
 }
 
 /* ---- rendezvous hashing ---- */
@@ -123,7 +127,7 @@ static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **val
 {
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
-    redis_key_of(key, &names);
+    redis_key_of(redis, key, &names);
     redisReply *reply = run_command(redis, key, 2, (const char *[]){"GET", names.entry}, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
@@ -162,7 +166,7 @@ static zc_status redis_put(zc_storage *storage, const zc_key *key, const uint8_t
     (void)replace;
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
-    redis_key_of(key, &names);
+    redis_key_of(redis, key, &names);
     const char *argv[] = {"SET", names.entry, (const char *)value};
     size_t lengths[] = {3, strlen(names.entry), size};
     redisReply *reply = run_command(redis, key, 3, argv, lengths);
@@ -178,7 +182,7 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
 {
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
-    redis_key_of(key, &names);
+    redis_key_of(redis, key, &names);
     redisReply *reply = run_command(redis, key, 2, (const char *[]){"DEL", names.entry}, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
@@ -240,7 +244,7 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
     *result = ZC_STORAGE_GIVE_UP;
     make_token(claim->token);
     redis_key names;
-    redis_key_of(key, &names);
+    redis_key_of(redis, key, &names);
     uint64_t lock_ms = timeout_ms < MIN_LOCK_MS   ? MIN_LOCK_MS
                        : timeout_ms > MAX_LOCK_MS ? MAX_LOCK_MS
                                                   : timeout_ms;
@@ -277,7 +281,7 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     claim->held = false;
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
-    redis_key_of(key, &names);
+    redis_key_of(redis, key, &names);
     char mark_ms[16];
     snprintf(mark_ms, sizeof mark_ms, "%d", ZC_REDIS_FAILED_MARK_MS);
     const char *argv[] = {"EVAL",       release_script,     "1",    names.lock,
@@ -330,6 +334,7 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc
         }
     }
     snprintf(redis->name, sizeof redis->name, "%s", spec->name);
+    snprintf(redis->key_namespace, sizeof redis->key_namespace, "%s", spec->key_namespace);
     redis->base =
         (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
     *out = &redis->base;

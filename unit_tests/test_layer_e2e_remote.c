@@ -183,17 +183,22 @@ Test(e2e_remote, node_with_another_secret_takes_nothing)
     char one[PATH_MAX + 40], two[PATH_MAX + 40];
     write_secret("one", "the first secret of this test", one, sizeof one);
     write_secret("two", "the second secret of this test", two, sizeof two);
-    node *nodes = calloc(3, sizeof *nodes);
+    node *nodes = calloc(4, sizeof *nodes);
     make_node(&nodes[0], remote_setting, one, NULL);
     run_node(&nodes[0]);
     make_node(&nodes[1], remote_setting, one, NULL);
     run_node(&nodes[1]);
     assert_lookups(&nodes[1], 0, 1, 0);
+    /* Another secret: another namespace, a plain miss, nothing replaced. */
     make_node(&nodes[2], remote_setting, two, NULL);
     run_node(&nodes[2]);
-    assert_lookups(&nodes[2], 1, 0, 1);
+    assert_lookups(&nodes[2], 1, 0, 0);
+    make_node(&nodes[3], remote_setting, one, NULL);
+    run_node(&nodes[3]);
+    assert_lookups(&nodes[3], 0, 1, 0);
     assert_same_native(&nodes[0], &nodes[1]);
     assert_same_native(&nodes[0], &nodes[2]);
+    assert_same_native(&nodes[0], &nodes[3]);
     free(nodes);
 }
 

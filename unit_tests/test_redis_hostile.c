@@ -184,8 +184,7 @@ Test(hostile, the_cache_compiles_and_counts_what_the_server_did)
         stop_server(&server);
         cr_assert_eq(compile.calls, 1, "%s", modes[m]);
         cr_assert_eq(stats.misses, 1, "%s", modes[m]);
-        cr_assert_geq(stats.remote_errors + stats.remote_rejected, 1, "%s: not counted",
-                      modes[m]);
+        cr_assert_geq(stats.remote_errors + stats.remote_rejected, 1, "%s: not counted", modes[m]);
         cr_assert_eq(stats.remote_hits + stats.remote_stores, 0, "%s", modes[m]);
         /* Claim, get and store each within their deadlines. */
         cr_assert_leq(elapsed, 3 * (CONNECT_MS + TIMEOUT_MS) + MARGIN_MS, "%s: took %llu ms",

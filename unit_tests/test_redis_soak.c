@@ -68,8 +68,8 @@ static _Noreturn void run_worker(int number)
     snprintf(dir, sizeof dir, "%s/worker-%d", scratch, number);
     zc_config config = t_disk_config(dir, 1 << 26, 1);
     config.wait_timeout_ms = 300;
-    snprintf(config.remote, sizeof config.remote,
-             "redis+unix://%s|connect-timeout=200|timeout=200", server.socket);
+    snprintf(config.remote, sizeof config.remote, "redis+unix://%s|connect-timeout=200|timeout=200",
+             server.socket);
     zc_cache *cache = NULL;
     if (zc_cache_open(&config, NULL, &cache) != ZC_OK)
         _exit(4);

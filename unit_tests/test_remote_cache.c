@@ -14,6 +14,7 @@
 #include "zecache/cache.h"
 #include "zecache/entry.h"
 #include "zecache/remote.h"
+#include "zecache/remote_tag.h"
 
 enum { ARTIFACT_SIZE = 20000, KEYS = 5 };
 
@@ -248,19 +249,33 @@ Test(remote_cache, another_secret_takes_nothing, .init = setup, .fini = teardown
     zc_cache *signer = open_redis_node(one);
     fill_node(signer);
     zc_cache_close(signer);
-    /* Without a secret, signed values are checked for integrity only. */
-    zc_cache *unsigned_node = open_redis_node(NULL);
-    assert_all_remote_hits(unsigned_node);
-    zc_cache_close(unsigned_node);
     zc_cache *same = open_redis_node(one);
     assert_all_remote_hits(same);
     zc_cache_close(same);
+    /* Another secret, or none: another namespace of keys. Plain misses,
+     * nothing rejected, and the first team's entries are left alone. */
     zc_cache *other = open_redis_node(two);
-    assert_all_compiled_and_rejected(other); /* and replaces them, signed with its own */
+    fill_node(other);
+    cr_assert_eq(stats_of(other).remote_rejected, 0);
     zc_cache_close(other);
+    zc_cache *unsigned_node = open_redis_node(NULL);
+    fill_node(unsigned_node);
+    zc_cache_close(unsigned_node);
     zc_cache *back = open_redis_node(one);
-    assert_all_compiled_and_rejected(back);
+    assert_all_remote_hits(back);
     zc_cache_close(back);
+    /* The keys: three namespaces of KEYS entries each, named as documented. */
+    redisReply *keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:*"}, NULL);
+    cr_assert_eq(keys->elements, 3 * KEYS);
+    size_t namespaced = 0;
+    for (size_t i = 0; i < keys->elements; i++) {
+        const char *name = keys->element[i]->str;
+        size_t hex = strspn(name + 12, "0123456789abcdef");
+        namespaced += name[11] == 's' && hex == 16 && name[12 + hex] == ':' &&
+                      strspn(name + 29, "0123456789abcdef") == 64 && name[29 + 64] == '\0';
+    }
+    freeReplyObject(keys);
+    cr_assert_eq(namespaced, 2 * KEYS);
 }
 
 Test(remote_cache, unsigned_values_are_refused_with_a_secret, .init = setup, .fini = teardown)
@@ -268,7 +283,20 @@ Test(remote_cache, unsigned_values_are_refused_with_a_secret, .init = setup, .fi
     zc_cache *plain = open_redis_node(NULL);
     fill_node(plain);
     zc_cache_close(plain);
-    zc_cache *strict = open_redis_node("a secret that is long enough");
+    /* Unsigned values planted where the secret's nodes look. */
+    const char *text = "a secret that is long enough";
+    zc_remote_secret secret = {.size = strlen(text)};
+    memcpy(secret.bytes, text, secret.size);
+    char space[24];
+    zc_remote_key_namespace(&secret, space);
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        char name[128], planted[160];
+        value_name(&key, name);
+        snprintf(planted, sizeof planted, "zecache:v1:%s%s", space, name + strlen("zecache:v1:"));
+        freeReplyObject(t_redis_command(&server, 3, (const char *[]){"COPY", name, planted}, NULL));
+    }
+    zc_cache *strict = open_redis_node(text);
     assert_all_compiled_and_rejected(strict);
     zc_cache_close(strict);
 }
@@ -328,6 +356,33 @@ Test(remote_cache, file_storage_serves_hits_and_read_only_takes_nothing, .init =
     cr_assert_eq(stats_of(writer).remote_stores, 1);
     cr_assert_eq(count_entries(shared), KEYS + 1);
     zc_cache_close(writer);
+}
+
+/* A file:// storage written with a secret holds signed entries in the one
+ * entry format: used as a node's own cache directory (NEO_CACHE_DIR), every
+ * entry is a disk hit and none is removed as bad. */
+Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .fini = teardown)
+{
+    char shared[PATH_MAX], remote[PATH_MAX + 16];
+    snprintf(shared, sizeof shared, "%s/shared", scratch);
+    snprintf(remote, sizeof remote, "file://%s", shared);
+    zc_cache *signer = open_node(remote, "a secret that is long enough", 0);
+    fill_node(signer);
+    zc_cache_close(signer);
+    cr_assert_eq(count_entries(shared), KEYS);
+
+    zc_config config = t_disk_config(shared, ZC_DEFAULT_MAX_SIZE, 3);
+    zc_cache *local = NULL;
+    cr_assert_eq(zc_cache_open(&config, NULL, &local), ZC_OK);
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        cr_assert_eq(lookup(local, &key, &counter), ZC_LOOKUP_DISK_HIT, "key %llu",
+                     (unsigned long long)i);
+    }
+    cr_assert_eq(counter.calls, 0);
+    zc_cache_close(local);
+    cr_assert_eq(count_entries(shared), KEYS, "signed entries were removed as bad");
 }
 
 /* Every lookup still gives the right artifact; the storage is left alone

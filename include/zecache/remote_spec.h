@@ -56,6 +56,11 @@ typedef struct zc_remote_spec {
     size_t server_count; /* 1, or the number of shards */
     zc_remote_server *servers;
     char name[512]; /* the storage as written, password masked, for messages */
+    /* Not parsed: set by the remote tier before it opens the storage. "" for
+     * nodes without a secret; with one, "s<16 hex>:", public and derived
+     * from the secret (zc_remote_key_namespace), so that nodes with different
+     * secrets keep their entries apart instead of replacing each other's. */
+    char key_namespace[24];
 } zc_remote_spec;
 
 /* Parses one storage (a URL with its |attributes). ZC_OK, or

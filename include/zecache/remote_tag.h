@@ -42,6 +42,11 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
 bool zc_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
                     uint8_t tag[ZC_REMOTE_TAG_SIZE]);
 
+/* The public name of the secret's namespace in a shared storage: "s" and
+ * the first 8 bytes of HMAC-SHA-256(secret, "zecache key namespace") in hex,
+ * and ":". Reveals nothing of the secret. */
+void zc_remote_key_namespace(const zc_remote_secret *secret, char out[24]);
+
 /* entry (unsigned, as zc_entry_encode makes it) signed: flagged, followed
  * by its signature, in a new malloc'd buffer. */
 zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
