@@ -141,51 +141,116 @@ static int connect_address(const struct sockaddr *address, socklen_t length, uin
     return -1;
 }
 
-/* The lookup, bounded: a request not done by the deadline is cancelled, or
- * left to glibc's resolver thread, which still writes into it (so it is on
- * the heap, and then never freed). */
+/* The name lookup, bounded: getaddrinfo runs in a thread of its own, and a
+ * lookup not done by the deadline is abandoned to it (the thread frees it
+ * when the resolver returns). Not getaddrinfo_a, whose resolver threads the
+ * sanitizers cannot follow. A numeric address needs no thread. */
 typedef struct lookup {
-    struct gaicb request;
-    struct addrinfo hints;
+    pthread_mutex_t lock;
+    pthread_cond_t finished;
+    bool done, abandoned;
+    int status;
+    struct addrinfo *result;
     char host[sizeof(((zc_remote_server *)0)->host)], service[8];
 } lookup;
 
-static struct addrinfo *look_up(const char *host, unsigned port, uint64_t deadline_ns, failure *why)
+static const struct addrinfo stream_hints = {.ai_socktype = SOCK_STREAM,
+                                             .ai_flags = AI_NUMERICSERV};
+
+static void lookup_free(lookup *pending)
+{
+    pthread_cond_destroy(&pending->finished);
+    pthread_mutex_destroy(&pending->lock);
+    free(pending);
+}
+
+static void *run_lookup(void *context)
+{
+    lookup *pending = context;
+    struct addrinfo *result = NULL;
+    int status = getaddrinfo(pending->host, pending->service, &stream_hints, &result);
+    pthread_mutex_lock(&pending->lock);
+    bool abandoned = pending->abandoned;
+    pending->status = status;
+    pending->result = result;
+    pending->done = true;
+    pthread_cond_signal(&pending->finished);
+    pthread_mutex_unlock(&pending->lock);
+    if (abandoned) {
+        if (result != NULL)
+            freeaddrinfo(result);
+        lookup_free(pending);
+    }
+    return NULL;
+}
+
+static lookup *lookup_new(const char *host, unsigned port)
 {
     lookup *pending = calloc(1, sizeof *pending);
-    if (pending == NULL) {
-        failed(why, "%s", "out of memory");
+    pthread_condattr_t attributes;
+    if (pending == NULL || pthread_condattr_init(&attributes) != 0) {
+        free(pending);
         return NULL;
     }
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_mutex_init(&pending->lock, NULL);
+    pthread_cond_init(&pending->finished, &attributes);
+    pthread_condattr_destroy(&attributes);
     snprintf(pending->host, sizeof pending->host, "%s", host);
     snprintf(pending->service, sizeof pending->service, "%u", port);
-    pending->hints = (struct addrinfo){.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-    pending->request = (struct gaicb){
-        .ar_name = pending->host, .ar_service = pending->service, .ar_request = &pending->hints};
-    struct gaicb *list[] = {&pending->request};
-    if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) != 0) {
-        free(pending);
+    return pending;
+}
+
+/* Starts the lookup's thread with every signal blocked, so that none of the
+ * application's is delivered there. */
+static bool lookup_start(lookup *pending)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attributes;
+    pthread_t thread;
+    bool started = pthread_attr_init(&attributes) == 0;
+    if (started) {
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&thread, &attributes, run_lookup, pending) == 0;
+        pthread_attr_destroy(&attributes);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return started;
+}
+
+static struct addrinfo *look_up(const char *host, unsigned port, uint64_t deadline_ns, failure *why)
+{
+    char service[8];
+    snprintf(service, sizeof service, "%u", port);
+    struct addrinfo numeric = stream_hints, *found = NULL;
+    numeric.ai_flags |= AI_NUMERICHOST;
+    if (getaddrinfo(host, service, &numeric, &found) == 0)
+        return found;
+    lookup *pending = lookup_new(host, port);
+    if (pending == NULL || !lookup_start(pending)) {
+        if (pending != NULL)
+            lookup_free(pending);
         failed(why, "%s", "cannot start the name lookup");
         return NULL;
     }
-    int status;
-    while ((status = gai_error(&pending->request)) == EAI_INPROGRESS) {
-        int ms = remaining_ms(deadline_ns);
-        if (ms == 0)
-            break;
-        struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000};
-        gai_suspend((const struct gaicb *const *)list, 1, &pause);
-    }
-    if (status == EAI_INPROGRESS && gai_cancel(&pending->request) != EAI_CANCELED) {
+    struct timespec until = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
+    pthread_mutex_lock(&pending->lock);
+    while (!pending->done &&
+           pthread_cond_timedwait(&pending->finished, &pending->lock, &until) != ETIMEDOUT)
+        ;
+    bool done = pending->done;
+    pending->abandoned = !done;
+    pthread_mutex_unlock(&pending->lock);
+    if (!done) {
         failed(why, "%s", "name lookup timed out");
-        return NULL; /* still running: pending stays allocated */
+        return NULL; /* the lookup's thread frees it */
     }
-    struct addrinfo *found = status == 0 ? pending->request.ar_result : NULL;
-    if (status != 0)
-        failed(why, "name lookup: %s",
-               status == EAI_INPROGRESS || status == EAI_CANCELED ? "timed out"
-                                                                  : gai_strerror(status));
-    free(pending);
+    found = pending->result;
+    if (pending->status != 0)
+        failed(why, "name lookup: %s", gai_strerror(pending->status));
+    lookup_free(pending);
     return found;
 }
 
