@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../source/monotonic_clock.h"
 #include "layer_internal.h"
 #include "zecache/log.h"
 
@@ -97,10 +96,10 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     driver_compile *compile = context;
     compile->ran = true;
     compile->own_log = NULL;
-    uint64_t start = zc_monotonic_ns();
+    uint64_t start = zc_artifact_clock_ns();
     compile->result = zcl_layer.next.module_create(compile->context, compile->device, compile->desc,
                                                    compile->module, log_pointer_of(compile));
-    uint64_t compile_ns = zc_monotonic_ns() - start;
+    uint64_t compile_ns = zc_artifact_clock_ns() - start;
     if (compile->result != ZE_RESULT_SUCCESS)
         return ZC_ERR_BUILD;
     zc_status status = capture_artifact(compile, compile_ns, out);

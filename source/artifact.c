@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monotonic_clock.h"
+
 struct zc_artifact {
     atomic_size_t references;
     size_t binary_size;
@@ -109,4 +111,9 @@ const uint8_t *zc_artifact_payload(const zc_artifact *artifact, size_t *size)
 size_t zc_artifact_footprint(const zc_artifact *artifact)
 {
     return artifact->footprint;
+}
+
+uint64_t zc_artifact_clock_ns(void)
+{
+    return zc_monotonic_ns();
 }

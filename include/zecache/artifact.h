@@ -10,11 +10,14 @@
 typedef struct zc_artifact_meta {
     char device_name[64];    /* e.g. "Intel(R) Graphics [0xff20]" */
     char driver_version[32]; /* the driver's version, as text */
-    uint64_t compile_ns;     /* how long the original compile took */
+    uint64_t compile_ns;     /* how long the original compile took (zc_artifact_clock_ns) */
     uint64_t created_unix;   /* seconds since the epoch when compiled */
 } zc_artifact_meta;
 
 typedef struct zc_artifact zc_artifact;
+
+/* The monotonic clock compile times are measured with, in nanoseconds. */
+uint64_t zc_artifact_clock_ns(void);
 
 /* Copies binary and log (log may be NULL with log_size 0). The result has one
  * reference. meta may be NULL (all zero). Returns NULL on allocation failure. */
