@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../source/disk_internal.h"
+#include "../source/local/disk_internal.h"
 #include "fuzz_check.h"
 
 enum { LIMIT = 1 << 20, PREFIX = 8 };

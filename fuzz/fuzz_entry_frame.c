@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "../source/byte_order.h"
+#include "../source/common/byte_order.h"
 #include "fuzz_check.h"
 #include "zecache/entry.h"
 

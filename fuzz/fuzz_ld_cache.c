@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../source/ld_cache.h"
+#include "../source/key/ld_cache.h"
 #include "fuzz_check.h"
 
 static void check_lookup(const uint8_t *data, size_t size, const char *name, size_t path_size)

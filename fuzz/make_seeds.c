@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../source/byte_order.h"
+#include "../source/common/byte_order.h"
 #include "zecache/bundle.h"
 #include "zecache/entry.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../source/byte_order.h"
+#include "../source/common/byte_order.h"
 #include "zecache/artifact.h"
 #include "zecache/config.h"
 #include "zecache/entry.h"

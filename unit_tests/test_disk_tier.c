@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../source/disk_internal.h"
+#include "../source/local/disk_internal.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_tier.h"

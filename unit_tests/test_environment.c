@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../source/environment_internal.h"
+#include "../source/key/environment_internal.h"
 #include "test_support.h"
 #include "zecache/key.h"
 

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "test_support.h"
-#include "../source/compiler_identity_internal.h"
-#include "../source/elf_file.h"
-#include "../source/ld_cache.h"
-#include "../source/library_search.h"
+#include "../source/key/compiler_identity_internal.h"
+#include "../source/key/elf_file.h"
+#include "../source/key/ld_cache.h"
+#include "../source/key/library_search.h"
 #include "zecache/identity.h"
 
 #define SYSTEM_LIB_DIR T_SYSTEM_LIB_DIR

@@ -14,7 +14,7 @@
 
 #include "fake_ze_driver.h"
 #include "test_support.h"
-#include "../source/compiler_identity_internal.h"
+#include "../source/key/compiler_identity_internal.h"
 #include "layer_internal.h"
 
 #define THREADS 16

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../source/memory_tier_internal.h"
+#include "../source/memory/memory_tier_internal.h"
 
 /* Distinct keys whose first 8 bytes (the hash) differ too. */
 static zc_key key_of(uint32_t n)

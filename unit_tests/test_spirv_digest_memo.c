@@ -10,7 +10,7 @@
 #include <openssl/evp.h>
 
 #include "zecache/key.h"
-#include "../source/spirv_digest_memo_internal.h"
+#include "../source/key/spirv_digest_memo_internal.h"
 
 #define LARGE_SIZE ((size_t)256 << 10)
 
