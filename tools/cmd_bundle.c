@@ -81,6 +81,24 @@ static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *ou
 }
 
 /* Opens the operand and the cache, runs the command, closes both. */
+typedef struct bundle_job {
+    const char *file;
+    bool output;
+    int (*run)(const tool_context *, zc_disk_tier *, FILE *, const char *);
+} bundle_job;
+
+static int run_bundle_job(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                          void *context)
+{
+    (void)config;
+    const bundle_job *job = context;
+    FILE *stream = open_bundle(tool, job->file, job->output);
+    int exit_status = stream != NULL ? job->run(tool, tier, stream, job->file) : TOOL_EXIT_FAILURE;
+    if (stream != NULL && !is_stdio(job->file) && fclose(stream) != 0 && job->output)
+        exit_status = tool_fail(tool, "cannot write %s: %s", job->file, strerror(errno));
+    return exit_status;
+}
+
 static int with_bundle_and_tier(tool_context *tool, int argc, char **argv, bool output,
                                 int (*run)(const tool_context *, zc_disk_tier *, FILE *,
                                            const char *))
@@ -88,17 +106,8 @@ static int with_bundle_and_tier(tool_context *tool, int argc, char **argv, bool 
     int parsed = tool_parse_plain(tool, argc, argv, 1);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    const char *file = argv[optind];
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    FILE *stream = open_bundle(tool, file, output);
-    int exit_status = stream != NULL ? run(tool, tier, stream, file) : TOOL_EXIT_FAILURE;
-    if (stream != NULL && !is_stdio(file) && fclose(stream) != 0 && output)
-        exit_status = tool_fail(tool, "cannot write %s: %s", file, strerror(errno));
-    zc_disk_tier_close(tier);
-    return exit_status;
+    bundle_job job = {argv[optind], output, run};
+    return tool_with_tier(tool, run_bundle_job, &job);
 }
 
 static int run_export(tool_context *tool, int argc, char **argv)

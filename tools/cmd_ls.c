@@ -145,30 +145,31 @@ static int parse_ls_args(tool_context *tool, int argc, char **argv, ls_args *arg
     return tool_end_options(tool, option, argc, argv, 0);
 }
 
+static int list_entries(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                        void *context)
+{
+    (void)config;
+    const ls_args *args = context;
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    sort_entries(&list, args->order);
+    if (args->json)
+        print_json(zc_disk_tier_dir(tier), &list);
+    else
+        print_text(&list);
+    tool_free_entries(&list);
+    return TOOL_EXIT_OK;
+}
+
 static int run_ls(tool_context *tool, int argc, char **argv)
 {
     ls_args args = {.json = false, .order = LS_BY_PATH};
     int parsed = parse_ls_args(tool, argc, argv, &args);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    tool_entry_list list;
-    zc_status status = tool_list_entries(tier, &list);
-    if (status == ZC_OK) {
-        sort_entries(&list, args.order);
-        if (args.json)
-            print_json(zc_disk_tier_dir(tier), &list);
-        else
-            print_text(&list);
-        tool_free_entries(&list);
-    }
-    zc_disk_tier_close(tier);
-    if (status != ZC_OK)
-        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
-    return TOOL_EXIT_OK;
+    return tool_with_tier(tool, list_entries, &args);
 }
 
 const tool_command tool_cmd_ls = {

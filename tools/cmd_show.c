@@ -143,8 +143,11 @@ static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
 }
 
 /* Exit status: 0 shown, 1 no match, 2 ambiguous (candidates listed). */
-static int show_matching(tool_context *tool, zc_disk_tier *tier, const char *prefix)
+static int show_matching(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                         void *args)
 {
+    (void)config;
+    const char *prefix = args;
     tool_entry_list list;
     zc_status status = tool_list_entries(tier, &list);
     if (status != ZC_OK)
@@ -178,13 +181,7 @@ static int run_show(tool_context *tool, int argc, char **argv)
     const char *prefix = argv[optind];
     if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
         return tool_usage_error(tool, "'%s' is not a key prefix", prefix);
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    int exit_status = show_matching(tool, tier, prefix);
-    zc_disk_tier_close(tier);
-    return exit_status;
+    return tool_with_tier(tool, show_matching, (void *)prefix);
 }
 
 const tool_command tool_cmd_show = {

@@ -192,6 +192,23 @@ static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_repo
     return ZC_OK;
 }
 
+static int report_stats(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                        void *context)
+{
+    bool json = *(const bool *)context;
+    stats_report report = {.dir = zc_disk_tier_dir(tier), .max_size = config->max_size};
+    zc_status status = gather(tool, tier, &report);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    if (json)
+        print_json(&report);
+    else {
+        print_contents(&report);
+        print_counters(&report.counters);
+    }
+    return TOOL_EXIT_OK;
+}
+
 static int run_stats(tool_context *tool, int argc, char **argv)
 {
     static const struct option options[] = {
@@ -203,21 +220,18 @@ static int run_stats(tool_context *tool, int argc, char **argv)
     int parsed = tool_end_options(tool, option, argc, argv, 0);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    stats_report report = {.dir = zc_disk_tier_dir(tier), .max_size = config.max_size};
-    zc_status status = gather(tool, tier, &report);
-    if (status == ZC_OK && json)
-        print_json(&report);
-    else if (status == ZC_OK) {
-        print_contents(&report);
-        print_counters(&report.counters);
-    }
-    zc_disk_tier_close(tier);
+    return tool_with_tier(tool, report_stats, &json);
+}
+
+static int zero_stats(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                      void *context)
+{
+    (void)config;
+    (void)context;
+    zc_status status = zc_stats_zero(tier);
     if (status != ZC_OK)
-        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+        return tool_fail(tool, "cannot write the stats file (%s)", zc_status_name(status));
+    printf("statistics zeroed\n");
     return TOOL_EXIT_OK;
 }
 
@@ -226,16 +240,7 @@ static int run_zero_stats(tool_context *tool, int argc, char **argv)
     int parsed = tool_parse_plain(tool, argc, argv, 0);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    zc_status status = zc_stats_zero(tier);
-    zc_disk_tier_close(tier);
-    if (status != ZC_OK)
-        return tool_fail(tool, "cannot write the stats file (%s)", zc_status_name(status));
-    printf("statistics zeroed\n");
-    return TOOL_EXIT_OK;
+    return tool_with_tier(tool, zero_stats, NULL);
 }
 
 const tool_command tool_cmd_stats = {

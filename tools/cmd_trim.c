@@ -59,38 +59,35 @@ static int64_t unused_since(const trim_args *args)
     return now - args->age_seconds;
 }
 
+static int trim_tier(tool_context *tool, const zc_config *config, zc_disk_tier *tier, void *context)
+{
+    const trim_args *args = context;
+    uint64_t max_size = args->has_max_size ? args->max_size : config->max_size;
+    if (!args->has_max_size && config->max_size == 0)
+        max_size = UINT64_MAX; /* NEO_CACHE_MAX_SIZE=0: unlimited */
+    uint64_t entries = 0, bytes = 0;
+    zc_status status = zc_disk_tier_trim(tier, max_size, unused_since(args), &entries, &bytes);
+    print_removed(entries, bytes);
+    print_remaining(tier);
+    if (status != ZC_OK)
+        return tool_fail(tool, "trim failed (%s)", zc_status_name(status));
+    return TOOL_EXIT_OK;
+}
+
 static int run_trim(tool_context *tool, int argc, char **argv)
 {
     trim_args args = {.has_max_size = false, .has_age = false};
     int parsed = parse_trim_args(tool, argc, argv, &args);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    uint64_t max_size = args.has_max_size ? args.max_size : config.max_size;
-    if (!args.has_max_size && config.max_size == 0)
-        max_size = UINT64_MAX; /* NEO_CACHE_MAX_SIZE=0: unlimited */
-    uint64_t entries = 0, bytes = 0;
-    zc_status status = zc_disk_tier_trim(tier, max_size, unused_since(&args), &entries, &bytes);
-    print_removed(entries, bytes);
-    print_remaining(tier);
-    zc_disk_tier_close(tier);
-    if (status != ZC_OK)
-        return tool_fail(tool, "trim failed (%s)", zc_status_name(status));
-    return TOOL_EXIT_OK;
+    return tool_with_tier(tool, trim_tier, &args);
 }
 
-static int run_clear(tool_context *tool, int argc, char **argv)
+static int clear_tier(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                      void *context)
 {
-    int parsed = tool_parse_plain(tool, argc, argv, 0);
-    if (parsed != TOOL_OPTIONS_DONE)
-        return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
+    (void)config;
+    (void)context;
     uint64_t before_bytes = 0, before_entries = 0;
     zc_disk_tier_scanned_size(tier, &before_bytes, &before_entries);
     zc_status status = zc_disk_tier_clear(tier);
@@ -100,10 +97,17 @@ static int run_clear(tool_context *tool, int argc, char **argv)
     print_removed(before_entries > after_entries ? before_entries - after_entries : 0,
                   before_bytes > after_bytes ? before_bytes - after_bytes : 0);
     print_remaining(tier);
-    zc_disk_tier_close(tier);
     if (status != ZC_OK)
         return tool_fail(tool, "clear failed (%s)", zc_status_name(status));
     return TOOL_EXIT_OK;
+}
+
+static int run_clear(tool_context *tool, int argc, char **argv)
+{
+    int parsed = tool_parse_plain(tool, argc, argv, 0);
+    if (parsed != TOOL_OPTIONS_DONE)
+        return parsed;
+    return tool_with_tier(tool, clear_tier, NULL);
 }
 
 const tool_command tool_cmd_trim = {

@@ -72,8 +72,10 @@ static bool check_accounting(const tool_context *tool, zc_disk_tier *tier, bool 
     return false;
 }
 
-static int verify_cache(tool_context *tool, zc_disk_tier *tier, bool fix)
+static int verify_cache(tool_context *tool, const zc_config *config, zc_disk_tier *tier, void *args)
 {
+    (void)config;
+    bool fix = *(const bool *)args;
     tool_entry_list list;
     zc_status status = tool_list_entries(tier, &list);
     if (status != ZC_OK)
@@ -106,13 +108,7 @@ static int run_verify(tool_context *tool, int argc, char **argv)
     int parsed = tool_end_options(tool, option, argc, argv, 0);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    zc_config config;
-    zc_disk_tier *tier;
-    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
-        return TOOL_EXIT_FAILURE;
-    int exit_status = verify_cache(tool, tier, fix);
-    zc_disk_tier_close(tier);
-    return exit_status;
+    return tool_with_tier(tool, verify_cache, &fix);
 }
 
 const tool_command tool_cmd_verify = {

@@ -109,6 +109,14 @@ zc_status tool_open_tier(const tool_context *tool, const zc_config *config, zc_d
 zc_status tool_open_configured_tier(const tool_context *tool, zc_config *config,
                                     zc_disk_tier **tier);
 
+/* The shape of every command on the cache directory, after its arguments
+ * are parsed: opens the configured directory (TOOL_EXIT_FAILURE, with the
+ * reason printed, when it cannot), runs body on it, closes it, and returns
+ * body's exit status. */
+typedef int (*tool_tier_body)(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                              void *args);
+int tool_with_tier(tool_context *tool, tool_tier_body body, void *args);
+
 /* ---- tool_entries.c ---- */
 
 typedef struct tool_entry {

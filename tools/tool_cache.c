@@ -27,3 +27,14 @@ zc_status tool_open_configured_tier(const tool_context *tool, zc_config *config,
     zc_config_from_env(config);
     return tool_open_tier(tool, config, tier);
 }
+
+int tool_with_tier(tool_context *tool, tool_tier_body body, void *args)
+{
+    zc_config config;
+    zc_disk_tier *tier;
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
+        return TOOL_EXIT_FAILURE;
+    int exit_status = body(tool, &config, tier, args);
+    zc_disk_tier_close(tier);
+    return exit_status;
+}
