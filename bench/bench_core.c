@@ -479,7 +479,7 @@ static zc_disk_tier *open_tier(const char *work_dir)
     config.max_size = ZC_DEFAULT_MAX_SIZE;
     config.compression_level = ZC_DEFAULT_COMPRESSION_LEVEL;
     zc_disk_tier *tier = NULL;
-    if (zc_disk_tier_open(&config, NULL, &tier) != ZC_OK)
+    if (zc_disk_tier_open(&config, &tier) != ZC_OK)
         die("cannot open a disk tier in", config.dir);
     return tier;
 }

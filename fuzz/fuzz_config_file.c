@@ -61,7 +61,7 @@ static fixture *setup(void)
     snprintf(config.dir, sizeof config.dir, "%s/cache", root);
     config.max_size = LIMIT;
     config.compression_level = 1;
-    FUZZ_CHECK(zc_disk_tier_open(&config, NULL, &f.tier) == ZC_OK);
+    FUZZ_CHECK(zc_disk_tier_open(&config, &f.tier) == ZC_OK);
     snprintf(f.config_path, sizeof f.config_path, "%s/%s", config.dir, ZC_CONFIG_FILE_NAME);
 
     zc_key kept_key = key_of(1);

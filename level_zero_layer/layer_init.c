@@ -18,7 +18,7 @@ static void zero_counters_in_child(void)
 
 static void start_cache(void)
 {
-    zc_status status = zc_cache_open(&zcl_layer.config, NULL, &zcl_layer.cache);
+    zc_status status = zc_cache_open(&zcl_layer.config, &zcl_layer.cache);
     if (status != ZC_OK) {
         zc_log_info("cache off: %s", zc_status_name(status));
         zcl_layer.cache = NULL;

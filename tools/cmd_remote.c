@@ -64,7 +64,7 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
 static bool check_one(const zc_remote_spec *spec, const zc_config *config)
 {
     zc_storage *storage = NULL;
-    if (zc_storage_open(spec, config, NULL, &storage) != ZC_OK) {
+    if (zc_storage_open(spec, config, &storage) != ZC_OK) {
         printf("%-48s FAILED: cannot open (run with PrintDebugMessages=1 for why)\n", spec->name);
         return false;
     }

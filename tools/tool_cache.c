@@ -12,7 +12,7 @@ zc_status tool_open_tier(const tool_context *tool, const zc_config *config, zc_d
     /* The core explains a refused directory only through its debug log. */
     bool log_was_enabled = zc_log_enabled();
     zc_log_set_enabled(true);
-    zc_status status = zc_disk_tier_open(&usable, NULL, tier);
+    zc_status status = zc_disk_tier_open(&usable, tier);
     zc_log_set_enabled(log_was_enabled);
     if (status != ZC_OK)
         tool_fail(tool, "cannot use the cache directory %s (%s)",

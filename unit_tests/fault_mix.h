@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/fs_ops.h"
 #include "fault_content.h"
 #include "zecache/disk_tier.h"
 

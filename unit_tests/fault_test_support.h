@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "fault_content.h"
 #include "fault_mix.h"
@@ -84,7 +85,7 @@ static inline zc_disk_tier *ft_open(uint64_t max_size, const zc_fs_ops *ops)
 {
     zc_config config = ft_config(ft_cache, max_size);
     zc_disk_tier *tier = NULL;
-    zc_status status = zc_disk_tier_open(&config, ops, &tier);
+    zc_status status = zc_disk_tier_open_with_ops(&config, ops, &tier);
     cr_assert_eq(status, ZC_OK, "open %s: %s", ft_cache, zc_status_name(status));
     return tier;
 }

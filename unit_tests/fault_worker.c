@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "../source/local/fs_ops.h"
 #include "fault_mix.h"
 
 #define MAX_THREADS 32
@@ -121,7 +122,7 @@ static zc_disk_tier *open_tier(const fm_settings *settings, const zc_fs_ops *ops
     config.max_size = settings->max_size;
     config.compression_level = 1;
     zc_disk_tier *tier = NULL;
-    return zc_disk_tier_open(&config, ops, &tier) == ZC_OK ? tier : NULL;
+    return zc_disk_tier_open_with_ops(&config, ops, &tier) == ZC_OK ? tier : NULL;
 }
 
 /* Even threads share one tier (its mutex), odd ones have their own, as

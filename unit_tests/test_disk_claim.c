@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/cache.h"
@@ -53,7 +54,7 @@ static zc_disk_tier *open_tier_with(uint64_t max_size, const zc_fs_ops *ops)
 {
     zc_config config = config_for(max_size);
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, ops, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open_with_ops(&config, ops, &tier), ZC_OK);
     return tier;
 }
 
@@ -143,7 +144,7 @@ static _Noreturn void run_holder(const zc_key *key, holder_plan plan, uint64_t s
     zc_disk_tier *tier = NULL;
     zc_disk_claim claim;
     zc_disk_claim_result result;
-    if (zc_disk_tier_open(&config, NULL, &tier) != ZC_OK ||
+    if (zc_disk_tier_open(&config, &tier) != ZC_OK ||
         zc_disk_tier_claim(tier, key, 0, &result, &claim) != ZC_OK || result != ZC_DISK_CLAIMED)
         _exit(3);
     if (write(ready_fd, "r", 1) != 1)
@@ -509,7 +510,7 @@ static zc_cache *open_cache(uint64_t wait_timeout_ms)
     config.memory_size = 1 << 20;
     config.wait_timeout_ms = wait_timeout_ms;
     zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     cr_assert_not_null(zc_cache_disk_dir(cache));
     return cache;
 }
@@ -601,7 +602,7 @@ static zc_status compile_while_another_stores(void *context, zc_artifact **out)
     const zc_key *key = context;
     zc_config config = config_for(0);
     zc_disk_tier *other = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &other), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&config, &other), ZC_OK);
     zc_artifact *artifact = t_artifact(ARTIFACT_SIZE, 74);
     cr_assert_eq(zc_disk_tier_store(other, key, artifact, NULL), ZC_OK);
     zc_disk_tier_close(other);
@@ -760,7 +761,7 @@ static zc_cache *open_cache_limited(uint64_t max_size)
     config.memory_size = 1 << 20;
     config.wait_timeout_ms = LONG_WAIT_MS;
     zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
 }
 

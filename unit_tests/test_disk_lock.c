@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/cache.h"
@@ -75,7 +76,7 @@ static zc_disk_tier *open_counting_tier(void)
     ops = counting_ops();
     zc_config config = config_with_deadline(DEADLINE_MS);
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &ops, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open_with_ops(&config, &ops, &tier), ZC_OK);
     return tier;
 }
 
@@ -127,7 +128,7 @@ static pid_t start_stopped_holder(uint64_t seed)
         ops.renameat = stopping_renameat;
         zc_config config = config_with_deadline(0);
         zc_disk_tier *tier = NULL;
-        if (zc_disk_tier_open(&config, &ops, &tier) != ZC_OK)
+        if (zc_disk_tier_open_with_ops(&config, &ops, &tier) != ZC_OK)
             _exit(3);
         zc_key key = t_key(seed);
         zc_artifact *artifact = t_artifact(ARTIFACT_SIZE, seed);
@@ -256,7 +257,7 @@ Test(lock, the_cache_returns_compiled_modules_beside_a_stuck_holder_and_counts_t
     zc_config config = config_with_deadline(DEADLINE_MS);
     config.wait_timeout_ms = 0;
     zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     pid_t holder = start_plain_holder();
     for (uint64_t seed = 700; seed < 700 + MODULES; seed++) {
         zc_key key = t_key(seed);

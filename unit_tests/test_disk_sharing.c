@@ -67,7 +67,7 @@ static zc_config shared_config(const char *dir)
 static zc_status open_status(const zc_config *config)
 {
     zc_disk_tier *tier = NULL;
-    zc_status status = zc_disk_tier_open(config, NULL, &tier);
+    zc_status status = zc_disk_tier_open(config, &tier);
     zc_disk_tier_close(tier);
     return status;
 }
@@ -189,7 +189,7 @@ static zc_disk_tier *open_and_fill(mode_t mask, bool shared, zc_disk_claim *clai
     zc_config config = t_disk_config(cache_dir, 1 << 20, 3);
     config.allow_shared = shared;
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
     fill_every_kind_of_file(tier, claim);
     return tier;
 }
@@ -329,7 +329,7 @@ static zc_disk_tier *open_shared_or_exit(void)
 {
     zc_config config = shared_config(cache_dir);
     zc_disk_tier *tier = NULL;
-    if (zc_disk_tier_open(&config, NULL, &tier) != ZC_OK)
+    if (zc_disk_tier_open(&config, &tier) != ZC_OK)
         _exit(101);
     return tier;
 }
@@ -443,7 +443,7 @@ Test(sharing, a_read_only_directory_serves_hits_and_skips_stores_quietly)
     skip_unless_root();
     zc_config config = t_disk_config(cache_dir, 1 << 20, 3);
     zc_disk_tier *writer = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &writer), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&config, &writer), ZC_OK);
     for (uint64_t seed = 1; seed <= 3; seed++)
         cr_assert_eq(store(writer, seed), ZC_OK);
     uint64_t total_before;
@@ -455,7 +455,7 @@ Test(sharing, a_read_only_directory_serves_hits_and_skips_stores_quietly)
     read_only.wait_timeout_ms = 60000; /* a wait would show as a hang, not a pass */
     read_only.memory_size = 0;
     zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&read_only, NULL, &cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(&read_only, &cache), ZC_OK);
     cr_assert_not_null(zc_cache_disk_dir(cache), "read-only is not unusable");
     for (uint64_t seed = 1; seed <= 6; seed++) {
         t_counted_compile counter = {.seed = seed, .size = BINARY_SIZE};
@@ -482,7 +482,7 @@ Test(sharing, a_read_only_directory_serves_hits_and_skips_stores_quietly)
     umount(read_only_dir);
 
     zc_disk_tier *after = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &after), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&config, &after), ZC_OK);
     uint64_t total_after, entries;
     cr_assert_eq(zc_disk_tier_scanned_size(after, &total_after, &entries), ZC_OK);
     cr_assert_eq(entries, 3);

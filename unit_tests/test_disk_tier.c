@@ -47,7 +47,7 @@ static zc_disk_tier *open_tier(uint64_t max_size, const zc_fs_ops *ops)
 {
     zc_config config = config_for(cache_dir, max_size);
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, ops, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open_with_ops(&config, ops, &tier), ZC_OK);
     cr_assert_not_null(tier);
     return tier;
 }
@@ -867,7 +867,7 @@ Test(disk, openat_fallback_refuses_symlinks_and_escapes)
 static zc_status open_status(const zc_config *config)
 {
     zc_disk_tier *tier = (zc_disk_tier *)1;
-    zc_status status = zc_disk_tier_open(config, NULL, &tier);
+    zc_status status = zc_disk_tier_open(config, &tier);
     if (status == ZC_OK)
         zc_disk_tier_close(tier);
     else

@@ -6,6 +6,7 @@
  * test_disk_tier.c. */
 #include <criterion/criterion.h>
 
+#include "../source/local/fs_ops.h"
 #include "fault_test_support.h"
 
 TestSuite(fault_config, .init = ft_make_root, .fini = ft_remove_root);
@@ -163,7 +164,7 @@ Test(fault_config, open_fails_cleanly_when_config_file_cannot_be_created)
     zc_config config = ft_config(ft_cache, LIMIT);
     zc_disk_tier *tier = (zc_disk_tier *)1;
     ft_start_plan((ft_fault_plan){.config_open_error = EIO});
-    cr_assert_eq(zc_disk_tier_open(&config, &ft_faulty_ops, &tier), ZC_ERR_DISABLED);
+    cr_assert_eq(zc_disk_tier_open_with_ops(&config, &ft_faulty_ops, &tier), ZC_ERR_DISABLED);
     cr_assert_null(tier);
     const int read_only_errors[] = {EROFS, EACCES, EPERM};
     for (size_t i = 0; i < sizeof read_only_errors / sizeof read_only_errors[0]; i++) {
@@ -173,7 +174,7 @@ Test(fault_config, open_fails_cleanly_when_config_file_cannot_be_created)
         zc_disk_tier_close(writer);
         ft_census before = ft_take_census();
         ft_start_plan((ft_fault_plan){.config_open_error = read_only_errors[i]});
-        cr_assert_eq(zc_disk_tier_open(&config, &ft_faulty_ops, &tier), ZC_OK, "%s",
+        cr_assert_eq(zc_disk_tier_open_with_ops(&config, &ft_faulty_ops, &tier), ZC_OK, "%s",
                      strerror(read_only_errors[i]));
         ft_assert_hit(tier, 1);
         cr_assert_eq(ft_try_store(tier, 2, NULL), ZC_ERR_IO, "the first skip is reported");
@@ -247,7 +248,7 @@ static void assert_refused_at_open(plant_fn plant)
     plant(path);
     zc_config config = ft_config(ft_cache, LIMIT);
     zc_disk_tier *tier = (zc_disk_tier *)1;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_ERR_DISABLED);
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_ERR_DISABLED);
     cr_assert_null(tier);
     assert_outside_untouched();
 }

@@ -136,7 +136,7 @@ Test(fault_fs, read_only_remount_keeps_loads_hitting_and_fails_writes_cleanly)
     /* A tier opened now either refuses the directory or works read-only. */
     zc_config config = ft_config(ft_cache, ZC_DEFAULT_MAX_SIZE);
     zc_disk_tier *late = NULL;
-    zc_status status = zc_disk_tier_open(&config, NULL, &late);
+    zc_status status = zc_disk_tier_open(&config, &late);
     cr_assert(status == ZC_OK || status == ZC_ERR_DISABLED, "%s", zc_status_name(status));
     if (status == ZC_OK) {
         cr_assert_eq(load_big(late, 1), ZC_OK);
@@ -245,7 +245,7 @@ static zc_status open_from_environment(char *dir_out)
     if (dir_out != NULL)
         snprintf(dir_out, PATH_MAX, "%s", config.dir);
     zc_disk_tier *tier = (zc_disk_tier *)1;
-    zc_status status = zc_disk_tier_open(&config, NULL, &tier);
+    zc_status status = zc_disk_tier_open(&config, &tier);
     cr_assert(status == ZC_OK || status == ZC_ERR_DISABLED, "%s", zc_status_name(status));
     if (status != ZC_OK) {
         cr_assert_null(tier);
@@ -403,7 +403,7 @@ Test(fault_fs, cache_dir_without_permission_is_disabled_or_read_only)
     snprintf(existing, sizeof existing, "%s/existing", ft_root);
     zc_config root_config = ft_config(existing, ZC_DEFAULT_MAX_SIZE);
     zc_disk_tier *root_tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&root_config, NULL, &root_tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&root_config, &root_tier), ZC_OK);
     cr_assert_eq(store_big(root_tier, 1, NULL), ZC_OK);
     zc_disk_tier_close(root_tier);
     char command[PATH_MAX + 64]; /* the levels and the entry readable by nobody */
@@ -417,9 +417,9 @@ Test(fault_fs, cache_dir_without_permission_is_disabled_or_read_only)
         zc_config config;
         zc_config_from_env(&config);
         zc_disk_tier *tier = NULL;
-        zc_status missing = zc_disk_tier_open(&config, NULL, &tier);
+        zc_status missing = zc_disk_tier_open(&config, &tier);
         snprintf(config.dir, sizeof config.dir, "%s", existing);
-        if (zc_disk_tier_open(&config, NULL, &tier) != ZC_OK)
+        if (zc_disk_tier_open(&config, &tier) != ZC_OK)
             _exit(101);
         bool read_only = load_big(tier, 1) == ZC_OK && store_big(tier, 2, NULL) == ZC_ERR_IO &&
                          store_big(tier, 3, NULL) == ZC_ERR_DISABLED &&
@@ -457,7 +457,7 @@ static zc_status open_capturing(const zc_config *config)
     close(fd);
     zc_log_set_enabled(true);
     zc_disk_tier *tier = NULL;
-    zc_status status = zc_disk_tier_open(config, NULL, &tier);
+    zc_status status = zc_disk_tier_open(config, &tier);
     zc_log_set_enabled(false);
     fflush(stderr);
     dup2(saved, 2);

@@ -13,6 +13,7 @@
  * full matrix. */
 #include <criterion/criterion.h>
 
+#include "../source/local/fs_ops.h"
 #include "fault_test_support.h"
 #include "zecache/stats.h"
 
@@ -226,7 +227,7 @@ static zc_status run_open(cell *c)
 {
     zc_config config = ft_config(ft_cache, c->max_size);
     zc_disk_tier *tier = (zc_disk_tier *)1;
-    zc_status status = zc_disk_tier_open(&config, &ft_faulty_ops, &tier);
+    zc_status status = zc_disk_tier_open_with_ops(&config, &ft_faulty_ops, &tier);
     cr_assert(status == ZC_OK || status == ZC_ERR_DISABLED, "%s", zc_status_name(status));
     cr_assert_eq(status == ZC_OK, tier != NULL);
     zc_disk_tier_close(tier);

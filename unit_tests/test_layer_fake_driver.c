@@ -55,7 +55,7 @@ static void open_cache(void)
                           .memory_size = ZC_DEFAULT_MEMORY_SIZE,
                           .compression_level = ZC_DEFAULT_COMPRESSION_LEVEL};
     snprintf(config->dir, sizeof(config->dir), "%s", scratch);
-    cr_assert_eq(zc_cache_open(config, NULL, &zcl_layer.cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(config, &zcl_layer.cache), ZC_OK);
     cr_assert_not_null(zc_cache_disk_dir(zcl_layer.cache));
 }
 
@@ -896,7 +896,7 @@ static bool stored_with(const zc_compiler_identity *compiler)
         zcl_module_key(&desc, device, compiler, false, &key, &trace, reason, sizeof(reason)),
         ZC_OK);
     zc_cache *fresh;
-    cr_assert_eq(zc_cache_open(&zcl_layer.config, NULL, &fresh), ZC_OK);
+    cr_assert_eq(zc_cache_open(&zcl_layer.config, &fresh), ZC_OK);
     bool compiled = false;
     zc_artifact *artifact = NULL;
     zc_status status =

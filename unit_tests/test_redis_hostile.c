@@ -166,7 +166,7 @@ Test(hostile, the_cache_compiles_and_counts_what_the_server_did)
         zc_config config = t_disk_config(dir, 1 << 26, 3);
         snprintf(config.remote, sizeof config.remote, "%s", server.url);
         zc_cache *cache = NULL;
-        cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+        cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
         zc_key key = t_key(100 + m);
         t_counted_compile compile = {0, 100 + m, 4096};
         zc_artifact *artifact = NULL, *expected = t_artifact(4096, 100 + m);

@@ -71,7 +71,7 @@ static _Noreturn void run_worker(int number)
     snprintf(config.remote, sizeof config.remote, "redis+unix://%s|connect-timeout=200|timeout=200",
              server.socket);
     zc_cache *cache = NULL;
-    if (zc_cache_open(&config, NULL, &cache) != ZC_OK)
+    if (zc_cache_open(&config, &cache) != ZC_OK)
         _exit(4);
     worker_thread threads[THREADS];
     pthread_t ids[THREADS];

@@ -59,7 +59,7 @@ static zc_cache *open_node(const char *remote, const char *secret, uint64_t wait
         t_write_secret(config.remote_secret_file, secret);
     }
     zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, NULL, &cache), ZC_OK);
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
 }
 
@@ -373,7 +373,7 @@ Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .f
 
     zc_config config = t_disk_config(shared, ZC_DEFAULT_MAX_SIZE, 3);
     zc_cache *local = NULL;
-    cr_assert_eq(zc_cache_open(&config, NULL, &local), ZC_OK);
+    cr_assert_eq(zc_cache_open(&config, &local), ZC_OK);
     counted_compile counter = {0};
     for (uint64_t i = 0; i < KEYS; i++) {
         zc_key key = t_key(i);
@@ -572,7 +572,7 @@ Test(remote_cache, concurrent_stores_into_a_file_storage_leave_one_whole_entry, 
                      ZC_OK);
         zc_artifact_unref(artifact);
         writers[i].entry = entries[i];
-        cr_assert_eq(zc_storage_open(&spec, &config, NULL, &writers[i].storage), ZC_OK);
+        cr_assert_eq(zc_storage_open(&spec, &config, &writers[i].storage), ZC_OK);
         cr_assert_eq(pthread_create(&threads[i], NULL, put_repeatedly, &writers[i]), 0);
     }
     for (int i = 0; i < WRITERS; i++)

@@ -219,7 +219,7 @@ static zc_disk_tier *open_cache(uint64_t max_size)
 {
     zc_config config = t_disk_config(cache_dir, max_size, 3);
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
     return tier;
 }
 
@@ -573,7 +573,7 @@ static zc_disk_tier *stats_tier(void)
     if (tier == NULL) {
         zc_config config = t_disk_config(scratch, 0, 1);
         config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
-        cr_assert_eq(zc_disk_tier_open(&config, NULL, &tier), ZC_OK);
+        cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
     }
     return tier;
 }
@@ -779,7 +779,7 @@ Test(stats_file, a_killed_process_has_its_stores_counted)
         zc_config config = t_disk_config(scratch, 0, 1);
         config.memory_size = 1 << 20;
         zc_cache *cache = NULL;
-        if (zc_cache_open(&config, NULL, &cache) != ZC_OK)
+        if (zc_cache_open(&config, &cache) != ZC_OK)
             _exit(3);
         for (uint64_t seed = 1; seed <= 2 * STORES; seed++) {
             uint64_t key_seed = (seed + 1) / 2; /* each key twice: a miss, then a hit */

@@ -10,7 +10,6 @@
 
 #include "zecache/artifact.h"
 #include "zecache/config.h"
-#include "zecache/fs_ops.h"
 #include "zecache/key.h"
 #include "zecache/status.h"
 
@@ -64,9 +63,9 @@ typedef struct zc_cache zc_cache;
 /* Opens the memory tier (config->memory_size bytes), when
  * config->persistent the disk tier at config->dir, and the remote storages
  * of config->remote (remote.h). A disk tier that cannot be opened leaves a
- * memory-only cache (logged), not an error; so do unusable remotes. ops NULL
- * means the real system calls. ZC_ERR_NOMEM is the only failure. */
-zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache **out);
+ * memory-only cache (logged), not an error; so do unusable remotes.
+ * ZC_ERR_NOMEM is the only failure. */
+zc_status zc_cache_open(const zc_config *config, zc_cache **out);
 void zc_cache_close(zc_cache *cache); /* NULL is accepted */
 
 /* The disk tier's directory, or NULL when the cache is memory-only. */

@@ -13,7 +13,6 @@
 #include "zecache/artifact.h"
 #include "zecache/config.h"
 #include "zecache/entry.h"
-#include "zecache/fs_ops.h"
 #include "zecache/key.h"
 #include "zecache/status.h"
 
@@ -27,12 +26,12 @@ typedef struct zc_disk_tier zc_disk_tier;
 
 /* Opens config->dir, creating it when missing (0700; with
  * config->allow_shared 02775 less the umask, see disk_open.c for what each
- * mode accepts). ops NULL means the real system calls. ZC_ERR_DISABLED when
+ * mode accepts). ZC_ERR_DISABLED when
  * persistence is off or the directory is unusable (with a message under
  * PrintDebugMessages). A directory that cannot be written opens read-only:
  * loads work, the first store returns ZC_ERR_IO (reported once) and the
  * later ones ZC_ERR_DISABLED, claims ZC_ERR_DISABLED at once. */
-zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out);
+zc_status zc_disk_tier_open(const zc_config *config, zc_disk_tier **out);
 void zc_disk_tier_close(zc_disk_tier *tier);
 const char *zc_disk_tier_dir(const zc_disk_tier *tier);
 /* True when the directory could not be written when opened. */
@@ -61,8 +60,7 @@ zc_status zc_disk_tier_store_raw(zc_disk_tier *tier, const zc_key *key, const ui
 
 /* Opens an existing directory for reading only (a read-only file:// storage):
  * no directory or config.file is created, stores fail. */
-zc_status zc_disk_tier_open_read_only(const zc_config *config, const zc_fs_ops *ops,
-                                      zc_disk_tier **out);
+zc_status zc_disk_tier_open_read_only(const zc_config *config, zc_disk_tier **out);
 
 /* Stores an encoded entry (the bytes of an entry file, e.g. from a bundle)
  * as zc_disk_tier_store does, after verifying it as a load would: ZC_MISS

@@ -15,7 +15,6 @@
 #include "zecache/artifact.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
-#include "zecache/fs_ops.h"
 #include "zecache/key.h"
 #include "zecache/status.h"
 #include "zecache/storage.h"
@@ -27,8 +26,7 @@ typedef struct zc_remote zc_remote;
 /* Opens config's storages (nothing is contacted yet). *out is NULL when none
  * is configured or usable, or when the secret file is set but unusable (then
  * no remote is trusted: logged). counters receive remote_* counts. */
-zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops, zc_cache_counters *counters,
-                         zc_remote **out);
+zc_status zc_remote_open(const zc_config *config, zc_cache_counters *counters, zc_remote **out);
 void zc_remote_close(zc_remote *remote); /* NULL is accepted */
 
 /* Which storages held a bad value for a key: bit i for storage i. */

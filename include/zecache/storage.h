@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "zecache/config.h"
-#include "zecache/fs_ops.h"
 #include "zecache/key.h"
 #include "zecache/remote_spec.h"
 #include "zecache/status.h"
@@ -68,13 +67,12 @@ struct zc_storage {
  * the limits a file storage applies (max size, compression level is unused).
  * Nothing is contacted yet: network backends connect on first use.
  * ZC_ERR_DISABLED (logged) when a file storage's directory is unusable. */
-zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, const zc_fs_ops *ops,
-                          zc_storage **out);
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, zc_storage **out);
 void zc_storage_close(zc_storage *storage); /* NULL is accepted */
 
 /* The backends' constructors (zc_storage_open picks one). */
 zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
-                               const zc_fs_ops *ops, zc_storage **out);
+                               zc_storage **out);
 /* max_value: the largest value a get accepts; a larger reply is refused as
  * soon as its size is announced. */
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out);

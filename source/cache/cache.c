@@ -58,7 +58,7 @@ static uint64_t counter_read(atomic_uint_least64_t *counter)
     return atomic_load_explicit(counter, memory_order_relaxed);
 }
 
-zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache **out)
+zc_status zc_cache_open(const zc_config *config, zc_cache **out)
 {
     if (config == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -77,9 +77,9 @@ zc_status zc_cache_open(const zc_config *config, const zc_fs_ops *ops, zc_cache 
     }
     /* A disk tier that cannot be opened (unusable directory, persistence off)
      * leaves a memory-only cache: the application must not notice. */
-    if (config->persistent && zc_disk_tier_open(config, ops, &cache->disk) != ZC_OK)
+    if (config->persistent && zc_disk_tier_open(config, &cache->disk) != ZC_OK)
         cache->disk = NULL;
-    if (zc_remote_open(config, ops, &cache->counters, &cache->remote) != ZC_OK)
+    if (zc_remote_open(config, &cache->counters, &cache->remote) != ZC_OK)
         cache->remote = NULL;
     cache->max_payload = config->max_size;
     cache->compression_level = config->compression_level;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "fs_ops.h"
 #include "zecache/disk_tier.h"
 
 struct zc_disk_tier {

@@ -210,15 +210,26 @@ static zc_status open_tier(const zc_config *config, const zc_fs_ops *ops, bool r
     return ZC_OK;
 }
 
-zc_status zc_disk_tier_open(const zc_config *config, const zc_fs_ops *ops, zc_disk_tier **out)
+zc_status zc_disk_tier_open_with_ops(const zc_config *config, const zc_fs_ops *ops,
+                                     zc_disk_tier **out)
 {
     return open_tier(config, ops, false, out);
 }
 
-zc_status zc_disk_tier_open_read_only(const zc_config *config, const zc_fs_ops *ops,
-                                      zc_disk_tier **out)
+zc_status zc_disk_tier_open_read_only_with_ops(const zc_config *config, const zc_fs_ops *ops,
+                                               zc_disk_tier **out)
 {
     return open_tier(config, ops, true, out);
+}
+
+zc_status zc_disk_tier_open(const zc_config *config, zc_disk_tier **out)
+{
+    return open_tier(config, NULL, false, out);
+}
+
+zc_status zc_disk_tier_open_read_only(const zc_config *config, zc_disk_tier **out)
+{
+    return open_tier(config, NULL, true, out);
 }
 
 void zc_disk_tier_close(zc_disk_tier *tier)

@@ -1,7 +1,7 @@
 /* The real system calls behind zc_fs_ops. Only openat needs work of its own:
  * a path inside the cache must never pass through a symlink, whether one
  * planted by another user (when the directory is shared) or left by a tool. */
-#include "zecache/fs_ops.h"
+#include "fs_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>

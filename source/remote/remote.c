@@ -57,7 +57,7 @@ static zc_status read_secret(const zc_config *config, zc_remote *remote)
     return status;
 }
 
-static void open_storages(const zc_config *config, const zc_fs_ops *ops, zc_remote *remote)
+static void open_storages(const zc_config *config, zc_remote *remote)
 {
     zc_remote_spec *specs = NULL;
     size_t spec_count = 0;
@@ -67,7 +67,7 @@ static void open_storages(const zc_config *config, const zc_fs_ops *ops, zc_remo
         zc_storage *storage = NULL;
         if (remote->secret != NULL)
             zc_remote_key_namespace(remote->secret, specs[i].key_namespace);
-        if (zc_storage_open(&specs[i], config, ops, &storage) != ZC_OK) {
+        if (zc_storage_open(&specs[i], config, &storage) != ZC_OK) {
             zc_log_info("remote %s: not usable, left out", specs[i].name);
             continue;
         }
@@ -79,8 +79,7 @@ static void open_storages(const zc_config *config, const zc_fs_ops *ops, zc_remo
     zc_remote_specs_free(specs, spec_count);
 }
 
-zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops, zc_cache_counters *counters,
-                         zc_remote **out)
+zc_status zc_remote_open(const zc_config *config, zc_cache_counters *counters, zc_remote **out)
 {
     if (config == NULL || counters == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -93,7 +92,7 @@ zc_status zc_remote_open(const zc_config *config, const zc_fs_ops *ops, zc_cache
     remote->counters = counters;
     zc_status status = read_secret(config, remote);
     if (status == ZC_OK)
-        open_storages(config, ops, remote);
+        open_storages(config, remote);
     if (status != ZC_OK || remote->count == 0) {
         zc_remote_close(remote);
         return status == ZC_ERR_NOMEM ? status : ZC_OK;

@@ -4,14 +4,13 @@
 #include "zecache/entry.h"
 #include "zecache/remote_tag.h"
 
-zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, const zc_fs_ops *ops,
-                          zc_storage **out)
+zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, zc_storage **out)
 {
     if (spec == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
     *out = NULL;
     if (spec->kind == ZC_REMOTE_FILE)
-        return zc_storage_file_open(spec, config, ops, out);
+        return zc_storage_file_open(spec, config, out);
     /* Nothing larger than a valid entry with its tag is ever read. */
     uint64_t max_value =
         zc_entry_size_bound(config != NULL ? config->max_size : 0) + ZC_REMOTE_TAG_TRAILER_SIZE;

@@ -60,7 +60,7 @@ static const zc_storage_ops file_ops = {
 };
 
 zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
-                               const zc_fs_ops *ops, zc_storage **out)
+                               zc_storage **out)
 {
     if (spec == NULL || spec->kind != ZC_REMOTE_FILE || config == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -77,8 +77,8 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
     dir_config->persistent = true;
     /* Shared by intent: who may write it is the trust model (README). */
     dir_config->allow_shared = true;
-    zc_status status = spec->read_only ? zc_disk_tier_open_read_only(dir_config, ops, &file->tier)
-                                       : zc_disk_tier_open(dir_config, ops, &file->tier);
+    zc_status status = spec->read_only ? zc_disk_tier_open_read_only(dir_config, &file->tier)
+                                       : zc_disk_tier_open(dir_config, &file->tier);
     free(dir_config);
     if (status != ZC_OK) {
         free(file);

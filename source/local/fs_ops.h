@@ -1,7 +1,12 @@
 /* The few system calls the disk tier uses, behind a table so tests can inject
- * failures (EIO, ENOSPC, EINTR, short reads and writes) call by call. */
+ * failures (EIO, ENOSPC, EINTR, short reads and writes) call by call. The
+ * seam is the core's own: the public constructors use the real calls, and
+ * only the fault tests open a tier through zc_disk_tier_open_with_ops. */
 #ifndef ZECACHE_FS_OPS_H
 #define ZECACHE_FS_OPS_H
+
+#include "zecache/config.h"
+#include "zecache/disk_tier.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -27,5 +32,12 @@ typedef struct zc_fs_ops {
 
 /* The real system calls. */
 const zc_fs_ops *zc_fs_ops_default(void);
+
+/* zc_disk_tier_open and zc_disk_tier_open_read_only through ops (NULL: the
+ * real calls). */
+zc_status zc_disk_tier_open_with_ops(const zc_config *config, const zc_fs_ops *ops,
+                                     zc_disk_tier **out);
+zc_status zc_disk_tier_open_read_only_with_ops(const zc_config *config, const zc_fs_ops *ops,
+                                               zc_disk_tier **out);
 
 #endif
