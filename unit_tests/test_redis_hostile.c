@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "disk_test_support.h"
+#include "redis_storage_support.h"
 #include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/cache.h"
@@ -79,17 +80,6 @@ static void stop_server(hostile_server *server)
     waitpid(server->pid, NULL, 0);
 }
 
-static zc_storage *open_storage(const char *url)
-{
-    zc_remote_spec spec;
-    char reason[256] = "";
-    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
-    zc_storage *storage = NULL;
-    cr_assert_eq(zc_storage_redis_open(&spec, 1 << 20, &storage), ZC_OK);
-    zc_remote_spec_free(&spec);
-    return storage;
-}
-
 static long max_rss_kib(void)
 {
     struct rusage usage;
@@ -104,7 +94,7 @@ static void check_operations_fail_in_time(bool tcp)
 {
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         hostile_server server = start_server(modes[m], tcp);
-        zc_storage *storage = open_storage(server.url);
+        zc_storage *storage = t_open_redis_storage(server.url);
         zc_key key = t_key(m);
         long rss_before = max_rss_kib();
         uint64_t start = t_monotonic_ms();
@@ -146,7 +136,7 @@ Test(hostile, every_operation_fails_within_its_deadline_over_tcp)
 Test(hostile, a_server_that_answers_is_a_plain_miss)
 {
     hostile_server server = start_server("nil", false);
-    zc_storage *storage = open_storage(server.url);
+    zc_storage *storage = t_open_redis_storage(server.url);
     zc_key key = t_key(7);
     uint8_t *value = NULL;
     size_t size = 0;

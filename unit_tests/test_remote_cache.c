@@ -133,15 +133,20 @@ static void fill_node(zc_cache *cache)
     cr_assert_eq(stats_of(cache).remote_stores, KEYS);
 }
 
-static void assert_all_remote_hits(zc_cache *cache)
+/* Looks every key up; each has the outcome expected. Returns the compiles. */
+static int assert_every_lookup(zc_cache *cache, zc_lookup_outcome expected)
 {
     counted_compile counter = {0};
     for (uint64_t i = 0; i < KEYS; i++) {
         zc_key key = t_key(i);
-        cr_assert_eq(lookup(cache, &key, &counter), ZC_LOOKUP_REMOTE_HIT, "key %llu",
-                     (unsigned long long)i);
+        cr_assert_eq(lookup(cache, &key, &counter), expected, "key %llu", (unsigned long long)i);
     }
-    cr_assert_eq(counter.calls, 0);
+    return counter.calls;
+}
+
+static void assert_all_remote_hits(zc_cache *cache)
+{
+    cr_assert_eq(assert_every_lookup(cache, ZC_LOOKUP_REMOTE_HIT), 0);
     zc_cache_stats stats = stats_of(cache);
     cr_assert_eq(stats.remote_hits, KEYS);
     cr_assert_eq(stats.remote_rejected, 0);
@@ -150,13 +155,7 @@ static void assert_all_remote_hits(zc_cache *cache)
 
 static void assert_all_compiled_and_rejected(zc_cache *cache)
 {
-    counted_compile counter = {0};
-    for (uint64_t i = 0; i < KEYS; i++) {
-        zc_key key = t_key(i);
-        cr_assert_eq(lookup(cache, &key, &counter), ZC_LOOKUP_COMPILED, "key %llu",
-                     (unsigned long long)i);
-    }
-    cr_assert_eq(counter.calls, KEYS);
+    cr_assert_eq(assert_every_lookup(cache, ZC_LOOKUP_COMPILED), KEYS);
     zc_cache_stats stats = stats_of(cache);
     cr_assert_eq(stats.remote_rejected, KEYS);
     cr_assert_eq(stats.remote_hits, 0);
@@ -374,13 +373,7 @@ Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .f
     zc_config config = t_disk_config(shared, ZC_DEFAULT_MAX_SIZE, 3);
     zc_cache *local = NULL;
     cr_assert_eq(zc_cache_open(&config, &local), ZC_OK);
-    counted_compile counter = {0};
-    for (uint64_t i = 0; i < KEYS; i++) {
-        zc_key key = t_key(i);
-        cr_assert_eq(lookup(local, &key, &counter), ZC_LOOKUP_DISK_HIT, "key %llu",
-                     (unsigned long long)i);
-    }
-    cr_assert_eq(counter.calls, 0);
+    cr_assert_eq(assert_every_lookup(local, ZC_LOOKUP_DISK_HIT), 0);
     zc_cache_close(local);
     cr_assert_eq(count_entries(shared), KEYS, "signed entries were removed as bad");
 }

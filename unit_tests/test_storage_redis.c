@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "disk_test_support.h"
+#include "redis_storage_support.h"
 #include "redis_test_support.h"
 #include "zecache/storage.h"
 
@@ -24,22 +25,11 @@ static void stop(void)
     t_redis_stop(&server);
 }
 
-static zc_storage *open_url(const char *url)
-{
-    zc_remote_spec spec;
-    char reason[256] = "";
-    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
-    zc_storage *storage = NULL;
-    cr_assert_eq(zc_storage_redis_open(&spec, 1 << 20, &storage), ZC_OK);
-    zc_remote_spec_free(&spec);
-    return storage;
-}
-
 static zc_storage *open_unix(const char *attributes)
 {
     char url[512];
     snprintf(url, sizeof url, "redis+unix://%s%s", server.socket, attributes);
-    return open_url(url);
+    return t_open_redis_storage(url);
 }
 
 static void value_of(uint64_t seed, uint8_t *bytes, size_t size)
@@ -69,7 +59,7 @@ Test(storage_redis, put_get_remove_under_the_documented_key, .init = start_plain
 {
     char tcp[64];
     snprintf(tcp, sizeof tcp, "redis://127.0.0.1:%u", server.port);
-    zc_storage *storages[] = {open_unix(""), open_url(tcp)};
+    zc_storage *storages[] = {open_unix(""), t_open_redis_storage(tcp)};
     for (int s = 0; s < 2; s++) {
         zc_storage *storage = storages[s];
         zc_key key = t_key(100 + (uint64_t)s);
@@ -113,11 +103,11 @@ Test(storage_redis, password_is_sent, .fini = stop)
     size_t size;
     char url[512];
     snprintf(url, sizeof url, "redis://:hunter2-pass@127.0.0.1:%u", server.port);
-    zc_storage *good = open_url(url);
+    zc_storage *good = t_open_redis_storage(url);
     cr_assert_eq(good->ops->put(good, &key, value, sizeof value, false), ZC_OK);
     assert_get(good, &key, value, sizeof value);
     snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%u", server.port);
-    zc_storage *bad = open_url(url);
+    zc_storage *bad = t_open_redis_storage(url);
     cr_assert_eq(bad->ops->get(bad, &key, &got, &size), ZC_ERR_IO);
     zc_storage_close(good);
     zc_storage_close(bad);
@@ -133,7 +123,7 @@ Test(storage_redis, shards_spread_keys_by_rendezvous_hashing, .fini = stop)
     /* Both sockets differ only in their directory: the '*' stands for it. */
     snprintf(url, sizeof url, "redis+unix://*/redis.sock|shards=%s,%s", shards[0].dir,
              shards[1].dir);
-    zc_storage *one = open_url(url), *two = open_url(url);
+    zc_storage *one = t_open_redis_storage(url), *two = t_open_redis_storage(url);
     enum { KEYS = 64 };
     int on_first = 0;
     for (uint64_t i = 0; i < KEYS; i++) {
@@ -206,7 +196,7 @@ Test(storage_redis, stopped_server_times_out, .init = start_plain, .fini = stop,
     cr_assert_eq(kill(server.pid, SIGSTOP), 0);
     char tcp[96];
     snprintf(tcp, sizeof tcp, "redis://127.0.0.1:%u|connect-timeout=100|timeout=100", server.port);
-    zc_storage *fresh = open_url(tcp);
+    zc_storage *fresh = t_open_redis_storage(tcp);
     uint8_t value[4] = "abcd", *got = NULL;
     size_t size;
     zc_storage_claim claim;
@@ -232,9 +222,9 @@ Test(storage_redis, silent_listener_and_refused_connections_time_out, .timeout =
     int listener = t_silent_listener(&port);
     char url[96];
     snprintf(url, sizeof url, "redis://127.0.0.1:%u|connect-timeout=100|timeout=100", port);
-    zc_storage *silent = open_url(url);
+    zc_storage *silent = t_open_redis_storage(url);
     snprintf(url, sizeof url, "redis://127.0.0.1:%u|connect-timeout=100", t_free_tcp_port());
-    zc_storage *refused = open_url(url);
+    zc_storage *refused = t_open_redis_storage(url);
     zc_key key = t_key(9);
     uint8_t *got = NULL, value[1] = {1};
     size_t size;
@@ -448,7 +438,7 @@ Test(storage_redis, acl_user_limited_to_the_prefix_is_enough, .init = start_plai
     freeReplyObject(reply);
     char url[512];
     snprintf(url, sizeof url, "redis://zecache:node-password@127.0.0.1:%u", server.port);
-    zc_storage *storage = open_url(url);
+    zc_storage *storage = t_open_redis_storage(url);
     zc_key key = t_key(30);
     uint8_t value[6] = "value!";
     zc_storage_claim claim;
@@ -463,7 +453,7 @@ Test(storage_redis, acl_user_limited_to_the_prefix_is_enough, .init = start_plai
     cr_assert_eq(storage->ops->remove(storage, &key), ZC_OK);
     zc_storage_close(storage);
     snprintf(url, sizeof url, "redis://zecache:wrong@127.0.0.1:%u", server.port);
-    storage = open_url(url);
+    storage = t_open_redis_storage(url);
     uint8_t *got = NULL;
     size_t size;
     cr_assert_eq(storage->ops->get(storage, &key, &got, &size), ZC_ERR_IO);
