@@ -13,6 +13,7 @@
 
 #include "../source/local/disk_internal.h"
 #include "fuzz_check.h"
+#include "zecache/disk_maintenance.h"
 
 enum { LIMIT = 1 << 20, PREFIX = 8 };
 

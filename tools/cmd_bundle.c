@@ -9,6 +9,7 @@
 
 #include "tool.h"
 #include "zecache/bundle.h"
+#include "zecache/disk_maintenance.h"
 
 enum { REASON_SIZE = 256 };
 

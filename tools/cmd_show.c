@@ -10,6 +10,7 @@
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/disk_maintenance.h"
 
 /* A trace is a few KiB; anything far larger is not one of ours. */
 enum { TRACE_MAX_SIZE = 16 << 20 };

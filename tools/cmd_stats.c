@@ -7,6 +7,7 @@
 #include "tool.h"
 #include "tool_support.h"
 #include "zecache/stats.h"
+#include "zecache/disk_maintenance.h"
 
 typedef struct cache_summary {
     uint64_t entries, bytes, driver_entries;

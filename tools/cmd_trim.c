@@ -6,6 +6,7 @@
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/disk_maintenance.h"
 
 static void print_removed(uint64_t entries, uint64_t bytes)
 {

@@ -4,6 +4,7 @@
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/disk_maintenance.h"
 
 typedef struct verify_tally {
     uint64_t checked, bad, removed, driver_entries;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "zecache/disk_maintenance.h"
 
 typedef struct entry_collector {
     tool_entry_list *list;

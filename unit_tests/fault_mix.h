@@ -25,6 +25,7 @@
 #include "../source/local/fs_ops.h"
 #include "fault_content.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_maintenance.h"
 
 enum fm_exit {
     FM_OK = 0,

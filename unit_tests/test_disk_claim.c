@@ -23,6 +23,8 @@
 #include "test_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_claim.h"
 
 #define LONG_WAIT_MS 60000 /* never reached when the code is right */
 #define ARTIFACT_SIZE 4096

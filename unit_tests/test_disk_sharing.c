@@ -20,6 +20,8 @@
 #include "test_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_claim.h"
 #include "zecache/stats.h"
 
 enum {

@@ -19,6 +19,7 @@
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_maintenance.h"
 
 static char test_root[256];
 static char cache_dir[512]; /* short, so paths built from it fit PATH_MAX */

@@ -8,6 +8,8 @@
 
 #include "../source/local/fs_ops.h"
 #include "fault_test_support.h"
+#include "zecache/disk_claim.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_config, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "fault_test_support.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_crash, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -13,6 +13,7 @@
 
 #include "disk_test_support.h"
 #include "fault_test_support.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_entries, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -12,6 +12,7 @@
 #include "fault_test_support.h"
 #include "zecache/config.h"
 #include "zecache/log.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_fs, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -16,6 +16,7 @@
 #include "../source/local/fs_ops.h"
 #include "fault_test_support.h"
 #include "zecache/stats.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_io, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "fault_test_support.h"
+#include "zecache/disk_maintenance.h"
 
 TestSuite(fault_stress, .init = ft_make_root, .fini = ft_remove_root);
 

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 
 #include "zecache/disk_tier.h"
+#include "disk_raw.h"
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_claim.h"
 #include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/memory_tier.h"

@@ -19,6 +19,9 @@
 #include <time.h>
 
 #include "fs_ops.h"
+#include "disk_raw.h"
+#include "zecache/disk_claim.h"
+#include "zecache/disk_maintenance.h"
 #include "zecache/disk_tier.h"
 
 struct zc_disk_tier {

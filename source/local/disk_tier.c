@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
 #include "disk_internal.h"
 #include "zecache/log.h"
@@ -20,19 +19,12 @@ typedef struct entry_file {
     struct stat st;
 } entry_file;
 
-/* No entry file is larger, whatever the size limit: a larger one is corrupt.
- * trailer: bytes a storage may keep after the entry (remote_tag.h). */
-static uint64_t max_entry_file_size(uint64_t trailer)
-{
-    return ZC_ENTRY_HEADER_SIZE + ZSTD_compressBound(ZC_ENTRY_MAX_PAYLOAD) + trailer;
-}
-
 /* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_TOO_LARGE when
  * it is larger than max_size (0: no limit), which another process with a
  * larger NEO_CACHE_MAX_SIZE may have stored: not ours to use, nor to remove;
  * ZC_ERR_* when reading it failed, which says nothing about the entry. */
-static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, uint64_t trailer,
-                                 entry_file *file, char *reason)
+static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, entry_file *file,
+                                 char *reason)
 {
     memset(file, 0, sizeof *file);
     if (tier->ops->fstat(fd, &file->st) != 0)
@@ -42,12 +34,12 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, 
         return ZC_MISS;
     }
     uint64_t size = (uint64_t)file->st.st_size;
-    if (size > max_entry_file_size(trailer)) {
+    if (size > zc_entry_size_bound(0)) { /* larger than any entry: corrupt */
         snprintf(reason, REASON_SIZE, "file of %llu bytes exceeds any entry's size",
                  (unsigned long long)size);
         return ZC_MISS;
     }
-    if (max_size != 0 && size > max_size + trailer) {
+    if (max_size != 0 && size > max_size + ZC_ENTRY_SIGNATURE_SIZE) {
         snprintf(reason, REASON_SIZE, "file of %llu bytes is above this process's size limit",
                  (unsigned long long)size);
         return ZC_ERR_TOO_LARGE;
@@ -129,7 +121,7 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, tier->max_size, 0, &file, reason);
+    zc_status status = read_entry_file(tier, fd, tier->max_size, &file, reason);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
     if (status == ZC_OK) {
@@ -273,8 +265,7 @@ zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_art
     return status;
 }
 
-zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t trailer,
-                                uint8_t **data, size_t *size)
+zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint8_t **data, size_t *size)
 {
     if (tier == NULL || key == NULL || data == NULL || size == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -289,7 +280,7 @@ zc_status zc_disk_tier_read_raw(zc_disk_tier *tier, const zc_key *key, uint64_t 
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, tier->max_size, trailer, &file, reason);
+    zc_status status = read_entry_file(tier, fd, tier->max_size, &file, reason);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
     if (status == ZC_ERR_TOO_LARGE)
@@ -358,7 +349,7 @@ static zc_status verify_open_entry(zc_disk_tier *tier, int fd, const zc_key *key
     entry_file file;
     /* Whatever this process's size limit: an entry above it is sound when it
      * verifies (another process may use a larger limit). */
-    zc_status status = read_entry_file(tier, fd, 0, 0, &file, why);
+    zc_status status = read_entry_file(tier, fd, 0, &file, why);
     if (status != ZC_OK && status != ZC_MISS)
         snprintf(why, REASON_SIZE, "cannot read: %s", strerror(errno));
     zc_artifact *artifact = NULL;

@@ -11,6 +11,8 @@
 #include "zecache/log.h"
 #include "zecache/remote_tag.h"
 #include "zecache/storage.h"
+#include "zecache/disk_maintenance.h"
+#include "disk_raw.h"
 
 typedef struct file_storage {
     zc_storage base;
@@ -21,7 +23,7 @@ typedef struct file_storage {
 static zc_status file_get(zc_storage *storage, const zc_key *key, uint8_t **value, size_t *size)
 {
     file_storage *file = (file_storage *)storage;
-    return zc_disk_tier_read_raw(file->tier, key, ZC_REMOTE_TAG_TRAILER_SIZE, value, size);
+    return zc_disk_tier_read_raw(file->tier, key, value, size);
 }
 
 static zc_status file_remove(zc_storage *storage, const zc_key *key)
