@@ -79,8 +79,8 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
 bool zc_entry_set_signed(uint8_t *entry);
 
 /* The size of the largest entry whose payload is at most max_payload (0: the
- * format's ZC_ENTRY_MAX_PAYLOAD), however badly it compresses: what a reader
- * may refuse beyond without looking. */
+ * format's ZC_ENTRY_MAX_PAYLOAD), however badly it compresses, signature
+ * included: what a reader may refuse beyond without looking. */
 uint64_t zc_entry_size_bound(uint64_t max_payload);
 
 #endif

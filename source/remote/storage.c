@@ -2,7 +2,6 @@
 #include "zecache/storage.h"
 
 #include "zecache/entry.h"
-#include "zecache/remote_tag.h"
 
 zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, zc_storage **out)
 {
@@ -11,9 +10,8 @@ zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, z
     *out = NULL;
     if (spec->kind == ZC_REMOTE_FILE)
         return zc_storage_file_open(spec, config, out);
-    /* Nothing larger than a valid entry with its tag is ever read. */
-    uint64_t max_value =
-        zc_entry_size_bound(config != NULL ? config->max_size : 0) + ZC_REMOTE_TAG_TRAILER_SIZE;
+    /* Nothing larger than a valid entry (signed, at worst) is ever read. */
+    uint64_t max_value = zc_entry_size_bound(config != NULL ? config->max_size : 0);
     return zc_storage_redis_open(spec, (size_t)max_value, out);
 }
 
