@@ -16,8 +16,16 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 root="${ZC_CURRENT_ROOT:-/var/tmp/zecache-current-root}"
-mirror="${ZC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-security="${ZC_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+# The registry this machine's own apt uses (its first Debian URI), so the
+# root comes from where the machine's packages come from.
+host_mirror() {
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+        2>/dev/null | grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -n 1 |
+        tr -d ' ' | sed 's#/$##'
+}
+mirror="${ZC_DEBIAN_MIRROR:-$(host_mirror)}"
+mirror="${mirror:-http://deb.debian.org/debian}"
+security="${ZC_DEBIAN_SECURITY_MIRROR:-${mirror}-security}"
 
 # Trixie's loader and toolchain; sid's Intel driver and compiler.
 build_packages=(
