@@ -23,7 +23,7 @@ host_mirror() {
         2>/dev/null | grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -n 1 |
         tr -d ' ' | sed 's#/$##'
 }
-mirror="${ZC_DEBIAN_MIRROR:-$(host_mirror)}"
+mirror="${ZC_DEBIAN_MIRROR:-$(host_mirror || true)}"
 mirror="${mirror:-http://deb.debian.org/debian}"
 security="${ZC_DEBIAN_SECURITY_MIRROR:-${mirror}-security}"
 
