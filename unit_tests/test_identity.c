@@ -574,7 +574,8 @@ Test(identity, default_directories_come_last)
 
 /* Writes conf listing the dirs (under temp_dir) and builds cache from it with
  * ldconfig, without touching links or the system's cache. */
-static void ldconfig_cache(const char *cache, const char *const *dirs)
+/* A cache of the given dirs in ldconfig's format ("new", "old", "compat"). */
+static void ldconfig_cache_as(const char *format, const char *cache, const char *const *dirs)
 {
     char conf[PATH_MAX], text[4 * PATH_MAX] = "", command[3 * PATH_MAX];
     temp_path(conf, "ld.so.conf");
@@ -583,8 +584,39 @@ static void ldconfig_cache(const char *cache, const char *const *dirs)
         snprintf(text + used, sizeof text - used, "%s/%s\n", temp_dir, dirs[i]);
     }
     t_write_file(conf, text, strlen(text));
-    snprintf(command, sizeof command, "/sbin/ldconfig -X -C '%s' -f '%s' 2>/dev/null", cache, conf);
+    snprintf(command, sizeof command, "/sbin/ldconfig -X -c %s -C '%s' -f '%s' 2>/dev/null", format,
+             cache, conf);
     cr_assert_eq(system(command), 0, "%s", command);
+}
+
+static void ldconfig_cache(const char *cache, const char *const *dirs)
+{
+    ldconfig_cache_as("new", cache, dirs);
+}
+
+/* ld.so still reads the old format ("ld.so-1.7.0"), alone or followed by a
+ * new-format cache (compat): each finds what the new format does. */
+Test(identity, old_and_compat_ld_so_caches_are_read_as_ld_so_does)
+{
+    library_in("o1", 1);
+    library_in("o2", 2);
+    static const char *const formats[] = {"old", "compat", "new"};
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        char cache[PATH_MAX], path[PATH_MAX], expected[PATH_MAX];
+        temp_path(cache, formats[f]);
+        ldconfig_cache_as(formats[f], cache, (const char *const[]){"o2", "o1", NULL});
+        uint8_t head[12];
+        FILE *file = fopen(cache, "rb");
+        cr_assert(file != NULL && fread(head, 1, sizeof head, file) == sizeof head);
+        fclose(file);
+        cr_assert_eq(memcmp(head, "ld.so-1.7.0", 11) == 0, strcmp(formats[f], "new") != 0,
+                     "%s: not the format asked for", formats[f]);
+        cr_assert(zc_ld_cache_lookup_file(cache, "libzc_found.so.1", path, sizeof path), "%s",
+                  formats[f]);
+        snprintf(expected, sizeof expected, "%s/o2/libzc_found.so.1", temp_dir);
+        cr_assert_str_eq(path, expected, "%s", formats[f]);
+        cr_assert(!zc_ld_cache_lookup_file(cache, "libzc_absent.so.1", path, sizeof path));
+    }
 }
 
 Test(identity, ld_so_cache_written_by_ldconfig)

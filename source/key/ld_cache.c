@@ -1,5 +1,5 @@
-/* glibc's ld.so.cache, new format (the only one ldconfig writes since glibc
- * 2.32):
+/* glibc's ld.so.cache. The new format (the default of ldconfig since glibc
+ * 2.32, the only one with a hwcap field):
  *
  *   header   char magic[17] "glibc-ld.so.cache", char version[3] "1.1",
  *            u32 nlibs, u32 len_strings, u8 flags (byte order: 2 little,
@@ -15,7 +15,17 @@
  * search. Entries with a hwcap (glibc-hwcaps subdirectories, legacy hardware
  * capabilities) are skipped: which of them ld.so would take depends on the
  * CPU, and the check after the first compile (compiler_identity.c) catches
- * a library loaded from one of them. */
+ * a library loaded from one of them.
+ *
+ * The old format (ldconfig -c old, and -c compat, which puts a new-format
+ * cache right after it), which ld.so still reads (elf/dl-cache.c):
+ *
+ *   header   char magic[11] "ld.so-1.7.0", u32 nlibs (at offset 12)
+ *   entries  nlibs x { i32 flags, u32 key, u32 value }
+ *   strings  key and value are offsets from the end of the entries
+ *
+ * ld.so uses the new-format cache after the old entries when there is one,
+ * its offsets counted from its own start; else the old entries. */
 #include "ld_cache.h"
 
 #include <fcntl.h>
@@ -28,6 +38,10 @@
 #define MAGIC_SIZE 20
 #define HEADER_SIZE 48
 #define ENTRY_SIZE 24
+#define OLD_MAGIC "ld.so-1.7.0"
+#define OLD_MAGIC_SIZE 11
+#define OLD_HEADER_SIZE 16
+#define OLD_ENTRY_SIZE 12
 /* Far more than any real cache (a full desktop system has about 100 KB). */
 #define MAX_CACHE_SIZE (64 << 20)
 
@@ -82,28 +96,69 @@ static bool abi_matches(int32_t flags)
 #endif
 }
 
-bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char *path,
-                        size_t path_size)
+/* One table of entries: count entries of entry_size bytes at entries, their
+ * strings at offsets from strings (size bytes from there on); hwcap_at: where
+ * an entry holds its hwcap (0: none). */
+typedef struct cache_table {
+    const uint8_t *entries, *strings;
+    size_t strings_size;
+    uint32_t count;
+    size_t entry_size, hwcap_at;
+} cache_table;
+
+static bool table_lookup(const cache_table *table, const char *name, char *path, size_t path_size)
 {
-    if (data == NULL || name == NULL || path == NULL || path_size == 0 || size < HEADER_SIZE ||
-        memcmp(data, MAGIC, MAGIC_SIZE) != 0 || data[28] != NATIVE_ORDER_FLAG)
-        return false;
-    uint32_t count = read_u32(data + 20);
-    if (count > (size - HEADER_SIZE) / ENTRY_SIZE)
-        return false;
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *entry = data + HEADER_SIZE + (size_t)i * ENTRY_SIZE;
-        const char *key = string_at(data, size, read_u32(entry + 4));
+    for (uint32_t i = 0; i < table->count; i++) {
+        const uint8_t *entry = table->entries + (size_t)i * table->entry_size;
+        const char *key = string_at(table->strings, table->strings_size, read_u32(entry + 4));
         if (key == NULL || strcmp(key, name) != 0 || !abi_matches((int32_t)read_u32(entry)) ||
-            read_u64(entry + 16) != 0)
+            (table->hwcap_at != 0 && read_u64(entry + table->hwcap_at) != 0))
             continue;
-        const char *value = string_at(data, size, read_u32(entry + 8));
+        const char *value = string_at(table->strings, table->strings_size, read_u32(entry + 8));
         if (value == NULL || value[0] != '/' || strlen(value) >= path_size)
             continue; /* ld.so checks the value's bounds too and goes on */
         memcpy(path, value, strlen(value) + 1);
         return true;
     }
     return false;
+}
+
+/* A new-format cache at data: its table, or false when it is not one. */
+static bool new_format_table(const uint8_t *data, size_t size, cache_table *table)
+{
+    if (size < HEADER_SIZE || memcmp(data, MAGIC, MAGIC_SIZE) != 0 || data[28] != NATIVE_ORDER_FLAG)
+        return false;
+    uint32_t count = read_u32(data + 20);
+    if (count > (size - HEADER_SIZE) / ENTRY_SIZE)
+        return false;
+    *table = (cache_table){data + HEADER_SIZE, data, size, count, ENTRY_SIZE, 16};
+    return true;
+}
+
+/* An old-format cache: its own table, or the new-format cache after it. */
+static bool old_format_table(const uint8_t *data, size_t size, cache_table *table)
+{
+    if (size < OLD_HEADER_SIZE || memcmp(data, OLD_MAGIC, OLD_MAGIC_SIZE) != 0)
+        return false;
+    uint32_t count = read_u32(data + 12);
+    if (count > (size - OLD_HEADER_SIZE) / OLD_ENTRY_SIZE)
+        return false;
+    size_t end = OLD_HEADER_SIZE + (size_t)count * OLD_ENTRY_SIZE;
+    if (new_format_table(data + end, size - end, table))
+        return true;
+    *table =
+        (cache_table){data + OLD_HEADER_SIZE, data + end, size - end, count, OLD_ENTRY_SIZE, 0};
+    return true;
+}
+
+bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char *path,
+                        size_t path_size)
+{
+    cache_table table;
+    if (data == NULL || name == NULL || path == NULL || path_size == 0 ||
+        !(new_format_table(data, size, &table) || old_format_table(data, size, &table)))
+        return false;
+    return table_lookup(&table, name, path, path_size);
 }
 
 /* Read, not mapped: the file is small (tens of KB) and unmapping costs more

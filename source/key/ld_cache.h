@@ -7,8 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Finds name in the bytes of a cache file in glibc's format
- * ("glibc-ld.so.cache1.1") as ld.so does: the first entry for name whose flags
+/* Finds name in the bytes of a cache file in glibc's new format
+ * ("glibc-ld.so.cache1.1"), old format ("ld.so-1.7.0") or both, as ld.so
+ * does: the first entry for name whose flags
  * are this process's ABI and that is not tied to hardware capabilities.
  * Writes its path (NUL-terminated) to path. false when there is no such entry,
  * the path does not fit, or the data is not a well-formed cache of this
