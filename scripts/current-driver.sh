@@ -42,6 +42,12 @@ recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"
     exit 1
 }
 
+# One run at a time per root: a run unmounts what it mounted when it ends,
+# which would pull /proc, /dev and /tmp from under a second one.
+mkdir -p "$(dirname "$root")"
+exec 9>"$root.lock"
+flock 9
+
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 
