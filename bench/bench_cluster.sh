@@ -73,7 +73,7 @@ for ((i = 0; i < 100; i++)); do
 done
 redis PING >/dev/null || { echo "bench_cluster: redis-server did not start" >&2; exit 1; }
 
-export NEOReadDebugKeys=1 SetCommandStreamReceiver=1 ProductFamilyOverride=tgllp
+source "$(dirname "$0")/../scripts/pretend-device.sh"
 unset l0_cache_dir NEO_CACHE_DIR NEO_CACHE_PERSISTENT ZE_ENABLE_VALIDATION_LAYER ZE_ENABLE_LAYERS
 unset ZEL_LIBRARY_PATH PrintDebugMessages NEO_CACHE_REMOTE NEO_CACHE_REMOTE_SECRET_FILE
 plain_library_path=${LD_LIBRARY_PATH:-}
@@ -87,7 +87,7 @@ node() {
   mkdir -p "$work/scratch-$name" "$cache"
   (cd "$work/scratch-$name" &&
     env "LD_LIBRARY_PATH=$layers${plain_library_path:+:$plain_library_path}" \
-      "ZEL_LIBRARY_PATH=$layers" ZE_ENABLE_VALIDATION_LAYER=1 "NEO_CACHE_DIR=$cache" \
+      ZE_ENABLE_VALIDATION_LAYER=1 "NEO_CACHE_DIR=$cache" \
       "NEO_CACHE_REMOTE=$remote" "NEO_CACHE_WAIT_TIMEOUT_MS=$wait_ms" "$bench" "$@" "$kernels") \
     >"$work/out/$name"
 }

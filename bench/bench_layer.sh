@@ -4,7 +4,8 @@
 # with a pretend GPU, in one run:
 #
 #   (a)  no cache: every module compiled
-#   (b0) the driver's own cache (l0_cache_dir), cold: it fills
+#   (b0) the driver's own cache (l0_cache_dir up to 24.09, NEO_CACHE_DIR from
+#        24.13: both are set), cold: it fills
 #   (b)  the driver's own cache, warm, in a new process
 #   (c)  the zecache layer, cold: compiled and stored
 #   (d)  the layer, warm, in a new process: disk hits
@@ -46,10 +47,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/out" "$work/native" "$work/driver-cache"
 
-export NEOReadDebugKeys=1 SetCommandStreamReceiver=1 ProductFamilyOverride=tgllp
-# Neither cache may leak into another configuration.
-unset l0_cache_dir NEO_CACHE_DIR NEO_CACHE_PERSISTENT ZE_ENABLE_VALIDATION_LAYER ZE_ENABLE_LAYERS
+source "$(dirname "$0")/../scripts/pretend-device.sh"
+# Neither cache may leak into another configuration: from 24.13 the driver's
+# own cache is on unless switched off.
+unset l0_cache_dir NEO_CACHE_DIR ZE_ENABLE_VALIDATION_LAYER ZE_ENABLE_LAYERS
 unset ZEL_LIBRARY_PATH PrintDebugMessages
+export NEO_CACHE_PERSISTENT=0
 plain_library_path=${LD_LIBRARY_PATH:-}
 
 # run NAME REP [VAR=value...] -- ze_bench arguments: one process, output in
@@ -67,8 +70,11 @@ run() {
 
 with_layer() { # the environment of a run through the layer with cache dir $1
   echo "LD_LIBRARY_PATH=$layers${plain_library_path:+:$plain_library_path}" \
-    "ZEL_LIBRARY_PATH=$layers" ZE_ENABLE_VALIDATION_LAYER=1 "NEO_CACHE_DIR=$1"
+    ZE_ENABLE_VALIDATION_LAYER=1 NEO_CACHE_PERSISTENT=1 "NEO_CACHE_DIR=$1"
 }
+
+# The driver's own cache in $1, for either driver generation.
+driver_cache="l0_cache_dir=$work/driver-cache NEO_CACHE_DIR=$work/driver-cache NEO_CACHE_PERSISTENT=1"
 
 # Small modules go first: rep r starts the list r modules before its end.
 rotation() { echo $(((module_count - 1 - $1 % module_count + module_count) % module_count)); }
@@ -85,7 +91,8 @@ for ((rep = 0; rep < cold_reps; rep++)); do
   # shellcheck disable=SC2046 # word splitting of the settings is wanted
   run c "$rep" $(with_layer "$work/layer-cache-$rep") -- --rotate "$(rotation "$rep")" "$kernels"
 done
-run b0 0 "l0_cache_dir=$work/driver-cache" -- "$kernels"
+# shellcheck disable=SC2086 # word splitting of the settings is wanted
+run b0 0 $driver_cache -- "$kernels"
 driver_bytes=$(find "$work/driver-cache" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 layer_bytes=$(find "$work/layer-cache-0" -name '*.l0_cache' -printf '%s\n' |
   awk '{ s += $1 } END { print s + 0 }')
@@ -94,7 +101,8 @@ layer_dir_bytes=$(find "$work/layer-cache-0" -type f -printf '%s\n' | awk '{ s +
 # ---- warm: (b), (d)+(e) and the floor interleaved ----
 for ((rep = 0; rep < warm_reps; rep++)); do
   r=$(rotation "$rep")
-  run b "$rep" "l0_cache_dir=$work/driver-cache" -- --repeat "$repeat" --rotate "$r" "$kernels"
+  # shellcheck disable=SC2086
+  run b "$rep" $driver_cache -- --repeat "$repeat" --rotate "$r" "$kernels"
   # shellcheck disable=SC2046
   run d "$rep" $(with_layer "$work/layer-cache-0") -- --repeat "$repeat" --pair-native \
     --rotate "$r" "$kernels"
