@@ -78,9 +78,11 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out);
 
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
- * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>. */
+ * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>; with a secret, its key
+ * namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in both. */
 #define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
-#define ZC_REDIS_LOCK_PREFIX "zecache:v1:lock:"
+#define ZC_REDIS_LOCK_INFIX "lock:"
+#define ZC_REDIS_LOCK_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_LOCK_INFIX
 /* The value a holder whose build or store failed leaves in its lock, for
  * ZC_REDIS_FAILED_MARK_MS, so waiters compile at once. */
 #define ZC_REDIS_FAILED_MARK "failed"

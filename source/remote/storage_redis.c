@@ -44,17 +44,19 @@ static const char release_script[] =
     "end\n"
     "return redis.call('DEL', KEYS[1])\n";
 
+#define NAMESPACE_SIZE sizeof(((zc_remote_spec *)0)->key_namespace)
+
 typedef struct redis_storage {
     zc_storage base;
     size_t server_count;
     zc_redis_connection **servers;
     char name[sizeof(((zc_remote_spec *)0)->name)];
-    char key_namespace[sizeof(((zc_remote_spec *)0)->key_namespace)];
+    char key_namespace[NAMESPACE_SIZE];
 } redis_storage;
 
 typedef struct redis_key {
-    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + 24 + ZC_KEY_HEX_SIZE];
-    char lock[sizeof ZC_REDIS_ENTRY_PREFIX + 24 + sizeof "lock:" + ZC_KEY_HEX_SIZE];
+    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
+    char lock[sizeof ZC_REDIS_LOCK_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
 } redis_key;
 
 /* zecache:v1:[<namespace>]<hex> and zecache:v1:[<namespace>]lock:<hex>. */
@@ -64,7 +66,7 @@ static void redis_key_of(const redis_storage *redis, const zc_key *key, redis_ke
     zc_key_to_hex(key, hex);
     snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s%s", redis->key_namespace,
              hex);
-    snprintf(names->lock, sizeof names->lock, ZC_REDIS_ENTRY_PREFIX "%slock:%s",
+    snprintf(names->lock, sizeof names->lock, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_LOCK_INFIX "%s",
              redis->key_namespace, hex);
 }
 
