@@ -9,11 +9,11 @@
 
 /* Finds name in the bytes of a cache file in glibc's new format
  * ("glibc-ld.so.cache1.1"), old format ("ld.so-1.7.0") or both, as ld.so
- * does: the first entry for name whose flags
- * are this process's ABI and that is not tied to hardware capabilities.
- * Writes its path (NUL-terminated) to path. false when there is no such entry,
- * the path does not fit, or the data is not a well-formed cache of this
- * machine's byte order. Any bytes may be given. */
+ * does: among the entries for name whose flags are this process's ABI, the
+ * one of the best active glibc-hwcaps subdirectory, else the first one with
+ * no hwcap or a legacy hwcap this glibc accepts (hwcaps.h). Writes its path (NUL-terminated) to
+ * path. false when there is no such entry, the path does not fit, or the data is not a well-formed
+ * cache of this machine's byte order. Any bytes may be given. */
 bool zc_ld_cache_lookup(const uint8_t *data, size_t size, const char *name, char *path,
                         size_t path_size);
 

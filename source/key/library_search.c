@@ -3,11 +3,20 @@
  * IGC costs about 30 ms, and the key only needs to know which file a later
  * dlopen by the driver will map.
  *
- * Left out, because the check after the first compile (compiler_identity.c)
- * catches them: the DT_RPATH of objects between the caller and the main
- * program (the Level Zero loader), glibc-hwcaps and legacy hardware
- * capability subdirectories, and objects already loaded under that name
- * (compiler_identity.c looks for those first). */
+ * The directories: when the caller is loaded in this process (the layer's
+ * driver) and the search asks for it, glibc's own list (linker_dirs.c), which
+ * includes the DT_RPATH of the objects between the caller and the main
+ * program (the Level Zero loader); otherwise read from the ELF files of the
+ * caller and the main program, which cannot show that chain. Either way each
+ * directory is tried with the glibc-hwcaps and legacy hwcap subdirectories
+ * glibc tries (hwcaps.c), and ld.so.cache is read as ld.so picks among its
+ * hwcap entries (ld_cache.c).
+ *
+ * Left out: objects already loaded under that name (compiler_identity.c
+ * looks for those first), ld.so's own command-line options (--library-path,
+ * --inhibit-cache, --glibc-hwcaps-*), and architectures other than x86-64
+ * for hardware capabilities; the check after the first compile
+ * (compiler_identity.c) catches a library loaded from elsewhere. */
 #include "library_search.h"
 
 #include <fcntl.h>
@@ -20,7 +29,9 @@
 #include <unistd.h>
 
 #include "elf_file.h"
+#include "hwcaps.h"
 #include "ld_cache.h"
+#include "linker_dirs.h"
 
 /* Debian's directory name for this machine's libraries, which its ld.so
  * also gives $LIB. */
@@ -48,10 +59,12 @@ static const char *const system_default_dirs[] = {
     NULL,
 };
 
-/* One search: the name and where the result goes. */
+/* One search: the name, where the result goes, and the hardware
+ * capabilities of this process. */
 typedef struct search_state {
     const char *name;
     zc_library_identity *identity;
+    const zc_hwcaps *hwcaps;
 } search_state;
 
 static bool try_path(const char *path, search_state *state)
@@ -60,14 +73,20 @@ static bool try_path(const char *path, search_state *state)
 }
 
 /* Tries name in a directory given by its first length bytes (an empty
- * directory means the current one, as for the loader). */
+ * directory means the current one, as for the loader), in each hardware
+ * capability subdirectory glibc tries first (open_path), then in itself. */
 static bool try_directory(const char *dir, size_t length, search_state *state)
 {
-    char path[PATH_MAX];
-    int written = length == 0
-                      ? snprintf(path, sizeof path, "./%s", state->name)
-                      : snprintf(path, sizeof path, "%.*s/%s", (int)length, dir, state->name);
-    return written > 0 && (size_t)written < sizeof path && try_path(path, state);
+    if (length == 0)
+        dir = ".", length = 1;
+    for (size_t i = 0; i < state->hwcaps->subdir_count; i++) {
+        char path[PATH_MAX];
+        int written = snprintf(path, sizeof path, "%.*s/%s%s", (int)length, dir,
+                               state->hwcaps->subdirs[i], state->name);
+        if (written > 0 && (size_t)written < sizeof path && try_path(path, state))
+            return true;
+    }
+    return false;
 }
 
 /* The length of the dynamic string token at text ("$ORIGIN" or "${ORIGIN}"
@@ -90,7 +109,7 @@ static size_t token_length(const char *text, const char *token)
  * drops the whole directory). */
 static const char *token_value(const char *text, const char *origin, size_t *used)
 {
-    const char *platform = (const char *)getauxval(AT_PLATFORM);
+    const char *platform = zc_hwcaps_of_process()->platform;
     if ((*used = token_length(text, "ORIGIN")) != 0)
         return origin;
     if ((*used = token_length(text, "LIB")) != 0)
@@ -176,11 +195,25 @@ static bool search_default_dirs(const char *const *dirs, search_state *state)
     return false;
 }
 
-static bool search_cache(const char *cache, search_state *state)
+/* Whether path is inside one of dirs (glibc compares with each default
+ * directory and its '/' as a prefix). */
+static bool inside_one_of(const char *path, const char *const *dirs)
+{
+    for (size_t i = 0; dirs[i] != NULL; i++) {
+        size_t length = strlen(dirs[i]);
+        if (strncmp(path, dirs[i], length) == 0 && path[length] == '/')
+            return true;
+    }
+    return false;
+}
+
+/* ld.so.cache; for a caller with DF_1_NODEFLIB (excluded not NULL) its entry
+ * is not used when it is inside a default directory. */
+static bool search_cache(const char *cache, const char *const *excluded, search_state *state)
 {
     char path[PATH_MAX];
     return cache != NULL && zc_ld_cache_lookup_file(cache, state->name, path, sizeof path) &&
-           try_path(path, state);
+           !(excluded != NULL && inside_one_of(path, excluded)) && try_path(path, state);
 }
 
 typedef struct object_paths {
@@ -195,15 +228,20 @@ static void read_object(const char *path, object_paths *object)
     origin_of(path, object->origin, sizeof object->origin);
 }
 
-/* Steps in order, each returning whether it found the library. */
+static const char *const *default_dirs_of(const zc_library_search *search)
+{
+    return search->default_dirs != NULL ? search->default_dirs : system_default_dirs;
+}
+
+/* Steps in order, read from the ELF files, each returning whether it found
+ * the library. */
 static bool run_steps(const zc_library_search *search, const object_paths *caller,
                       const object_paths *executable, search_state *state, zc_search_step *step)
 {
     const zc_elf_dynamic *c = &caller->dynamic, *e = &executable->dynamic;
     bool caller_rpath = caller->known && !c->has_runpath && c->has_rpath;
     bool defaults = !(caller->known && c->nodeflib);
-    const char *const *dirs =
-        search->default_dirs != NULL ? search->default_dirs : system_default_dirs;
+    const char *const *dirs = default_dirs_of(search);
     if (caller_rpath && search_dynamic_list(c->rpath, caller->origin, state))
         return *step = ZC_SEARCH_CALLER_RPATH, true;
     if (!(caller->known && c->has_runpath) && executable->known && !e->has_runpath &&
@@ -213,7 +251,7 @@ static bool run_steps(const zc_library_search *search, const object_paths *calle
         return *step = ZC_SEARCH_LD_LIBRARY_PATH, true;
     if (caller->known && c->has_runpath && search_dynamic_list(c->runpath, caller->origin, state))
         return *step = ZC_SEARCH_CALLER_RUNPATH, true;
-    if (defaults && search_cache(search->ld_so_cache, state))
+    if (search_cache(search->ld_so_cache, defaults ? NULL : dirs, state))
         return *step = ZC_SEARCH_LD_SO_CACHE, true;
     if (defaults && search_default_dirs(dirs, state))
         return *step = ZC_SEARCH_DEFAULT_DIRS, true;
@@ -225,15 +263,28 @@ static bool valid_name(const char *name)
     return name != NULL && name[0] != '\0' && strchr(name, '/') == NULL && strlen(name) <= NAME_MAX;
 }
 
-zc_status zc_library_search_find_each(const zc_library_search *search, const char *const *names,
-                                      size_t count, zc_library_identity *identities,
-                                      zc_search_step *steps, bool *found)
+/* glibc's directories for a loaded caller, with ld.so.cache at its place. */
+static bool run_linker_dirs(const zc_library_search *search, const zc_linker_dirs *dirs,
+                            search_state *state, zc_search_step *step)
 {
-    if (search == NULL || names == NULL || identities == NULL || found == NULL)
-        return ZC_ERR_INVALID_ARG;
-    for (size_t i = 0; i < count; i++)
-        if (!valid_name(names[i]))
-            return ZC_ERR_INVALID_ARG;
+    const char *const *excluded = dirs->nodeflib ? default_dirs_of(search) : NULL;
+    for (size_t i = 0; i <= dirs->count; i++) {
+        if (i == dirs->cache_at && search_cache(search->ld_so_cache, excluded, state))
+            return *step = ZC_SEARCH_LD_SO_CACHE, true;
+        const char *dir = i < dirs->count ? zc_linker_dir(dirs, i) : NULL;
+        if (dir != NULL && try_directory(dir, strlen(dir), state))
+            return *step = i < dirs->cache_at ? ZC_SEARCH_LINKER_DIRS : ZC_SEARCH_DEFAULT_DIRS,
+                   true;
+    }
+    return false;
+}
+
+/* Searches each name in the order of the ELF files of the caller and the
+ * program. */
+static zc_status find_each_by_elf(const zc_library_search *search, const char *const *names,
+                                  size_t count, zc_library_identity *identities,
+                                  zc_search_step *steps, bool *found)
+{
     /* Two dynamic sections and origins, read once for all names: too large
      * for the stack of every thread the application might call from. */
     object_paths *objects = malloc(2 * sizeof *objects);
@@ -243,13 +294,42 @@ zc_status zc_library_search_find_each(const zc_library_search *search, const cha
     read_object(search->executable, &objects[1]);
     for (size_t i = 0; i < count; i++) {
         zc_search_step step;
-        search_state state = {names[i], &identities[i]};
+        search_state state = {names[i], &identities[i], zc_hwcaps_of_process()};
         found[i] = run_steps(search, &objects[0], &objects[1], &state, &step);
         if (found[i] && steps != NULL)
             steps[i] = step;
     }
     free(objects);
     return ZC_OK;
+}
+
+zc_status zc_library_search_find_each(const zc_library_search *search, const char *const *names,
+                                      size_t count, zc_library_identity *identities,
+                                      zc_search_step *steps, bool *found)
+{
+    if (search == NULL || names == NULL || identities == NULL || found == NULL)
+        return ZC_ERR_INVALID_ARG;
+    for (size_t i = 0; i < count; i++)
+        if (!valid_name(names[i]))
+            return ZC_ERR_INVALID_ARG;
+    zc_linker_dirs dirs;
+    zc_status status = search->ask_dynamic_linker
+                           ? zc_linker_dirs_of(search->caller, default_dirs_of(search), &dirs)
+                           : ZC_MISS;
+    if (status == ZC_OK) {
+        for (size_t i = 0; i < count; i++) {
+            zc_search_step step;
+            search_state state = {names[i], &identities[i], zc_hwcaps_of_process()};
+            found[i] = run_linker_dirs(search, &dirs, &state, &step);
+            if (found[i] && steps != NULL)
+                steps[i] = step;
+        }
+        zc_linker_dirs_free(&dirs);
+        return ZC_OK;
+    }
+    /* Not loaded (or an unexpected listing): the ELF files. */
+    return status == ZC_MISS ? find_each_by_elf(search, names, count, identities, steps, found)
+                             : status;
 }
 
 zc_status zc_library_search_find(const zc_library_search *search, const char *name,
@@ -339,5 +419,6 @@ zc_library_search zc_library_search_of_process(const char *caller, char *executa
     return (zc_library_search){.caller = caller,
                                .executable = length > 0 ? executable : NULL,
                                .ld_library_path = zc_initial_ld_library_path(),
-                               .ld_so_cache = "/etc/ld.so.cache"};
+                               .ld_so_cache = "/etc/ld.so.cache",
+                               .ask_dynamic_linker = true};
 }

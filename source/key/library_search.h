@@ -15,6 +15,10 @@ typedef enum zc_search_step {
     ZC_SEARCH_EXECUTABLE_RPATH, /* the main program's DT_RPATH */
     ZC_SEARCH_LD_LIBRARY_PATH,
     ZC_SEARCH_CALLER_RUNPATH,
+    /* a directory glibc lists for the loaded caller before ld.so.cache: the
+     * DT_RPATH of it and its loaders, the program's, LD_LIBRARY_PATH or the
+     * caller's DT_RUNPATH (glibc does not say which) */
+    ZC_SEARCH_LINKER_DIRS,
     ZC_SEARCH_LD_SO_CACHE,
     ZC_SEARCH_DEFAULT_DIRS,
 } zc_search_step;
@@ -27,6 +31,11 @@ typedef struct zc_library_search {
     const char *ld_so_cache;     /* path of the ld.so.cache file */
     /* NULL-terminated; NULL means this machine's default directories. */
     const char *const *default_dirs;
+    /* When the caller is loaded in this process, take the directories from
+     * the dynamic linker (dlinfo) instead of the caller's and the program's
+     * ELF files and ld_library_path: its list also holds the DT_RPATH of
+     * the objects that loaded the caller. */
+    bool ask_dynamic_linker;
 } zc_library_search;
 
 /* LD_LIBRARY_PATH as the dynamic linker of this process uses it: the value
@@ -35,16 +44,20 @@ const char *zc_initial_ld_library_path(void);
 
 /* The search of this process: the caller given, the main program (its path
  * is written to executable, PATH_MAX bytes), zc_initial_ld_library_path(),
- * /etc/ld.so.cache, the default directories. */
+ * /etc/ld.so.cache, the default directories, and the dynamic linker's own
+ * list when the caller is loaded. */
 zc_library_search zc_library_search_of_process(const char *caller, char *executable);
 
 /* Finds name (a file name without '/') in glibc's order for dlopen: the
- * caller's DT_RPATH when it has no DT_RUNPATH, then the main program's
- * DT_RPATH, LD_LIBRARY_PATH, the caller's DT_RUNPATH ($ORIGIN, $LIB and
- * $PLATFORM expanded), the cache, the default directories (these two not when
- * the caller is marked DF_1_NODEFLIB). Candidates the loader would reject
- * (not ELF, another machine) are skipped, as by the loader. step may be NULL.
- * ZC_MISS when not found, ZC_ERR_INVALID_ARG for a bad name. */
+ * caller's DT_RPATH when it has no DT_RUNPATH (and, asking the dynamic
+ * linker, its loaders'), then the main program's DT_RPATH, LD_LIBRARY_PATH,
+ * the caller's DT_RUNPATH ($ORIGIN, $LIB and $PLATFORM expanded), the cache,
+ * the default directories (when the caller is marked DF_1_NODEFLIB, neither
+ * these nor a cache entry inside them). Each directory is tried in the
+ * hardware capability subdirectories glibc tries first (glibc-hwcaps/...).
+ * Candidates the loader would reject (not ELF, another machine) are
+ * skipped, as by the loader. step may be NULL. ZC_MISS when not found,
+ * ZC_ERR_INVALID_ARG for a bad name. */
 zc_status zc_library_search_find(const zc_library_search *search, const char *name,
                                  zc_library_identity *identity, zc_search_step *step);
 
