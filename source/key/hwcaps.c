@@ -61,11 +61,12 @@ static unsigned glibc_version(void)
     return major * 1000 + minor;
 }
 
-static void add_subdir(zc_hwcaps *hwcaps, const char *prefix, const char *name)
+/* Adds prefix name suffix, a subdirectory ending in '/' or "". */
+static void add_subdir(zc_hwcaps *hwcaps, const char *prefix, const char *name, const char *suffix)
 {
     if (hwcaps->subdir_count < ZC_HWCAPS_SUBDIRS_MAX)
-        snprintf(hwcaps->subdirs[hwcaps->subdir_count++], ZC_HWCAPS_SUBDIR_SIZE, "%s%s", prefix,
-                 name);
+        snprintf(hwcaps->subdirs[hwcaps->subdir_count++], ZC_HWCAPS_SUBDIR_SIZE, "%s%s%s", prefix,
+                 name, suffix);
 }
 
 /* The legacy subdirectories of names[0..count), the power set in
@@ -80,7 +81,7 @@ static void add_legacy_subdirs(zc_hwcaps *hwcaps, const char *const *names, size
                 size_t used = strlen(subdir);
                 snprintf(subdir + used, sizeof subdir - used, "%s/", names[n]);
             }
-        add_subdir(hwcaps, "", subdir);
+        add_subdir(hwcaps, "", subdir, "");
     }
 }
 
@@ -165,9 +166,9 @@ static void find_x86_hwcaps(zc_hwcaps *hwcaps, unsigned version)
     hwcaps->legacy_allowed = hwcap | hwcaps->platform_mask | LEGACY_TLS;
     hwcaps->platform_bit = x86_platform_bit(hwcaps->platform);
     for (size_t i = 0; i < hwcaps->name_count; i++)
-        add_subdir(hwcaps, GLIBC_HWCAPS_PREFIX, hwcaps->names[i]);
+        add_subdir(hwcaps, GLIBC_HWCAPS_PREFIX, hwcaps->names[i], "/");
     if (version >= 2037) {
-        add_subdir(hwcaps, "", "");
+        add_subdir(hwcaps, "", "", "");
         return;
     }
     const char *legacy[4];
@@ -190,7 +191,7 @@ static void find_process_hwcaps(void)
     find_x86_hwcaps(hwcaps, glibc_version());
 #else
     hwcaps->platform = (const char *)getauxval(AT_PLATFORM);
-    add_subdir(hwcaps, "", "");
+    add_subdir(hwcaps, "", "", "");
 #endif
 }
 
