@@ -81,3 +81,84 @@ void zcl_hook_module_build_log(ze_api_version_t version, void *table)
         zcl_layer.build_log_wrapped = true;
     }
 }
+
+/* Image arguments of hits answer as compiles do only once all of the kernel
+ * and image functions below are wrapped (layer_image_arguments.c). */
+enum {
+    WRAPPED_KERNEL = 1,
+    WRAPPED_IMAGE = 2,
+    WRAPPED_IMAGE_VIEW_EXT = 4,
+    WRAPPED_IMAGE_EXP = 8,
+    WRAPPED_ALL = 15,
+};
+static unsigned image_functions_wrapped;
+
+static void image_functions_add(unsigned which)
+{
+    image_functions_wrapped |= which;
+    zcl_layer.image_arguments_wrapped = image_functions_wrapped == WRAPPED_ALL;
+}
+
+void zcl_hook_kernel(ze_api_version_t version, void *table)
+{
+    (void)version;
+    ze_kernel_dditable_t *kernel = table;
+    if (kernel->pfnCreate == zcl_kernel_create || !cache_active() || kernel->pfnCreate == NULL ||
+        kernel->pfnDestroy == NULL || kernel->pfnSetArgumentValue == NULL)
+        return;
+    zcl_layer.next.kernel_create = kernel->pfnCreate;
+    zcl_layer.next.kernel_destroy = kernel->pfnDestroy;
+    zcl_layer.next.kernel_set_argument_value = kernel->pfnSetArgumentValue;
+    kernel->pfnCreate = zcl_kernel_create;
+    kernel->pfnDestroy = zcl_kernel_destroy;
+    kernel->pfnSetArgumentValue = zcl_kernel_set_argument_value;
+    image_functions_add(WRAPPED_KERNEL);
+}
+
+/* The image table as loaders for API 1.5 and later lay it out. */
+typedef struct image_table_1_5 {
+    ze_image_dditable_t v1_0;
+    zcl_pfn_image_view_create pfnViewCreateExt;
+} image_table_1_5;
+
+void zcl_hook_image(ze_api_version_t version, void *table)
+{
+    ze_image_dditable_t *image = table;
+    if (image->pfnCreate == zcl_image_create || !cache_active() || image->pfnCreate == NULL ||
+        image->pfnDestroy == NULL)
+        return;
+    zcl_layer.next.image_create = image->pfnCreate;
+    zcl_layer.next.image_destroy = image->pfnDestroy;
+    image->pfnCreate = zcl_image_create;
+    image->pfnDestroy = zcl_image_destroy;
+    image_functions_add(WRAPPED_IMAGE);
+    /* Older loaders have no such function, so no view to miss. */
+    image_table_1_5 *extended = table;
+    if (version < ZE_MAKE_VERSION(1, 5)) {
+        image_functions_add(WRAPPED_IMAGE_VIEW_EXT);
+    } else if (extended->pfnViewCreateExt != NULL) {
+        zcl_layer.next.image_view_create_ext = extended->pfnViewCreateExt;
+        extended->pfnViewCreateExt = zcl_image_view_create_ext;
+        image_functions_add(WRAPPED_IMAGE_VIEW_EXT);
+    }
+}
+
+void zcl_hook_image_exp(ze_api_version_t version, void *table)
+{
+    (void)version;
+    ze_image_exp_dditable_t *image = table;
+    if (image->pfnViewCreateExp == zcl_image_view_create_exp || !cache_active())
+        return;
+    if (image->pfnViewCreateExp != NULL) {
+        zcl_layer.next.image_view_create_exp = image->pfnViewCreateExp;
+        image->pfnViewCreateExp = zcl_image_view_create_exp;
+    }
+    image_functions_add(WRAPPED_IMAGE_EXP);
+}
+
+void zcl_hook_command_list(ze_api_version_t version, void *table)
+{
+    (void)table;
+    if (version >= ZE_MAKE_VERSION(1, 14))
+        zcl_layer.launch_with_arguments = true;
+}

@@ -6,6 +6,7 @@
 
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -51,6 +52,12 @@ void *zcl_chain_symbol(const char *name);
 
 /* ---- layer_state.c: what the constructor and the loader set up ---- */
 
+/* zeImageViewCreateExt (API 1.5; loader 1.8's headers lack it) and
+ * zeImageViewCreateExp. */
+typedef ze_result_t(ZE_APICALL *zcl_pfn_image_view_create)(ze_context_handle_t, ze_device_handle_t,
+                                                           const ze_image_desc_t *,
+                                                           ze_image_handle_t, ze_image_handle_t *);
+
 /* The functions below this layer (the chained layer, the loader or the
  * driver), saved from the tables the loader passes. */
 typedef struct zcl_next {
@@ -67,6 +74,13 @@ typedef struct zcl_next {
     ze_pfnModuleGetFunctionPointer_t module_get_function_pointer;
     ze_pfnModuleGetGlobalPointer_t module_get_global_pointer;
     ze_pfnModuleGetKernelNames_t module_get_kernel_names;
+    ze_pfnKernelCreate_t kernel_create;
+    ze_pfnKernelDestroy_t kernel_destroy;
+    ze_pfnKernelSetArgumentValue_t kernel_set_argument_value;
+    ze_pfnImageCreate_t image_create;
+    ze_pfnImageDestroy_t image_destroy;
+    zcl_pfn_image_view_create image_view_create_ext;
+    zcl_pfn_image_view_create image_view_create_exp;
     ze_pfnModuleBuildLogDestroy_t build_log_destroy;
     ze_pfnModuleBuildLogGetString_t build_log_get_string;
     /* zeModuleCreate as the loader gave it, before any chained layer: its
@@ -84,6 +98,13 @@ typedef struct zcl_state {
     bool build_log_wrapped;
     /* Likewise for the lookups a hit may have to answer (layer_symbol_lookups.c). */
     bool lookups_wrapped;
+    /* Likewise for image arguments (layer_image_arguments.c). */
+    bool image_arguments_wrapped;
+    /* The loader offers zeCommandListAppendLaunchKernelWithArguments (API
+     * 1.14), which sets arguments without zeKernelSetArgumentValue. */
+    bool launch_with_arguments;
+    /* Set once an image the layer cannot judge was created. */
+    atomic_bool image_hits_off;
     /* Set once the driver did not load a cached binary unchanged (see
      * layer_module.c): no more hits in this process. */
     atomic_bool hits_not_reproduced;
@@ -100,6 +121,10 @@ void zcl_hook_device(ze_api_version_t version, void *table);
 void zcl_hook_module_before_chain(ze_api_version_t version, void *table);
 void zcl_hook_module(ze_api_version_t version, void *table);
 void zcl_hook_module_build_log(ze_api_version_t version, void *table);
+void zcl_hook_kernel(ze_api_version_t version, void *table);
+void zcl_hook_image(ze_api_version_t version, void *table);
+void zcl_hook_image_exp(ze_api_version_t version, void *table);
+void zcl_hook_command_list(ze_api_version_t version, void *table);
 
 /* ---- layer_driver_identity.c ---- */
 
@@ -144,6 +169,58 @@ typedef struct zcl_device_info {
  * NULL when a query failed. */
 const zcl_device_info *zcl_device_info_get(ze_device_handle_t device);
 
+/* ---- layer_handle_map.c: a word per Level Zero handle ---- */
+
+typedef struct zcl_handle_slot zcl_handle_slot;
+typedef struct zcl_handle_map {
+    pthread_mutex_t lock;
+    zcl_handle_slot *slots;
+    size_t capacity, used; /* used counts removed slots too */
+    atomic_size_t live;
+} zcl_handle_map;
+#define ZCL_HANDLE_MAP_INIT                                                                        \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0                                                   \
+    }
+
+/* Puts or replaces handle's value; false when memory runs out. */
+bool zcl_handle_map_put(zcl_handle_map *map, const void *handle, uintptr_t value);
+/* Whether handle is there; its value goes to *value (value may be NULL for
+ * take, which also removes it). */
+bool zcl_handle_map_get(zcl_handle_map *map, const void *handle, uintptr_t *value);
+bool zcl_handle_map_take(zcl_handle_map *map, const void *handle, uintptr_t *value);
+/* One atomic load: whether the map holds nothing. */
+bool zcl_handle_map_empty(zcl_handle_map *map);
+
+/* ---- layer_spirv_images.c: which kernel arguments are images ---- */
+
+typedef struct zcl_image_kernel {
+    char *name;
+    uint64_t image_arguments; /* bit i: argument i is an image */
+} zcl_image_kernel;
+
+typedef struct zcl_image_kernels {
+    size_t count;
+    zcl_image_kernel *kernels; /* only kernels with image arguments */
+} zcl_image_kernels;
+
+typedef enum zcl_spirv_images {
+    ZCL_SPIRV_NO_IMAGES,              /* no image type declared */
+    ZCL_SPIRV_IMAGES,                 /* kernels were added */
+    ZCL_SPIRV_UNREADABLE,             /* not a module the walk can read */
+    ZCL_SPIRV_IMAGE_ARGUMENT_TOO_FAR, /* an image argument after the 64th */
+    ZCL_SPIRV_NO_MEMORY,
+} zcl_spirv_images;
+
+/* Adds the kernels of spirv with image arguments to kernels (which may be
+ * NULL to only ask). */
+zcl_spirv_images zcl_spirv_image_kernels(const void *spirv, size_t size,
+                                         zcl_image_kernels *kernels);
+/* The image-argument mask of the kernel called name; 0 when it has none. */
+uint64_t zcl_image_kernels_arguments_of(const zcl_image_kernels *kernels, const char *name);
+/* Frees what kernels holds (not kernels itself). */
+void zcl_image_kernels_free(zcl_image_kernels *kernels);
+
 /* ---- layer_module_key.c ---- */
 
 /* The key of an IL_SPIRV module description for device. On ZC_OK and when
@@ -164,6 +241,9 @@ const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t
  * whose hit (a module made from its native binary) the application could
  * tell apart from the driver's compile. */
 bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size);
+/* The kernels with image arguments of every SPIR-V input of desc, added to
+ * kernels (NULL: only ask). */
+zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_image_kernels *kernels);
 /* The build flags a hit passes with the native binary (the driver reads
  * some, e.g. -zet-profile-flags, when it loads one). */
 const char *zcl_native_build_flags(const ze_module_desc_t *desc);
@@ -201,6 +281,45 @@ ze_result_t ZE_APICALL zcl_module_get_function_pointer(ze_module_handle_t module
 ze_result_t ZE_APICALL zcl_module_get_global_pointer(ze_module_handle_t module, const char *name,
                                                      size_t *size, void **pointer);
 ze_result_t ZE_APICALL zcl_module_destroy(ze_module_handle_t module);
+
+/* ---- layer_image_formats.c ---- */
+
+typedef enum zcl_image_verdict {
+    ZCL_IMAGE_ACCEPTED, /* a SPIR-V module's kernel takes it */
+    ZCL_IMAGE_REFUSED,  /* ... refuses it: UNSUPPORTED_IMAGE_FORMAT */
+    ZCL_IMAGE_UNKNOWN,  /* depends on what the layer cannot see */
+} zcl_image_verdict;
+
+/* What the driver of build driver_build (its version's low 16 bits) makes
+ * of an image created with desc as a SPIR-V module's kernel argument. */
+zcl_image_verdict zcl_image_verdict_of(const ze_image_desc_t *desc, uint32_t driver_build);
+
+/* ---- layer_image_arguments.c ---- */
+
+/* Remembers a hit module with image arguments, taking kernels (malloc'd);
+ * false (kernels freed) when memory runs out. */
+bool zcl_image_modules_add(ze_module_handle_t module, zcl_image_kernels *kernels);
+void zcl_image_modules_remove(ze_module_handle_t module);
+/* Whether a module with image arguments may be a hit in this process; if
+ * not, why, in detail. */
+bool zcl_image_hits_possible(char *detail, size_t detail_size);
+
+ze_result_t ZE_APICALL zcl_kernel_create(ze_module_handle_t module, const ze_kernel_desc_t *desc,
+                                         ze_kernel_handle_t *kernel);
+ze_result_t ZE_APICALL zcl_kernel_destroy(ze_kernel_handle_t kernel);
+ze_result_t ZE_APICALL zcl_kernel_set_argument_value(ze_kernel_handle_t kernel, uint32_t index,
+                                                     size_t size, const void *value);
+ze_result_t ZE_APICALL zcl_image_create(ze_context_handle_t context, ze_device_handle_t device,
+                                        const ze_image_desc_t *desc, ze_image_handle_t *image);
+ze_result_t ZE_APICALL zcl_image_destroy(ze_image_handle_t image);
+ze_result_t ZE_APICALL zcl_image_view_create_ext(ze_context_handle_t context,
+                                                 ze_device_handle_t device,
+                                                 const ze_image_desc_t *desc,
+                                                 ze_image_handle_t image, ze_image_handle_t *view);
+ze_result_t ZE_APICALL zcl_image_view_create_exp(ze_context_handle_t context,
+                                                 ze_device_handle_t device,
+                                                 const ze_image_desc_t *desc,
+                                                 ze_image_handle_t image, ze_image_handle_t *view);
 
 /* ---- layer_build_log.c ---- */
 

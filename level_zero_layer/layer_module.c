@@ -147,6 +147,26 @@ typedef enum hit_outcome {
     HIT_REBUILT, /* the driver did not load the binary unchanged */
 } hit_outcome;
 
+/* Remembers what the hit must answer as the compile would: failed lookups
+ * (layer_symbol_lookups.c) and image arguments (layer_image_arguments.c).
+ * False when memory runs out. */
+static bool remember_hit(const driver_compile *compile, ze_module_handle_t created,
+                         const char *build_flags)
+{
+    unsigned lookups = zcl_hit_lookup_flags(compile->device_info, build_flags);
+    if (lookups != ZCL_HIT_LOOKUPS_AS_NATIVE && !zcl_hit_modules_add(created, lookups))
+        return false;
+    zcl_image_kernels *kernels = calloc(1, sizeof(*kernels));
+    zcl_spirv_images images =
+        kernels != NULL ? zcl_module_image_kernels(compile->desc, kernels) : ZCL_SPIRV_NO_MEMORY;
+    if (images == ZCL_SPIRV_IMAGES)
+        return zcl_image_modules_add(created, kernels);
+    zcl_image_kernels_free(kernels);
+    free(kernels);
+    /* zcl_hit_reproducible let through only modules it could walk. */
+    return images == ZCL_SPIRV_NO_IMAGES;
+}
+
 static hit_outcome create_from_artifact(const driver_compile *compile, const zc_artifact *artifact,
                                         ze_result_t *result)
 {
@@ -166,9 +186,8 @@ static hit_outcome create_from_artifact(const driver_compile *compile, const zc_
         zcl_layer.next.module_destroy(created);
         return HIT_REBUILT;
     }
-    unsigned lookups = zcl_hit_lookup_flags(compile->device_info, native.pBuildFlags);
-    if (lookups != ZCL_HIT_LOOKUPS_AS_NATIVE && !zcl_hit_modules_add(created, lookups)) {
-        zcl_layer.next.module_destroy(created);
+    if (!remember_hit(compile, created, native.pBuildFlags)) {
+        zcl_module_destroy(created);
         *result = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
         return HIT_REFUSED;
     }

@@ -9,49 +9,6 @@
 
 #include "layer_internal.h"
 
-#define SPIRV_MAGIC 0x07230203u
-#define SPIRV_HEADER_WORDS 5u
-#define SPIRV_OP_TYPE_IMAGE 25u
-#define SPIRV_OP_FUNCTION 54u
-
-static uint32_t swap_word(uint32_t word)
-{
-    return (word >> 24) | ((word >> 8) & 0xff00u) | ((word << 8) & 0xff0000u) | (word << 24);
-}
-
-static uint32_t word_at(const uint8_t *bytes, size_t index, bool swapped)
-{
-    uint32_t word;
-    memcpy(&word, bytes + index * 4, sizeof(word));
-    return swapped ? swap_word(word) : word;
-}
-
-/* Whether spirv declares an image type; also true when it cannot be walked,
- * since then nothing is known. Types come before the first function, so the
- * walk stops there. */
-static bool may_declare_images(const void *spirv, size_t size)
-{
-    const uint8_t *bytes = spirv;
-    size_t count = size / 4;
-    if (spirv == NULL || size % 4 != 0 || count < SPIRV_HEADER_WORDS)
-        return true;
-    bool swapped = word_at(bytes, 0, false) != SPIRV_MAGIC;
-    if (swapped && word_at(bytes, 0, true) != SPIRV_MAGIC)
-        return true;
-    for (size_t at = SPIRV_HEADER_WORDS; at < count;) {
-        uint32_t word = word_at(bytes, at, swapped);
-        uint32_t length = word >> 16, opcode = word & 0xffffu;
-        if (length == 0 || length > count - at)
-            return true;
-        if (opcode == SPIRV_OP_TYPE_IMAGE)
-            return true;
-        if (opcode == SPIRV_OP_FUNCTION)
-            return false;
-        at += length;
-    }
-    return false;
-}
-
 /* NULL, "" and other strings are all different flags to the driver. */
 static bool same_flags(const char *a, const char *b)
 {
@@ -79,16 +36,46 @@ static bool program_reproducible(const ze_module_desc_t *desc,
             return false;
         }
     }
-    for (uint32_t i = 0; i < program->count; i++) {
-        if (may_declare_images(program->pInputModules[i], program->inputSizes[i])) {
-            snprintf(detail, detail_size,
-                     "input %u declares image types: the driver checks image formats only for "
-                     "modules built from SPIR-V",
-                     i);
-            return false;
-        }
-    }
     return true;
+}
+
+zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_image_kernels *kernels)
+{
+    bool supported;
+    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
+    if (program == NULL)
+        return zcl_spirv_image_kernels(desc->pInputModule, desc->inputSize, kernels);
+    zcl_spirv_images found = ZCL_SPIRV_NO_IMAGES;
+    for (uint32_t i = 0; i < program->count; i++) {
+        zcl_spirv_images status =
+            zcl_spirv_image_kernels(program->pInputModules[i], program->inputSizes[i], kernels);
+        if (status != ZCL_SPIRV_NO_IMAGES && status != ZCL_SPIRV_IMAGES)
+            return status;
+        if (status == ZCL_SPIRV_IMAGES)
+            found = status;
+    }
+    return found;
+}
+
+/* Modules with image arguments are hits only where every way to set an
+ * image argument answers as on the compile (layer_image_arguments.c). */
+static bool images_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size)
+{
+    switch (zcl_module_image_kernels(desc, NULL)) {
+    case ZCL_SPIRV_NO_IMAGES:
+        return true;
+    case ZCL_SPIRV_IMAGES:
+        return zcl_image_hits_possible(detail, detail_size);
+    case ZCL_SPIRV_IMAGE_ARGUMENT_TOO_FAR:
+        snprintf(detail, detail_size, "an image argument after the 64th");
+        return false;
+    case ZCL_SPIRV_NO_MEMORY:
+        snprintf(detail, detail_size, "out of memory finding image arguments");
+        return false;
+    default:
+        snprintf(detail, detail_size, "SPIR-V the layer cannot walk to find image arguments");
+        return false;
+    }
 }
 
 bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size)
@@ -97,18 +84,9 @@ bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t det
     const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
     if (program != NULL && (program->pInputModules == NULL || program->inputSizes == NULL))
         return true; /* the key builder refuses these */
-    if (program != NULL)
-        return program_reproducible(desc, program, detail, detail_size);
-    /* zeKernelSetArgumentValue refuses image formats without an OpenCL
-     * channel type (Y8, 32-bit UNORM, ...) only for modules built from
-     * SPIR-V (KernelImp::setArgImage, isSPIRv()). */
-    if (may_declare_images(desc->pInputModule, desc->inputSize)) {
-        snprintf(detail, detail_size,
-                 "declares image types: the driver checks image formats only for modules built "
-                 "from SPIR-V");
+    if (program != NULL && !program_reproducible(desc, program, detail, detail_size))
         return false;
-    }
-    return true;
+    return images_reproducible(desc, detail, detail_size);
 }
 
 const char *zcl_native_build_flags(const ze_module_desc_t *desc)

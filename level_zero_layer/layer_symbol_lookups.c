@@ -83,5 +83,6 @@ ze_result_t ZE_APICALL zcl_module_destroy(ze_module_handle_t module)
 {
     /* Before the driver frees it: the handle may be reused at once. */
     zcl_hit_modules_remove(module);
+    zcl_image_modules_remove(module);
     return zcl_layer.next.module_destroy(module);
 }

@@ -14,7 +14,7 @@
 
 /* X(api prefix, table name, table type's infix, hook before chain, hook after chain) */
 #define ZCL_TABLES(X)                                                                              \
-    X(ze, CommandList, command_list, zcl_hook_none, zcl_hook_none)                                 \
+    X(ze, CommandList, command_list, zcl_hook_none, zcl_hook_command_list)                         \
     X(ze, CommandQueue, command_queue, zcl_hook_none, zcl_hook_none)                               \
     X(ze, Context, context, zcl_hook_none, zcl_hook_none)                                          \
     X(ze, DeviceExp, device_exp, zcl_hook_none, zcl_hook_none)                                     \
@@ -27,10 +27,10 @@
     X(ze, FabricVertexExp, fabric_vertex_exp, zcl_hook_none, zcl_hook_none)                        \
     X(ze, Fence, fence, zcl_hook_none, zcl_hook_none)                                              \
     X(ze, Global, global, zcl_hook_none, zcl_hook_none)                                            \
-    X(ze, ImageExp, image_exp, zcl_hook_none, zcl_hook_none)                                       \
-    X(ze, Image, image, zcl_hook_none, zcl_hook_none)                                              \
+    X(ze, ImageExp, image_exp, zcl_hook_none, zcl_hook_image_exp)                                  \
+    X(ze, Image, image, zcl_hook_none, zcl_hook_image)                                             \
     X(ze, KernelExp, kernel_exp, zcl_hook_none, zcl_hook_none)                                     \
-    X(ze, Kernel, kernel, zcl_hook_none, zcl_hook_none)                                            \
+    X(ze, Kernel, kernel, zcl_hook_none, zcl_hook_kernel)                                          \
     X(ze, Mem, mem, zcl_hook_none, zcl_hook_none)                                                  \
     X(ze, ModuleBuildLog, module_build_log, zcl_hook_none, zcl_hook_module_build_log)              \
     X(ze, Module, module, zcl_hook_module_before_chain, zcl_hook_module)                           \

@@ -3,7 +3,7 @@
  * the module it got (result codes, build log, module and kernel properties,
  * source attributes, suggested group sizes, profile information, function
  * and global pointer lookups, linkage inspection, debug information, native
- * binary; image arguments for image kernels; zeModuleDynamicLink with a
+ * binary; every image format and sampler for image kernels; zeModuleDynamicLink with a
  * second module), and the test compares:
  *
  *   - the driver alone (no layer),
@@ -22,7 +22,7 @@
 #include "e2e_probe_support.h"
 
 #define SYMBOLS KERNEL("e2e_symbols.spv")
-#define IMAGE KERNEL("e2e_image.spv")
+#define IMAGES KERNEL("e2e_images.spv")
 #define BYPASS "[Cache]: bypass not-cacheable: "
 #define MAX_ARGS 28
 
@@ -277,16 +277,34 @@ Test(parity, program_with_flags_on_the_description_bypasses)
     cr_assert_eq(count_of(run.err, "build flags on the module description"), 1, "%s", run.err);
 }
 
-/* zeKernelSetArgumentValue refuses image formats without an OpenCL channel
- * type only for modules built from SPIR-V: a native module would accept
- * them. */
-Test(parity, image_kernel_bypasses)
+/* Image and sampler kernels are cached. zeKernelSetArgumentValue refuses
+ * image formats without an OpenCL channel type only for modules built from
+ * SPIR-V; a native module would take them, so hits answer for it. Every
+ * format the driver knows goes to every image argument (first, after a
+ * sampler, after a buffer and a value, 3D and 1D), as a view, and as a plain
+ * value to arguments that are not images; every sampler to a sampler. */
+#define IMAGE_ARGUMENTS                                                                            \
+    "--argument", "read_first:0:image", "--argument", "sample_second:0:sampler", "--argument",     \
+        "sample_second:1:image", "--argument", "sample_second:3:value", "--argument",              \
+        "write_third:2:image", "--argument", "write_third:1:value", "--argument",                  \
+        "volume_and_line:0:image", "--argument", "volume_and_line:1:image", "--argument",          \
+        "no_image:1:value"
+
+Test(parity, image_and_sampler_kernels)
 {
-    assert_hit_like_miss(ARGS_OF("--spirv", IMAGE, "--image-argument"), BYPASSED, SAME_BYTES);
-    /* The control: some formats are refused, one is taken. */
-    cr_assert_eq(count_of(disk_hit, "set 0x7800000e\n"), 3, "%s", disk_hit);
-    cr_assert_eq(count_of(disk_hit, "set 0x0\n"), 1, "%s", disk_hit);
-    cr_assert_eq(count_of(run.err, "declares image types"), 1, "%s", run.err);
+    assert_hit_like_miss(ARGS_OF("--spirv", IMAGES, IMAGE_ARGUMENTS), CACHED, SAME_BYTES);
+    /* The controls: the driver refuses some formats and takes others on
+     * each image argument and view, and a plain value never refuses. */
+    cr_assert_gt(count_of(disk_hit, "set 0x7800000e\n"), 5 * 4, "%s", disk_hit);
+    cr_assert_gt(count_of(disk_hit, "set 0x0\n"), 5 * 4, "%s", disk_hit);
+    cr_assert_eq(count_of(disk_hit, " create 0x0 view 0x0 set 0x7800000e\n"), 5, "%s", disk_hit);
+    cr_assert_eq(count_of(disk_hit, "sampler 0 mode"), 20, "%s", disk_hit);
+    int values = 0;
+    for (const char *line = strstr(disk_hit, " value "); line != NULL;
+         line = strstr(line + 1, " value "), values++)
+        cr_assert_neq(strncmp(line + strcspn(line, "\n") - 10, "0x7800000e", 10), 0, "%s",
+                      disk_hit);
+    cr_assert_gt(values, 3 * 5 * 40, "%s", disk_hit);
 }
 
 Test(parity, failing_build)

@@ -18,8 +18,10 @@
  *   --global NAME       with --describe: look NAME up as a global pointer
  *   --link-with FILE    with --describe: also create a module from SPIR-V FILE
  *                       (same flags) and link the two with zeModuleDynamicLink
- *   --image-argument    with --describe: set images of several formats as
- *                       argument 0 of every kernel
+ *   --argument K:I:KIND with --describe: argument I of kernel K is given
+ *                       every image format the driver knows (KIND image, and
+ *                       a view of another format), every sampler (sampler),
+ *                       or image handles as a plain value (value)
  *   --spec ID=VALUE     a 32-bit specialization constant (in the order given)
  *   --spec64 ID=VALUE   a 64-bit one
  *   --unknown-pnext     chain a structure the layer does not know
@@ -120,6 +122,22 @@ static bool parse_constant(probe_options *options, const char *text, bool wide)
     return true;
 }
 
+/* --argument KERNEL:INDEX:image|sampler|value */
+static bool parse_argument(describe_lookups *lookups, const char *text)
+{
+    if (lookups->argument_count == DESCRIBE_MAX_NAMES)
+        return false;
+    int i = lookups->argument_count;
+    char kind[16];
+    if (sscanf(text, "%63[^:]:%u:%15s", lookups->arguments[i].kernel, &lookups->arguments[i].index,
+               kind) != 3 ||
+        (strcmp(kind, "image") != 0 && strcmp(kind, "sampler") != 0 && strcmp(kind, "value") != 0))
+        return false;
+    lookups->arguments[i].kind = kind[0];
+    lookups->argument_count++;
+    return true;
+}
+
 /* Options without a value; false when arg is none of them. */
 static bool parse_switch(const char *arg, probe_options *options)
 {
@@ -135,8 +153,6 @@ static bool parse_switch(const char *arg, probe_options *options)
         options->describe = true;
     else if (strcmp(arg, "--layers") == 0)
         options->layers = true;
-    else if (strcmp(arg, "--image-argument") == 0)
-        options->lookups.image_argument = true;
     else
         return false;
     return true;
@@ -162,6 +178,8 @@ static bool parse_valued(const char *arg, const char *value, probe_options *opti
         options->lookups.functions[options->lookups.function_count++] = value;
     else if (strcmp(arg, "--global") == 0 && options->lookups.global_count < DESCRIBE_MAX_NAMES)
         options->lookups.globals[options->lookups.global_count++] = value;
+    else if (strcmp(arg, "--argument") == 0)
+        return parse_argument(&options->lookups, value);
     else if (strcmp(arg, "--spec") == 0 || strcmp(arg, "--spec64") == 0)
         return parse_constant(options, value, strcmp(arg, "--spec64") == 0);
     else if (strcmp(arg, "--native-out") == 0)

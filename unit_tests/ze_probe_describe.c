@@ -104,38 +104,130 @@ static void describe_attributes(FILE *out, ze_kernel_handle_t kernel)
     free(text);
 }
 
-/* Formats the driver maps to an OpenCL channel type and ones it does not. */
-static const ze_image_format_t image_formats[] = {
-    {ZE_IMAGE_FORMAT_LAYOUT_8_8_8_8, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
-     ZE_IMAGE_FORMAT_SWIZZLE_G, ZE_IMAGE_FORMAT_SWIZZLE_B, ZE_IMAGE_FORMAT_SWIZZLE_A},
-    {ZE_IMAGE_FORMAT_LAYOUT_32, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
-     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
-    {ZE_IMAGE_FORMAT_LAYOUT_8, ZE_IMAGE_FORMAT_TYPE_FLOAT, ZE_IMAGE_FORMAT_SWIZZLE_R,
-     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
-    {ZE_IMAGE_FORMAT_LAYOUT_Y8, ZE_IMAGE_FORMAT_TYPE_UNORM, ZE_IMAGE_FORMAT_SWIZZLE_R,
-     ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
-};
-
-static void describe_image_arguments(FILE *out, ze_kernel_handle_t kernel,
-                                     const describe_lookups *lookups)
+/* The image layouts the driver knows: 22.43 indexes its format table with
+ * the layout unchecked, and knows no three-channel layout (43 to 45) before
+ * 24.45.31740. */
+static uint32_t image_layout_count(void)
 {
-    for (size_t i = 0; i < sizeof(image_formats) / sizeof(image_formats[0]); i++) {
+    uint32_t count = 1;
+    ze_driver_handle_t driver = NULL;
+    ze_driver_properties_t properties = {.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES};
+    if (zeDriverGet(&count, &driver) != ZE_RESULT_SUCCESS || count == 0 ||
+        zeDriverGetProperties(driver, &properties) != ZE_RESULT_SUCCESS)
+        return 0;
+    return (properties.driverVersion & 0xffffu) >= 31740u ? 46u : 43u;
+}
+
+#define IMAGE_TYPE_COUNT 5u /* UINT, SINT, UNORM, SNORM, FLOAT */
+
+static ze_result_t create_image(const describe_lookups *lookups, uint32_t layout, uint32_t type,
+                                ze_image_handle_t *image)
+{
+    ze_image_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_IMAGE_DESC,
+                            .type = ZE_IMAGE_TYPE_2D,
+                            .format = {(ze_image_format_layout_t)layout,
+                                       (ze_image_format_type_t)type, ZE_IMAGE_FORMAT_SWIZZLE_R,
+                                       ZE_IMAGE_FORMAT_SWIZZLE_G, ZE_IMAGE_FORMAT_SWIZZLE_B,
+                                       ZE_IMAGE_FORMAT_SWIZZLE_A},
+                            .width = 4,
+                            .height = 4,
+                            .depth = 1};
+    *image = NULL;
+    return zeImageCreate(lookups->context, lookups->device, &desc, image);
+}
+
+/* Every layout and type as argument index; kind 'v' sets the handle as a
+ * plain 8-byte value. */
+static void describe_image_formats(FILE *out, ze_kernel_handle_t kernel, uint32_t index, char kind,
+                                   const describe_lookups *lookups)
+{
+    uint32_t layouts = image_layout_count();
+    for (uint32_t layout = 0; layout < layouts; layout++) {
+        for (uint32_t type = 0; type < IMAGE_TYPE_COUNT; type++) {
+            ze_image_handle_t image;
+            ze_result_t created = create_image(lookups, layout, type, &image);
+            ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED;
+            if (created == ZE_RESULT_SUCCESS) {
+                set = zeKernelSetArgumentValue(kernel, index, sizeof(image), &image);
+                zeImageDestroy(image);
+            }
+            fprintf(out, "  %s %u layout %u type %u create 0x%x set 0x%x\n",
+                    kind == 'v' ? "value" : "image", index, layout, type, (unsigned)created,
+                    (unsigned)set);
+        }
+    }
+}
+
+/* A view whose format the driver refuses, of an image whose format it
+ * takes. */
+static void describe_image_view(FILE *out, ze_kernel_handle_t kernel, uint32_t index,
+                                const describe_lookups *lookups)
+{
+    ze_image_handle_t image, view = NULL;
+    ze_result_t created =
+        create_image(lookups, ZE_IMAGE_FORMAT_LAYOUT_32, ZE_IMAGE_FORMAT_TYPE_UINT, &image);
+    ze_result_t viewed = ZE_RESULT_ERROR_UNINITIALIZED, set = ZE_RESULT_ERROR_UNINITIALIZED;
+    if (created == ZE_RESULT_SUCCESS) {
         ze_image_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_IMAGE_DESC,
                                 .type = ZE_IMAGE_TYPE_2D,
-                                .format = image_formats[i],
+                                .format = {ZE_IMAGE_FORMAT_LAYOUT_32, ZE_IMAGE_FORMAT_TYPE_UNORM,
+                                           ZE_IMAGE_FORMAT_SWIZZLE_R, ZE_IMAGE_FORMAT_SWIZZLE_0,
+                                           ZE_IMAGE_FORMAT_SWIZZLE_0, ZE_IMAGE_FORMAT_SWIZZLE_1},
                                 .width = 4,
                                 .height = 4,
                                 .depth = 1};
-        ze_image_handle_t image = NULL;
-        ze_result_t created = zeImageCreate(lookups->context, lookups->device, &desc, &image);
-        ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED;
-        if (created == ZE_RESULT_SUCCESS) {
-            set = zeKernelSetArgumentValue(kernel, 0, sizeof(image), &image);
-            zeImageDestroy(image);
+        viewed = zeImageViewCreateExp(lookups->context, lookups->device, &desc, image, &view);
+        if (viewed == ZE_RESULT_SUCCESS) {
+            set = zeKernelSetArgumentValue(kernel, index, sizeof(view), &view);
+            zeImageDestroy(view);
         }
-        fprintf(out, "  image-argument layout %u type %u create 0x%x set 0x%x\n",
-                (unsigned)desc.format.layout, (unsigned)desc.format.type, (unsigned)created,
-                (unsigned)set);
+        zeImageDestroy(image);
+    }
+    fprintf(out, "  view %u create 0x%x view 0x%x set 0x%x\n", index, (unsigned)created,
+            (unsigned)viewed, (unsigned)set);
+}
+
+/* Every addressing mode, filter and coordinate kind. */
+static void describe_samplers(FILE *out, ze_kernel_handle_t kernel, uint32_t index,
+                              const describe_lookups *lookups)
+{
+    for (uint32_t mode = 0; mode <= ZE_SAMPLER_ADDRESS_MODE_MIRROR; mode++) {
+        for (uint32_t filter = 0; filter <= ZE_SAMPLER_FILTER_MODE_LINEAR; filter++) {
+            for (int normalized = 0; normalized <= 1; normalized++) {
+                ze_sampler_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_SAMPLER_DESC,
+                                          .addressMode = (ze_sampler_address_mode_t)mode,
+                                          .filterMode = (ze_sampler_filter_mode_t)filter,
+                                          .isNormalized = normalized != 0};
+                ze_sampler_handle_t sampler = NULL;
+                ze_result_t created =
+                    zeSamplerCreate(lookups->context, lookups->device, &desc, &sampler);
+                ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED;
+                if (created == ZE_RESULT_SUCCESS) {
+                    set = zeKernelSetArgumentValue(kernel, index, sizeof(sampler), &sampler);
+                    zeSamplerDestroy(sampler);
+                }
+                fprintf(out, "  sampler %u mode %u filter %u normalized %d create 0x%x set 0x%x\n",
+                        index, mode, filter, normalized, (unsigned)created, (unsigned)set);
+            }
+        }
+    }
+}
+
+static void describe_arguments(FILE *out, ze_kernel_handle_t kernel, const char *name,
+                               const describe_lookups *lookups)
+{
+    for (int i = 0; i < lookups->argument_count; i++) {
+        if (strcmp(lookups->arguments[i].kernel, name) != 0)
+            continue;
+        uint32_t index = lookups->arguments[i].index;
+        char kind = lookups->arguments[i].kind;
+        if (kind == 's') {
+            describe_samplers(out, kernel, index, lookups);
+            continue;
+        }
+        describe_image_formats(out, kernel, index, kind, lookups);
+        if (kind == 'i')
+            describe_image_view(out, kernel, index, lookups);
     }
 }
 
@@ -157,8 +249,8 @@ static void describe_kernel(FILE *out, ze_module_handle_t module, const char *na
     result = zetKernelGetProfileInfo(kernel, &profile);
     fprintf(out, "  profile 0x%x flags 0x%x tokens %u\n", (unsigned)result, (unsigned)profile.flags,
             profile.numTokens);
-    if (lookups != NULL && lookups->image_argument)
-        describe_image_arguments(out, kernel, lookups);
+    if (lookups != NULL)
+        describe_arguments(out, kernel, name, lookups);
     zeKernelDestroy(kernel);
 }
 

@@ -9,15 +9,21 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define DESCRIBE_MAX_NAMES 8
+#define DESCRIBE_MAX_NAMES 12
 
 typedef struct describe_lookups {
     const char *functions[DESCRIBE_MAX_NAMES]; /* zeModuleGetFunctionPointer */
     int function_count;
     const char *globals[DESCRIBE_MAX_NAMES]; /* zeModuleGetGlobalPointer */
     int global_count;
-    /* Set: argument 0 of every kernel is given images of several formats. */
-    bool image_argument;
+    /* Arguments given every image format, every sampler, or image handles
+     * as plain values (a kernel argument that is not an image). */
+    struct {
+        char kernel[64];
+        unsigned index;
+        char kind; /* 'i' image, 's' sampler, 'v' value */
+    } arguments[DESCRIBE_MAX_NAMES];
+    int argument_count;
     ze_context_handle_t context;
     ze_device_handle_t device;
     /* Set: a second module, linked with the described one by
