@@ -220,6 +220,11 @@ Test(search_gaps, rpath_of_the_object_that_loaded_the_caller)
     cr_assert_eq(step, ZC_SEARCH_LINKER_DIRS);
     cr_assert_not_null(realpath(ZC_PROBE_PATH, expected));
     cr_assert_str_eq(predicted, expected);
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan's dlopen interceptor calls glibc's from libasan, which glibc then
+     * takes for the caller: the real dlopen is not the driver's. */
+    return;
+#endif
     loaded_path(chain_dlopen(PROBE), loaded);
     cr_assert_str_eq(loaded, predicted);
 }

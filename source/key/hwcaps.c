@@ -87,6 +87,23 @@ static void add_legacy_subdirs(zc_hwcaps *hwcaps, const char *const *names, size
 
 #if defined(__x86_64__)
 
+/* CPU_FEATURE_ACTIVE and CPU_FEATURE_PRESENT of <sys/platform/x86.h>, read
+ * with an unsigned shift: the header's own (glibc 2.36) shifts a signed 1 by
+ * up to 31, undefined behaviour that UBSan reports. */
+static bool feature_bit(unsigned index, bool active)
+{
+    const unsigned bits = 8 * sizeof(unsigned);
+    const struct cpuid_feature *leaf = __x86_get_cpuid_feature_leaf(index / (bits * 4));
+    unsigned reg = (index & (bits * 4 - 1)) / bits, bit = index & (bits - 1);
+    unsigned word = active ? leaf->active_array[reg] : leaf->cpuid_array[reg];
+    return ((word >> bit) & 1u) != 0;
+}
+
+#undef CPU_FEATURE_ACTIVE
+#undef CPU_FEATURE_PRESENT
+#define CPU_FEATURE_ACTIVE(name) feature_bit(x86_cpu_##name, true)
+#define CPU_FEATURE_PRESENT(name) feature_bit(x86_cpu_##name, false)
+
 /* sysdeps/x86/get-isa-level.h, from glibc's usable features. */
 static uint32_t x86_isa_levels(void)
 {
