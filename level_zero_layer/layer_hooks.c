@@ -87,9 +87,8 @@ void zcl_hook_module_build_log(ze_api_version_t version, void *table)
 enum {
     WRAPPED_KERNEL = 1,
     WRAPPED_IMAGE = 2,
-    WRAPPED_IMAGE_VIEW_EXT = 4,
-    WRAPPED_IMAGE_EXP = 8,
-    WRAPPED_ALL = 15,
+    WRAPPED_IMAGE_EXP = 4,
+    WRAPPED_ALL = 7,
 };
 static unsigned image_functions_wrapped;
 
@@ -131,16 +130,14 @@ void zcl_hook_image(ze_api_version_t version, void *table)
     zcl_layer.next.image_destroy = image->pfnDestroy;
     image->pfnCreate = zcl_image_create;
     image->pfnDestroy = zcl_image_destroy;
-    image_functions_add(WRAPPED_IMAGE);
-    /* Older loaders have no such function, so no view to miss. */
+    /* Older loaders have no such function, and a driver may leave it NULL:
+     * then no view can be made through it. */
     image_table_1_5 *extended = table;
-    if (version < ZE_MAKE_VERSION(1, 5)) {
-        image_functions_add(WRAPPED_IMAGE_VIEW_EXT);
-    } else if (extended->pfnViewCreateExt != NULL) {
+    if (version >= ZE_MAKE_VERSION(1, 5) && extended->pfnViewCreateExt != NULL) {
         zcl_layer.next.image_view_create_ext = extended->pfnViewCreateExt;
         extended->pfnViewCreateExt = zcl_image_view_create_ext;
-        image_functions_add(WRAPPED_IMAGE_VIEW_EXT);
     }
+    image_functions_add(WRAPPED_IMAGE);
 }
 
 void zcl_hook_image_exp(ze_api_version_t version, void *table)
