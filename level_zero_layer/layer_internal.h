@@ -239,8 +239,10 @@ const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t
 
 /* layer_module_parity.c: false, with the reason in detail, for a module
  * whose hit (a module made from its native binary) the application could
- * tell apart from the driver's compile. */
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size);
+ * tell apart from the driver's compile. *has_images tells whether a hit must
+ * answer for image arguments. */
+bool zcl_hit_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
+                          size_t detail_size);
 /* The kernels with image arguments of every SPIR-V input of desc, added to
  * kernels (NULL: only ask). */
 zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_image_kernels *kernels);

@@ -22,6 +22,7 @@ typedef struct driver_compile {
     ze_module_handle_t *module;            /* the application's */
     ze_module_build_log_handle_t *app_log; /* the application's, or NULL */
     ze_module_build_log_handle_t own_log;  /* used when the application wants none */
+    bool has_images;                       /* a hit must answer for image arguments */
     bool ran;
     ze_result_t result;
     /* Compiled while the compiler turned out not to be the one keyed: stored
@@ -156,6 +157,8 @@ static bool remember_hit(const driver_compile *compile, ze_module_handle_t creat
     unsigned lookups = zcl_hit_lookup_flags(compile->device_info, build_flags);
     if (lookups != ZCL_HIT_LOOKUPS_AS_NATIVE && !zcl_hit_modules_add(created, lookups))
         return false;
+    if (!compile->has_images)
+        return true;
     zcl_image_kernels *kernels = calloc(1, sizeof(*kernels));
     zcl_spirv_images images =
         kernels != NULL ? zcl_module_image_kernels(compile->desc, kernels) : ZCL_SPIRV_NO_MEMORY;
@@ -164,7 +167,7 @@ static bool remember_hit(const driver_compile *compile, ze_module_handle_t creat
     zcl_image_kernels_free(kernels);
     free(kernels);
     /* zcl_hit_reproducible let through only modules it could walk. */
-    return images == ZCL_SPIRV_NO_IMAGES;
+    return false;
 }
 
 static hit_outcome create_from_artifact(const driver_compile *compile, const zc_artifact *artifact,
@@ -257,7 +260,8 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
 
 /* Whether the request can go through the cache; if not, why. */
 static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_handle_t *module,
-                              zc_bypass_reason *reason, char *detail, size_t detail_size)
+                              bool *has_images, zc_bypass_reason *reason, char *detail,
+                              size_t detail_size)
 {
     bool supported;
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
@@ -292,7 +296,7 @@ static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_hand
                  "the driver does not load cached binaries unchanged in this process");
         return false;
     }
-    return zcl_hit_reproducible(desc, detail, detail_size);
+    return zcl_hit_reproducible(desc, has_images, detail, detail_size);
 }
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
@@ -304,7 +308,8 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     zc_key key;
     char *trace = NULL;
     const zcl_device_info *device_info = NULL;
-    bool cacheable = cacheable_request(desc, module, &reason, detail, sizeof(detail));
+    bool has_images = false;
+    bool cacheable = cacheable_request(desc, module, &has_images, &reason, detail, sizeof(detail));
     if (cacheable) {
         device_info = zcl_device_info_get(device);
         reason = ZC_BYPASS_CACHE_ERROR;
@@ -337,7 +342,8 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
                               .device_info = device_info,
                               .compiler = compiler,
                               .module = module,
-                              .app_log = build_log};
+                              .app_log = build_log,
+                              .has_images = has_images};
     ze_result_t result;
     if (zc_compiler_identity_changed()) {
         zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_COMPILER_CHANGED,

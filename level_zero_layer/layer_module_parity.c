@@ -59,9 +59,12 @@ zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_imag
 
 /* Modules with image arguments are hits only where every way to set an
  * image argument answers as on the compile (layer_image_arguments.c). */
-static bool images_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size)
+static bool images_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
+                                size_t detail_size)
 {
-    switch (zcl_module_image_kernels(desc, NULL)) {
+    zcl_spirv_images images = zcl_module_image_kernels(desc, NULL);
+    *has_images = images != ZCL_SPIRV_NO_IMAGES;
+    switch (images) {
     case ZCL_SPIRV_NO_IMAGES:
         return true;
     case ZCL_SPIRV_IMAGES:
@@ -78,15 +81,17 @@ static bool images_reproducible(const ze_module_desc_t *desc, char *detail, size
     }
 }
 
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, char *detail, size_t detail_size)
+bool zcl_hit_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
+                          size_t detail_size)
 {
     bool supported;
     const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
+    *has_images = false;
     if (program != NULL && (program->pInputModules == NULL || program->inputSizes == NULL))
         return true; /* the key builder refuses these */
     if (program != NULL && !program_reproducible(desc, program, detail, detail_size))
         return false;
-    return images_reproducible(desc, detail, detail_size);
+    return images_reproducible(desc, has_images, detail, detail_size);
 }
 
 const char *zcl_native_build_flags(const ze_module_desc_t *desc)
