@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "layer_internal.h"
 
@@ -22,14 +23,26 @@ static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *spare;
 static size_t spare_size;
 
+/* A buffer of size bytes with its pages already present: the driver's copy
+ * into a fresh buffer would otherwise take one fault per page, which cost
+ * more than the copy and the compare together (a 5.5 MB module on 26.27:
+ * 2.7 ms for the first check, 0.8 ms once the pages were there). */
+static uint8_t *map_populated(size_t size)
+{
+    void *pages =
+        mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return pages != MAP_FAILED ? pages : NULL;
+}
+
 /* The spare buffer grown to size, or NULL (then the caller allocates). */
 static uint8_t *take_spare(size_t size)
 {
-    if (size > ZCL_SPARE_MAX || pthread_mutex_trylock(&spare_lock) != 0)
+    if (size == 0 || size > ZCL_SPARE_MAX || pthread_mutex_trylock(&spare_lock) != 0)
         return NULL;
     if (spare_size < size) {
-        free(spare);
-        spare = malloc(size);
+        if (spare != NULL)
+            munmap(spare, spare_size);
+        spare = map_populated(size);
         spare_size = spare != NULL ? size : 0;
     }
     if (spare == NULL) {

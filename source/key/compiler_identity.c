@@ -113,10 +113,27 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
     zc_library_identity *mapped = lists->mapped, *searched = lists->searched;
     size_t mapped_count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
                                               ZC_COMPILER_LIBRARY_MAX);
-    bool found[ZC_COMPILER_LIBRARY_MAX];
-    if (zc_library_search_find_each(search, compiler_names, ZC_COMPILER_LIBRARY_MAX, searched, NULL,
-                                    found) != ZC_OK)
-        memset(found, 0, sizeof found);
+    /* Only names not loaded yet are searched: a loaded one is what dlopen
+     * returns, and a search that finds nothing looks everywhere. */
+    const char *unloaded[ZC_COMPILER_LIBRARY_MAX];
+    size_t unloaded_count = 0;
+    for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++)
+        if (identity_named(mapped, mapped_count, compiler_names[i]) == NULL)
+            unloaded[unloaded_count++] = compiler_names[i];
+    bool unloaded_found[ZC_COMPILER_LIBRARY_MAX] = {false};
+    if (zc_library_search_find_each(search, unloaded, unloaded_count, searched, NULL,
+                                    unloaded_found) != ZC_OK)
+        memset(unloaded_found, 0, sizeof unloaded_found);
+    /* Back to each name's own slot, from the end: slot j <= i is read
+     * before slot i is written. */
+    bool found[ZC_COMPILER_LIBRARY_MAX] = {false};
+    for (size_t i = ZC_COMPILER_LIBRARY_MAX, j = unloaded_count; i-- > 0;) {
+        if (j > 0 && unloaded[j - 1] == compiler_names[i]) {
+            j--;
+            found[i] = unloaded_found[j];
+            searched[i] = searched[j];
+        }
+    }
     identity->count = 0;
     for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++) {
         /* A library already loaded under the name is what dlopen returns. */

@@ -75,11 +75,43 @@ static bool try_path(const char *path, search_state *state)
 /* Tries name in a directory given by its first length bytes (an empty
  * directory means the current one, as for the loader), in each hardware
  * capability subdirectory glibc tries first (open_path), then in itself. */
+/* Whether dir has the first directory of subdir ("glibc-hwcaps/x86-64-v3/":
+ * glibc-hwcaps; "tls/haswell/": tls). Most directories have none of them,
+ * and one look per first directory spares a failed open per subdirectory
+ * under it. seen remembers the answer per first directory for one call. */
+typedef struct first_dirs {
+    char names[ZC_HWCAPS_SUBDIRS_MAX][ZC_HWCAPS_SUBDIR_SIZE];
+    bool present[ZC_HWCAPS_SUBDIRS_MAX];
+    size_t count;
+} first_dirs;
+
+static bool has_first_dir(const char *dir, size_t length, const char *subdir, first_dirs *seen)
+{
+    size_t first = strcspn(subdir, "/");
+    if (subdir[first] == '\0')
+        return true; /* "": the directory itself */
+    for (size_t i = 0; i < seen->count; i++)
+        if (strncmp(seen->names[i], subdir, first) == 0 && seen->names[i][first] == '\0')
+            return seen->present[i];
+    char path[PATH_MAX];
+    int written = snprintf(path, sizeof path, "%.*s/%.*s", (int)length, dir, (int)first, subdir);
+    bool present = written <= 0 || (size_t)written >= sizeof path || access(path, F_OK) == 0;
+    if (seen->count < ZC_HWCAPS_SUBDIRS_MAX && first < ZC_HWCAPS_SUBDIR_SIZE) {
+        snprintf(seen->names[seen->count], ZC_HWCAPS_SUBDIR_SIZE, "%.*s", (int)first, subdir);
+        seen->present[seen->count++] = present;
+    }
+    return present;
+}
+
 static bool try_directory(const char *dir, size_t length, search_state *state)
 {
     if (length == 0)
         dir = ".", length = 1;
+    first_dirs seen;
+    seen.count = 0;
     for (size_t i = 0; i < state->hwcaps->subdir_count; i++) {
+        if (!has_first_dir(dir, length, state->hwcaps->subdirs[i], &seen))
+            continue;
         char path[PATH_MAX];
         int written = snprintf(path, sizeof path, "%.*s/%s%s", (int)length, dir,
                                state->hwcaps->subdirs[i], state->name);
