@@ -26,7 +26,7 @@ static void print_size_setting(const char *variable, uint64_t bytes, const char 
         snprintf(value, sizeof value, "0 (%s)", zero_means);
     else
         snprintf(value, sizeof value, "%llu (%s)", (unsigned long long)bytes, size);
-    printf("%-28s %-32s ", variable, value);
+    printf("%-31s %-32s ", variable, value);
     print_source(variable, source);
 }
 
@@ -52,9 +52,9 @@ static void print_remotes(const zc_config *config)
 
 static void print_settings(const tool_context *tool, const zc_config *config)
 {
-    printf("%-28s %-32d ", "NEO_CACHE_PERSISTENT", config->persistent);
+    printf("%-31s %-32d ", "NEO_CACHE_PERSISTENT", config->persistent);
     print_source("NEO_CACHE_PERSISTENT", config->persistent_source);
-    printf("%-28s %-32s ", "NEO_CACHE_DIR", config->dir[0] != '\0' ? config->dir : "(none)");
+    printf("%-31s %-32s ", "NEO_CACHE_DIR", config->dir[0] != '\0' ? config->dir : "(none)");
     if (tool->dir_option != NULL)
         printf("--dir\n");
     else if (config->dir_source == ZC_SOURCE_DEFAULT)
@@ -65,28 +65,36 @@ static void print_settings(const tool_context *tool, const zc_config *config)
                        config->max_size_source);
     print_size_setting("NEO_CACHE_MEMORY_SIZE", config->memory_size, "memory tier off",
                        config->memory_size_source);
-    printf("%-28s %-32d ", "NEO_CACHE_COMPRESSION_LEVEL", config->compression_level);
+    printf("%-31s %-32d ", "NEO_CACHE_COMPRESSION_LEVEL", config->compression_level);
     print_source("NEO_CACHE_COMPRESSION_LEVEL", config->compression_level_source);
-    printf("%-28s %-32llu ", "NEO_CACHE_WAIT_TIMEOUT_MS",
+    printf("%-31s %-32llu ", "NEO_CACHE_WAIT_TIMEOUT_MS",
            (unsigned long long)config->wait_timeout_ms);
     print_source("NEO_CACHE_WAIT_TIMEOUT_MS", config->wait_timeout_source);
-    printf("%-28s %-32s ", "NEO_CACHE_REMOTE", config->remote[0] != '\0' ? "(below)" : "(none)");
+    printf("%-31s %-32s ", "NEO_CACHE_REMOTE", config->remote[0] != '\0' ? "(below)" : "(none)");
     print_source("NEO_CACHE_REMOTE", config->remote_source);
     print_remotes(config);
-    printf("%-28s %-32s ", "NEO_CACHE_REMOTE_SECRET_FILE",
+    printf("%-31s %-32s ", "NEO_CACHE_REMOTE_SECRET_FILE",
            config->remote_secret_file[0] != '\0' ? config->remote_secret_file : "(none)");
     print_source("NEO_CACHE_REMOTE_SECRET_FILE", config->remote_secret_file_source);
     if (config->remote[0] != '\0' && config->remote_secret_file[0] == '\0')
-        printf("%-28s without a secret, whoever can write to a remote storage chooses the code "
+        printf("%-31s without a secret, whoever can write to a remote storage chooses the code "
                "run here\n",
                "");
-    printf("%-28s %-32llu ", "NEO_CACHE_LOCK_TIMEOUT_MS",
+    char admission[64];
+    if (config->remote_min_compile_ms == 0)
+        snprintf(admission, sizeof admission, "0 (every module)");
+    else
+        snprintf(admission, sizeof admission, "%llu (faster: local only)",
+                 (unsigned long long)config->remote_min_compile_ms);
+    printf("%-31s %-32s ", "NEO_CACHE_REMOTE_MIN_COMPILE_MS", admission);
+    print_source("NEO_CACHE_REMOTE_MIN_COMPILE_MS", config->remote_min_compile_source);
+    printf("%-31s %-32llu ", "NEO_CACHE_LOCK_TIMEOUT_MS",
            (unsigned long long)config->lock_timeout_ms);
     print_source("NEO_CACHE_LOCK_TIMEOUT_MS", config->lock_timeout_source);
     /* zc_config records no source for these three. */
-    printf("%-28s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
-    printf("%-28s %d\n", "PrintDebugMessages", config->print_debug_messages);
-    printf("%-28s %d\n", "BinaryCacheTrace", config->binary_cache_trace);
+    printf("%-31s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
+    printf("%-31s %d\n", "PrintDebugMessages", config->print_debug_messages);
+    printf("%-31s %d\n", "BinaryCacheTrace", config->binary_cache_trace);
 }
 
 /* The layer keeps the driver's own cache off in the processes it runs in;

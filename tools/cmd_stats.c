@@ -134,6 +134,9 @@ static void print_counters(const zc_stats_counters *counters)
            (unsigned long long)counters->remote_hits, (unsigned long long)counters->remote_misses,
            (unsigned long long)counters->remote_stores, (unsigned long long)counters->remote_errors,
            (unsigned long long)counters->remote_rejected);
+    printf("%-19s %llu not admitted (compiled faster than NEO_CACHE_REMOTE_MIN_COMPILE_MS: "
+           "kept local)\n",
+           "remote admission", (unsigned long long)counters->remote_not_admitted);
     printf("%-19s %.3f s saved, %.3f s spent compiling\n", "compile time",
            (double)counters->compile_ns_saved / 1e9, (double)counters->compile_ns_spent / 1e9);
 }
@@ -251,9 +254,11 @@ const tool_command tool_cmd_stats = {
     .details = "Entries, bytes on disk, bytes uncompressed and the compression ratio, the size\n"
                "limit (NEO_CACHE_MAX_SIZE) and how full the cache is, then the persistent\n"
                "counters: hits from memory and from disk, misses, bypasses by reason, stores,\n"
-               "evictions, lock timeouts and compile time saved. Each process using the layer\n"
-               "adds its counters to the file 'stats' in the cache directory at every store\n"
-               "and when it exits.\n"
+               "evictions, lock timeouts, the remote storages' hits, misses, stores, errors\n"
+               "and rejected values, modules not admitted to them (compiled faster than\n"
+               "NEO_CACHE_REMOTE_MIN_COMPILE_MS) and compile time saved. Each process using\n"
+               "the layer adds its counters to the file 'stats' in the cache directory at\n"
+               "every store and when it exits.\n"
                "\n"
                "  --json   one JSON object: entries, driver_entries, bytes, bytes_uncompressed,\n"
                "           compression_ratio, max_size, percent_full, recorded_bytes\n"

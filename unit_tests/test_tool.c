@@ -557,6 +557,7 @@ static zc_stats_counters sample_delta(void)
     delta.remote_stores = 13;
     delta.remote_errors = 14;
     delta.remote_rejected = 15;
+    delta.remote_not_admitted = 16;
     return delta;
 }
 
@@ -601,6 +602,7 @@ Test(stats_file, merges_add_up_exactly)
     cr_assert_eq(total.remote_stores, 26);
     cr_assert_eq(total.remote_errors, 28);
     cr_assert_eq(total.remote_rejected, 30);
+    cr_assert_eq(total.remote_not_admitted, 32);
     char *text = read_text(stats_path(), NULL);
     cr_assert_str_eq(text, "zecache-stats 1\n"
                            "memory_hits 4\n"
@@ -619,6 +621,7 @@ Test(stats_file, merges_add_up_exactly)
                            "remote_stores 26\n"
                            "remote_errors 28\n"
                            "remote_rejected 30\n"
+                           "remote_not_admitted 32\n"
                            "bypass.native-input 0\n"
                            "bypass.unsupported-input 0\n"
                            "bypass.not-cacheable 16\n"
@@ -827,7 +830,8 @@ Test(stats_file, foreach_names_every_counter_in_file_order)
                            "store_errors=1;evictions=6;memory_evictions=0;lock_timeouts=0;"
                            "compile_ns_spent=7000;"
                            "compile_ns_saved=9000;remote_hits=11;remote_misses=12;remote_stores=13;"
-                           "remote_errors=14;remote_rejected=15;bypass.native-input=0;"
+                           "remote_errors=14;remote_rejected=15;remote_not_admitted=16;"
+                           "bypass.native-input=0;"
                            "bypass.unsupported-input=0;bypass.not-cacheable=8;"
                            "bypass.cache-error=0;bypass.rejected-binary=1;"
                            "bypass.compiler-unidentified=0;bypass.compiler-changed=0;");
@@ -965,7 +969,7 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
     cr_assert_str_eq(json_eval(run.out, check), "True");
     cr_assert_str_eq(json_eval(run.out, "d['counters_valid']"), "True");
     cr_assert_str_eq(json_eval(run.out, "sum(d['counters'].values())"), "0");
-    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "23");
+    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "24");
 
     cr_assert_eq(tool_in_cache("stats"), 0);
     cr_assert_str_eq(line_starting(run.out, "entries"),
@@ -993,6 +997,7 @@ Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
     cr_assert_eq(json_u64(run.out, "d['counters']['bypass.rejected-binary']"), 1);
     cr_assert_eq(json_u64(run.out, "d['counters']['remote_hits']"), 11);
     cr_assert_eq(json_u64(run.out, "d['counters']['remote_rejected']"), 15);
+    cr_assert_eq(json_u64(run.out, "d['counters']['remote_not_admitted']"), 16);
     cr_assert_eq(tool_in_cache("stats"), 0);
     /* Remote hits count as hits: (2 + 3 + 11) of (2 + 3 + 11 + 5). */
     cr_assert_str_eq(line_starting(run.out, "hits"), "hits                2 from memory, 3 from "
@@ -1000,6 +1005,9 @@ Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
                                                      "76.2%)");
     cr_assert_str_eq(line_starting(run.out, "remote"), "remote              11 hits, 12 misses, "
                                                        "13 stores, 14 errors, 15 rejected");
+    cr_assert_str_eq(line_starting(run.out, "remote admission"),
+                     "remote admission    16 not admitted (compiled faster than "
+                     "NEO_CACHE_REMOTE_MIN_COMPILE_MS: kept local)");
     cr_assert_str_eq(line_starting(run.out, "bypasses"),
                      "bypasses            9 (not-cacheable 8, rejected-binary 1)");
 
@@ -1650,6 +1658,19 @@ Test(tool, config_shows_values_and_where_they_came_from)
     cr_assert(ends_with(line, " environment"), "%s", line);
     line = line_starting(run.out, "NEO_CACHE_MEMORY_SIZE ");
     cr_assert(ends_with(line, " default"), "%s", line);
+    line = line_starting(run.out, "NEO_CACHE_REMOTE_MIN_COMPILE_MS ");
+    cr_assert_str_eq(line, "NEO_CACHE_REMOTE_MIN_COMPILE_MS 0 (every module)                 "
+                           "default");
+    setenv("NEO_CACHE_REMOTE_MIN_COMPILE_MS", "250", 1);
+    cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);
+    line = line_starting(run.out, "NEO_CACHE_REMOTE_MIN_COMPILE_MS ");
+    cr_assert_str_eq(line, "NEO_CACHE_REMOTE_MIN_COMPILE_MS 250 (faster: local only)         "
+                           "environment");
+    setenv("NEO_CACHE_REMOTE_MIN_COMPILE_MS", "-1", 1);
+    cr_assert_eq(tool_in_cache("config"), 0, "%s", run.err);
+    line = line_starting(run.out, "NEO_CACHE_REMOTE_MIN_COMPILE_MS ");
+    cr_assert_str_eq(line, "NEO_CACHE_REMOTE_MIN_COMPILE_MS 0 (every module)                 "
+                           "invalid NEO_CACHE_REMOTE_MIN_COMPILE_MS=\"-1\": default used");
     line = line_starting(run.out, "NEO_CACHE_DIR ");
     cr_assert_not_null(strstr(line, cache_dir), "%s", line);
     cr_assert(ends_with(line, " --dir"), "%s", line);

@@ -44,6 +44,10 @@ typedef struct zc_cache_counters {
      * the remotes and got nothing usable, values put, failed calls, and bad
      * or unsigned values ignored. */
     atomic_uint_least64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
+    /* Compiled modules kept out of the writable remote storages because their
+     * compile took less than NEO_CACHE_REMOTE_MIN_COMPILE_MS (one per module,
+     * whatever the number of storages). */
+    atomic_uint_least64_t remote_not_admitted;
 } zc_cache_counters;
 
 /* A snapshot of the counters in plain integers. */
@@ -56,6 +60,7 @@ typedef struct zc_cache_stats {
     uint64_t lock_timeouts;    /* disk operations skipped: another process held a lock */
     uint64_t compile_ns_spent, compile_ns_saved;
     uint64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
+    uint64_t remote_not_admitted; /* compiled faster than NEO_CACHE_REMOTE_MIN_COMPILE_MS */
 } zc_cache_stats;
 
 typedef struct zc_cache zc_cache;
@@ -88,15 +93,21 @@ typedef enum zc_lookup_outcome {
 /* Returns key's artifact: from memory, else from disk, else from the remote
  * storages in order, else from compile(context), whose result is stored on
  * disk (with trace beside it when trace is not NULL) and in every writable
- * remote, and kept in memory. Threads asking for the same key at
- * once share one disk load or compile. Counts the outcome and logs one line
- * per lookup under PrintDebugMessages. outcome may be NULL. */
+ * remote, and kept in memory. A result whose compile_ns is below
+ * config->remote_min_compile_ms is not admitted to the remotes: it stays in
+ * memory and on disk, counted as remote_not_admitted, a bad value seen in a
+ * remote for its key is removed, and a cross-node build lock held for it is
+ * released as "nothing stored", so other nodes waiting on it compile at once. Threads asking for
+ * the same key at once share one disk load or compile. Counts the outcome and logs one line per
+ * lookup under PrintDebugMessages. outcome may be NULL. */
 zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char *trace,
                                   zc_compile_fn compile, void *context, zc_artifact **out,
                                   zc_lookup_outcome *outcome);
 
 /* Replaces key's artifact in every tier, for when the driver refused a cached
- * binary and a fresh compile succeeded. */
+ * binary and a fresh compile succeeded. A fresh compile below
+ * remote_min_compile_ms is not admitted: the remotes' value is removed
+ * instead of replaced. */
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
                            const char *trace);
 

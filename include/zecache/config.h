@@ -17,6 +17,9 @@
 #define ZC_MAX_WAIT_TIMEOUT_MS (UINT64_C(24) * 3600 * 1000)
 #define ZC_REMOTE_TEXT_MAX 4096
 #define ZC_DEFAULT_LOCK_TIMEOUT_MS 2000
+/* 0: every compiled module is admitted to the remote storages (see
+ * remote_min_compile_ms). */
+#define ZC_DEFAULT_REMOTE_MIN_COMPILE_MS 0
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -45,6 +48,11 @@ typedef struct zc_config {
     uint64_t lock_timeout_ms; /* NEO_CACHE_LOCK_TIMEOUT_MS: how long a store (or removal)
                                  waits for config.file's lock before skipping, 0 = no limit */
     zc_config_source lock_timeout_source;
+    uint64_t remote_min_compile_ms; /* NEO_CACHE_REMOTE_MIN_COMPILE_MS: admission to the remote
+                                       storages. A module whose measured compile took less is
+                                       stored in memory and on the local disk only; 0 = every
+                                       module. At most ZC_MAX_WAIT_TIMEOUT_MS. */
+    zc_config_source remote_min_compile_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

@@ -44,6 +44,14 @@ zc_status zc_remote_load(zc_remote *remote, const zc_key *key, uint64_t max_payl
 bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,
                      zc_remote_rejects replace);
 
+/* Whether a store would reach a storage: one is writable and not given up. */
+bool zc_remote_any_writable(zc_remote *remote);
+
+/* Removes key's value from every writable storage in which (bit i for
+ * storage i): a bad value that no store will replace. Errors are counted,
+ * never fatal. */
+void zc_remote_remove(zc_remote *remote, const zc_key *key, zc_remote_rejects which);
+
 /* Cross-node single flight on the first writable storage that has locks. */
 typedef struct zc_remote_lock {
     zc_storage *storage; /* NULL: nothing held */

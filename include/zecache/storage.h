@@ -51,8 +51,9 @@ typedef struct zc_storage_ops {
      * timeout_ms while another holds the lock. ZC_ERR_IO: compile unlocked. */
     zc_status (*claim)(zc_storage *storage, const zc_key *key, uint64_t timeout_ms,
                        zc_storage_claim_result *result, zc_storage_claim *claim);
-    /* Lets go of a claim; failed says the build or the store failed, so
-     * waiters stop waiting and compile at once. Nothing held is fine. */
+    /* Lets go of a claim; failed says no entry is coming (the build or the
+     * store failed, or the module was not admitted), so waiters stop waiting
+     * and compile at once. Nothing held is fine. */
     void (*release)(zc_storage *storage, const zc_key *key, zc_storage_claim *claim, bool failed);
     void (*close)(zc_storage *storage);
 } zc_storage_ops;

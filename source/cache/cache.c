@@ -22,11 +22,12 @@
 
 struct zc_cache {
     zc_memory_tier *memory;
-    zc_disk_tier *disk;       /* NULL: memory only */
-    zc_remote *remote;        /* NULL: no remote storages */
-    uint64_t max_payload;     /* what a remote entry may hold: NEO_CACHE_MAX_SIZE */
-    int compression_level;    /* for entries encoded for the remotes */
-    uint64_t wait_timeout_ms; /* for another process compiling the same key; 0: no waiting */
+    zc_disk_tier *disk;             /* NULL: memory only */
+    zc_remote *remote;              /* NULL: no remote storages */
+    uint64_t max_payload;           /* what a remote entry may hold: NEO_CACHE_MAX_SIZE */
+    int compression_level;          /* for entries encoded for the remotes */
+    uint64_t wait_timeout_ms;       /* for another process compiling the same key; 0: no waiting */
+    uint64_t remote_min_compile_ns; /* admission: faster compiles stay out of the remotes */
     zc_cache_counters counters;
     /* Serialises merges into the stats file, and guards merged: what the
      * counters were at the last merge that succeeded. */
@@ -87,6 +88,8 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
     cache->max_payload = config->max_size;
     cache->compression_level = config->compression_level;
     cache->wait_timeout_ms = config->wait_timeout_ms;
+    /* At most 24 h in milliseconds (config.c): the product fits. */
+    cache->remote_min_compile_ns = config->remote_min_compile_ms * UINT64_C(1000000);
     *out = cache;
     return ZC_OK;
 }
@@ -141,7 +144,8 @@ typedef struct lookup_context {
     zc_lookup_outcome outcome; /* set only when this thread ran the build */
     zc_remote_rejects rejects; /* remotes that held a bad value: replaced by the store */
     bool remote_store_failed;
-    bool stored; /* its result went to disk */
+    bool not_admitted; /* compiled too fast for the remotes: not stored there */
+    bool stored;       /* its result went to disk */
 } lookup_context;
 
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
@@ -175,12 +179,34 @@ static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
     return true;
 }
 
+/* Admission (NEO_CACHE_REMOTE_MIN_COMPILE_MS): a module that compiled faster
+ * than the threshold costs any node little to compile again, so it stays in
+ * memory and on the local disk and takes no room in the remote storages
+ * (which evict, e.g. Redis with allkeys-lru) from costly ones. A bad value
+ * seen there for it would otherwise stay and be rejected by every node:
+ * removed. The measured time is the artifact's own: the compile that just
+ * ran, or for a replacement the fresh compile. */
+static bool admitted_remotely(lookup_context *lookup, const zc_artifact *artifact)
+{
+    zc_cache *cache = lookup->cache;
+    if (zc_artifact_meta_of(artifact)->compile_ns >= cache->remote_min_compile_ns)
+        return true;
+    lookup->not_admitted = true;
+    counter_add(&cache->counters.remote_not_admitted, 1);
+    if (lookup->rejects != 0)
+        zc_remote_remove(cache->remote, lookup->key, lookup->rejects);
+    return false;
+}
+
 static void store_remotely(lookup_context *lookup, const zc_artifact *artifact)
 {
     zc_cache *cache = lookup->cache;
     uint8_t *entry = NULL;
     size_t entry_size = 0;
-    if (cache->remote == NULL)
+    /* Read-only storages only (or all given up): nothing to store, nothing
+     * kept out by admission. */
+    if (cache->remote == NULL || !zc_remote_any_writable(cache->remote) ||
+        !admitted_remotely(lookup, artifact))
         return;
     if (zc_entry_encode(lookup->key, artifact, cache->compression_level, &entry, &entry_size) !=
             ZC_OK ||
@@ -207,8 +233,10 @@ static zc_status compile_and_store(lookup_context *lookup, zc_artifact **out)
 }
 
 /* Other nodes: the first to miss takes the key's Redis lock and compiles,
- * the others wait for its entry. A holder whose build or remote store failed
- * says so on release, so waiters compile at once instead of timing out. */
+ * the others wait for its entry. A holder whose build or remote store failed,
+ * or whose module was not admitted to the remotes, says so on release (the
+ * lock's "failed" mark), so waiters compile at once instead of waiting for an
+ * entry that will never come, or taking the lock one after another. */
 static zc_status compile_unless_another_node_does(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
@@ -222,7 +250,7 @@ static zc_status compile_unless_another_node_does(lookup_context *lookup, zc_art
     if (claimed != ZC_STORAGE_READY || !load_from_remote(lookup, out))
         status = compile_and_store(lookup, out);
     zc_remote_release(cache->remote, lookup->key, &claim,
-                      status != ZC_OK || lookup->remote_store_failed);
+                      status != ZC_OK || lookup->remote_store_failed || lookup->not_admitted);
     return status;
 }
 
@@ -261,13 +289,26 @@ static zc_status load_or_compile(void *context, zc_artifact **out)
     return compile_unless_another_process_does(lookup, out);
 }
 
-static void count_and_log_lookup(zc_cache *cache, const zc_key *key, zc_lookup_outcome outcome,
-                                 zc_status status, const zc_artifact *artifact)
+static void log_not_admitted(const zc_cache *cache, const char *what, const char *hex,
+                             const zc_artifact *artifact)
+{
+    zc_log_info("%s %s: compiled in %.3f ms, under NEO_CACHE_REMOTE_MIN_COMPILE_MS=%llu: "
+                "not admitted to the remote storages",
+                what, hex, (double)zc_artifact_meta_of(artifact)->compile_ns / 1e6,
+                (unsigned long long)(cache->remote_min_compile_ns / 1000000));
+}
+
+static void count_and_log_lookup(zc_cache *cache, const lookup_context *lookup,
+                                 zc_lookup_outcome outcome, zc_status status,
+                                 const zc_artifact *artifact)
 {
     char hex[ZC_KEY_HEX_SIZE];
-    zc_key_to_hex(key, hex);
+    zc_key_to_hex(lookup->key, hex);
     if (outcome == ZC_LOOKUP_COMPILED) {
-        zc_log_info("miss %s: compiled%s", hex, status == ZC_OK ? "" : ", build failed");
+        if (status == ZC_OK && lookup->not_admitted)
+            log_not_admitted(cache, "miss", hex, artifact);
+        else
+            zc_log_info("miss %s: compiled%s", hex, status == ZC_OK ? "" : ", build failed");
         return;
     }
     uint64_t saved_ns = zc_artifact_meta_of(artifact)->compile_ns;
@@ -303,7 +344,7 @@ zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char
     zc_lookup_outcome result =
         memory_outcome == ZC_MEMORY_BUILT ? lookup.outcome : ZC_LOOKUP_MEMORY_HIT;
     if (status == ZC_OK || result == ZC_LOOKUP_COMPILED)
-        count_and_log_lookup(cache, key, result, status, status == ZC_OK ? *out : NULL);
+        count_and_log_lookup(cache, &lookup, result, status, status == ZC_OK ? *out : NULL);
     if (outcome != NULL)
         *outcome = result;
     return status;
@@ -334,6 +375,11 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
         /* Every writable remote gets the fresh compile over what it held. */
         lookup_context lookup = {.cache = cache, .key = key, .rejects = ~(zc_remote_rejects)0};
         store_remotely(&lookup, artifact);
+        if (lookup.not_admitted) {
+            char hex[ZC_KEY_HEX_SIZE];
+            zc_key_to_hex(key, hex);
+            log_not_admitted(cache, "replaced", hex, artifact);
+        }
     }
     return status;
 }
@@ -370,7 +416,7 @@ zc_status zc_cache_merge_stats(zc_cache *cache)
 
 /* Every counter of zc_cache_counters is zeroed below. */
 _Static_assert(sizeof(zc_cache_counters) ==
-                   (13 + ZC_BYPASS_REASON_COUNT) * sizeof(atomic_uint_least64_t),
+                   (14 + ZC_BYPASS_REASON_COUNT) * sizeof(atomic_uint_least64_t),
                "zc_cache_reset_counters zeroes every counter");
 
 void zc_cache_reset_counters(zc_cache *cache)
@@ -389,6 +435,7 @@ void zc_cache_reset_counters(zc_cache *cache)
     atomic_store(&counters->remote_stores, 0);
     atomic_store(&counters->remote_errors, 0);
     atomic_store(&counters->remote_rejected, 0);
+    atomic_store(&counters->remote_not_admitted, 0);
     atomic_store(&counters->compile_ns_spent, 0);
     atomic_store(&counters->compile_ns_saved, 0);
     /* In a forked child the mutex may have been held by a thread that does
@@ -414,6 +461,7 @@ void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
         .remote_stores = counter_read(&counters->remote_stores),
         .remote_errors = counter_read(&counters->remote_errors),
         .remote_rejected = counter_read(&counters->remote_rejected),
+        .remote_not_admitted = counter_read(&counters->remote_not_admitted),
     };
     for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
         stats->bypasses[i] = counter_read(&counters->bypasses[i]);

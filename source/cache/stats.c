@@ -55,6 +55,7 @@ static const counter_field fields[] = {
     {"remote_stores", offsetof(zc_stats_counters, remote_stores)},
     {"remote_errors", offsetof(zc_stats_counters, remote_errors)},
     {"remote_rejected", offsetof(zc_stats_counters, remote_rejected)},
+    {"remote_not_admitted", offsetof(zc_stats_counters, remote_not_admitted)},
 };
 
 enum { FIELD_COUNT = sizeof fields / sizeof fields[0] };

@@ -61,7 +61,7 @@ static const char *getenv_debug_key(const char *name)
 /* Messages about invalid settings are collected while parsing and printed
  * once PrintDebugMessages is known, whatever order the variables come in. */
 typedef struct config_complaints {
-    char text[8][256];
+    char text[16][256];
     size_t count;
 } config_complaints;
 
@@ -199,6 +199,9 @@ void zc_config_from_env(zc_config *config)
     config->lock_timeout_source =
         read_u64("NEO_CACHE_LOCK_TIMEOUT_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS, ZC_DEFAULT_LOCK_TIMEOUT_MS,
                  &config->lock_timeout_ms, &complaints);
+    config->remote_min_compile_source =
+        read_u64("NEO_CACHE_REMOTE_MIN_COMPILE_MS", 0, ZC_MAX_WAIT_TIMEOUT_MS,
+                 ZC_DEFAULT_REMOTE_MIN_COMPILE_MS, &config->remote_min_compile_ms, &complaints);
     config->dir_source = read_dir(config, &complaints);
     config->remote_source =
         read_text("NEO_CACHE_REMOTE", config->remote, sizeof config->remote, &complaints);

@@ -221,6 +221,24 @@ bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
     return all_stored;
 }
 
+bool zc_remote_any_writable(zc_remote *remote)
+{
+    for (size_t i = 0; i < remote->count; i++)
+        if (writable(&remote->storages[i]))
+            return true;
+    return false;
+}
+
+void zc_remote_remove(zc_remote *remote, const zc_key *key, zc_remote_rejects which)
+{
+    for (size_t i = 0; i < remote->count; i++) {
+        remote_storage *slot = &remote->storages[i];
+        if (((which >> i) & 1) == 0 || !writable(slot))
+            continue;
+        note_result(remote, slot, slot->storage->ops->remove(slot->storage, key));
+    }
+}
+
 /* ---- cross-node single flight ---- */
 
 zc_storage_claim_result zc_remote_claim(zc_remote *remote, const zc_key *key, uint64_t timeout_ms,

@@ -27,8 +27,9 @@
 
 enum { FIRST_POLL_MS = 5, MAX_POLL_MS = 100, MIN_LOCK_MS = 1000, MAX_LOCK_MS = 600000 };
 
-/* ready: the entry exists; claimed: the lock is ours; failed: the holder's
- * build or store failed; busy: another holds it. */
+/* ready: the entry exists; claimed: the lock is ours; failed: the holder
+ * stored no entry (its build or store failed, or admission kept the module
+ * out); busy: another holds it. */
 static const char claim_script[] =
     "if redis.call('EXISTS', KEYS[1]) == 1 then return 'ready' end\n"
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end\n"
@@ -268,8 +269,11 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
         }
         if (answer == ANSWER_FAILED || !zc_backoff_sleep(&backoff)) {
             zc_log_info("remote %s: %s", redis->name,
-                        answer == ANSWER_FAILED ? "the other node's build failed: compiling"
-                                                : "stopped waiting for another node");
+                        answer == ANSWER_FAILED
+                            ? "the other node stored no entry (its build or store "
+                              "failed, or the module was not admitted): "
+                              "compiling"
+                            : "stopped waiting for another node");
             return ZC_OK;
         }
     }
