@@ -17,6 +17,7 @@
 
 #include "test_support.h"
 #include "../source/key/ld_cache.h"
+#include "../source/key/compiler_identity_internal.h"
 #include "../source/key/library_search.h"
 #include "zecache/identity.h"
 
@@ -227,4 +228,24 @@ Test(search_gaps, rpath_of_the_object_that_loaded_the_caller)
 #endif
     loaded_path(chain_dlopen(PROBE), loaded);
     cr_assert_str_eq(loaded, predicted);
+}
+
+/* A library loaded by a path with another file name (a versioned name, a
+ * renamed copy) answers to its DT_SONAME, read from the loaded object: a
+ * later dlopen by that name returns it. */
+Test(search_gaps, loaded_library_answers_to_its_soname)
+{
+    const char *renamed = place_probe("renamed/compiler-copy.so");
+    const char *names[] = {PROBE};
+    zc_library_identity found;
+    cr_assert_eq(zc_mapped_libraries(names, 1, &found, 1), 0);
+    void *handle = dlopen(renamed, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(handle, "%s", dlerror());
+    cr_assert_eq(zc_mapped_libraries(names, 1, &found, 1), 1);
+    cr_assert_str_eq(found.path, renamed);
+    cr_assert_str_eq(found.name, PROBE);
+    void *again = dlopen(PROBE, RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_eq(again, handle, "the dynamic linker matches the SONAME too");
+    dlclose(again);
+    dlclose(handle);
 }
