@@ -109,6 +109,19 @@ static const zc_library_identity *identity_named(const zc_library_identity *list
     return NULL;
 }
 
+/* The version suffix of a library name: "1" for "libigc.so.1". */
+static const char *version_of(const char *name)
+{
+    const char *so = strstr(name, ".so.");
+    return so != NULL ? so + 4 : "";
+}
+
+/* The version of the compiler libraries loaded, NULL when none is. */
+static const char *generation_loaded(const zc_library_identity *mapped, size_t count)
+{
+    return count > 0 ? version_of(mapped[0].name) : NULL;
+}
+
 static bool has_library(const zc_compiler_identity *identity, const char *stem)
 {
     for (size_t i = 0; i < identity->count; i++)
@@ -132,12 +145,18 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
     zc_library_identity *mapped = lists->mapped, *searched = lists->searched;
     size_t mapped_count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
                                               ZC_COMPILER_LIBRARY_MAX);
-    /* Only names not loaded yet are searched: a loaded one is what dlopen
-     * returns, and a search that finds nothing looks everywhere. */
+    /* Only what is not loaded yet is searched, and a search that finds
+     * nothing looks everywhere. A loaded library is what dlopen returns and
+     * what the driver compiles with; once one is loaded, the driver is of
+     * its generation and opens only that generation's names (libigdfcl.so.2
+     * beside libigc.so.2), so the other generation's files are not read.
+     * Drivers 22.43 and 26.27 load libigc at zeInit, so hits see it. */
+    const char *generation = generation_loaded(mapped, mapped_count);
     const char *unloaded[ZC_COMPILER_LIBRARY_MAX];
     size_t unloaded_count = 0;
     for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++)
-        if (identity_named(mapped, mapped_count, compiler_names[i]) == NULL)
+        if (identity_named(mapped, mapped_count, compiler_names[i]) == NULL &&
+            (generation == NULL || strcmp(version_of(compiler_names[i]), generation) == 0))
             unloaded[unloaded_count++] = compiler_names[i];
     bool unloaded_found[ZC_COMPILER_LIBRARY_MAX] = {false};
     if (zc_library_search_find_each(search, unloaded, unloaded_count, searched, NULL,
