@@ -216,3 +216,36 @@ Test(e2e_remote, read_only_file_storage_serves_hits)
     assert_same_native(&nodes[0], &nodes[1]);
     free(nodes);
 }
+
+/* Admission (NEO_CACHE_REMOTE_MIN_COMPILE_MS): with a threshold above any
+ * real compile, nodes cold at once each compile the module themselves (none
+ * waits for an entry that will not come), log it as not admitted, and leave
+ * Redis without an entry; a node with the default then stores it. */
+Test(e2e_remote, a_module_under_the_admission_threshold_stays_out_of_redis)
+{
+    node *nodes = calloc(NODES + 1, sizeof *nodes);
+    for (int i = 0; i < NODES; i++)
+        make_node(&nodes[i], remote_setting, "NEO_CACHE_REMOTE_MIN_COMPILE_MS=86400000",
+                  "NEO_CACHE_WAIT_TIMEOUT_MS=120000");
+    run_nodes(nodes, NODES);
+    for (int i = 0; i < NODES; i++) {
+        assert_lookups(&nodes[i], 1, 0, 0);
+        cr_assert_eq(count_in(&nodes[i], "under NEO_CACHE_REMOTE_MIN_COMPILE_MS=86400000: not "
+                                         "admitted to the remote storages"),
+                     1, "stderr: %s", nodes[i].probe.err);
+        assert_same_native(&nodes[0], &nodes[i]);
+    }
+    redisReply *keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "*"}, NULL);
+    for (size_t i = 0; i < keys->elements; i++)
+        cr_assert_not_null(strstr(keys->element[i]->str, ":lock:"), "an entry in Redis: %s",
+                           keys->element[i]->str);
+    freeReplyObject(keys);
+    make_node(&nodes[NODES], remote_setting, NULL, NULL);
+    run_node(&nodes[NODES]);
+    assert_lookups(&nodes[NODES], 1, 0, 0);
+    cr_assert_eq(count_in(&nodes[NODES], "not admitted to the remote storages"), 0);
+    keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:[0-9a-f]*"}, NULL);
+    cr_assert_eq(keys->elements, 1);
+    freeReplyObject(keys);
+    free(nodes);
+}

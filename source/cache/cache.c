@@ -372,7 +372,8 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
         store_on_disk(cache, key, artifact, trace);
     }
     if (cache->remote != NULL) {
-        /* Every writable remote gets the fresh compile over what it held. */
+        /* Every writable remote gets the fresh compile over what it held, or
+         * loses what it held when the fresh compile is not admitted. */
         lookup_context lookup = {.cache = cache, .key = key, .rejects = ~(zc_remote_rejects)0};
         store_remotely(&lookup, artifact);
         if (lookup.not_admitted) {
