@@ -145,4 +145,17 @@ static inline zc_config t_disk_config(const char *dir, uint64_t max_size, int co
     return config;
 }
 
+/* How many .l0_cache files lie below dir (0 when it does not exist). */
+static inline size_t t_count_entries(const char *dir)
+{
+    char command[PATH_MAX + 64];
+    snprintf(command, sizeof command, "find '%s' -name '*.l0_cache' 2>/dev/null | wc -l", dir);
+    FILE *pipe = popen(command, "r");
+    cr_assert_not_null(pipe);
+    unsigned long count = 0;
+    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
+    pclose(pipe);
+    return count;
+}
+
 #endif

@@ -63,28 +63,46 @@ Test(admission_setting, default_valid_zero_and_garbage, .init = clean_environmen
         assert_setting(garbage[i], 0, ZC_SOURCE_INVALID);
 }
 
-/* Runs zc_config_from_env with standard error in a file; returns what was
- * written there (malloc'd). */
-static char *config_messages(void)
+/* Standard error into a new temporary file, as the plain runner (TSan) has
+ * no redirection: stderr_capture_start starts, stderr_captured ends and
+ * returns what was written (malloc'd). */
+typedef struct stderr_capture {
+    int fd, saved;
+} stderr_capture;
+
+static stderr_capture stderr_capture_start(void)
 {
     char path[] = "/tmp/zc_admission_err_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
+    stderr_capture capture = {.fd = mkstemp(path)};
+    cr_assert(capture.fd >= 0);
+    unlink(path);
     fflush(stderr);
-    int saved = dup(STDERR_FILENO);
-    cr_assert(saved >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    capture.saved = dup(STDERR_FILENO);
+    cr_assert(capture.saved >= 0 && dup2(capture.fd, STDERR_FILENO) >= 0);
+    return capture;
+}
+
+static char *stderr_captured(stderr_capture capture)
+{
+    fflush(stderr);
+    dup2(capture.saved, STDERR_FILENO);
+    close(capture.saved);
+    char *text = calloc(1, 8192);
+    cr_assert_not_null(text);
+    cr_assert(pread(capture.fd, text, 8191, 0) >= 0);
+    close(capture.fd);
+    return text;
+}
+
+/* Runs zc_config_from_env; returns what it wrote to standard error. */
+static char *config_messages(void)
+{
+    stderr_capture capture = stderr_capture_start();
     zc_config config;
     zc_config_from_env(&config);
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
+    char *text = stderr_captured(capture);
     zc_log_set_enabled(false);
     cr_assert_eq(config.remote_min_compile_ms, 0, "the default is used");
-    char *text = calloc(1, 4096);
-    cr_assert_not_null(text);
-    cr_assert(pread(fd, text, 4095, 0) >= 0);
-    close(fd);
-    unlink(path);
     return text;
 }
 
@@ -348,17 +366,6 @@ Test(admission, a_fast_module_already_in_redis_is_a_remote_hit, .init = setup, .
     cr_assert_not(in_redis(&other_key));
 }
 
-static size_t count_entries(const char *dir)
-{
-    char command[256];
-    snprintf(command, sizeof command, "find %s -name '*.l0_cache' 2>/dev/null | wc -l", dir);
-    FILE *pipe = popen(command, "r");
-    unsigned long count = 0;
-    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
-    pclose(pipe);
-    return count;
-}
-
 static bool in_directory(const char *dir, const zc_key *key)
 {
     char hex[ZC_KEY_HEX_SIZE], path[PATH_MAX];
@@ -380,12 +387,12 @@ Test(admission, fast_modules_stay_out_of_a_file_storage, .init = setup, .fini = 
     cr_assert_eq(lookup(node, &slow_key, &slow), ZC_LOOKUP_COMPILED);
     cr_assert_not(in_directory(shared, &fast_key));
     cr_assert(in_directory(shared, &slow_key));
-    cr_assert_eq(count_entries(shared), 1);
+    cr_assert_eq(t_count_entries(shared), 1);
     cr_assert_eq(stats_of(node).remote_stores, 1);
     cr_assert_eq(stats_of(node).remote_not_admitted, 1);
     char local[PATH_MAX];
     snprintf(local, sizeof local, "%s", zc_cache_disk_dir(node));
-    cr_assert_eq(count_entries(local), 2, "both are on the local disk");
+    cr_assert_eq(t_count_entries(local), 2, "both are on the local disk");
     zc_cache_close(node);
     /* A read-only storage takes nothing anyway: nothing is counted. */
     snprintf(remote, sizeof remote, "file://%s|read-only", shared);
@@ -396,33 +403,21 @@ Test(admission, fast_modules_stay_out_of_a_file_storage, .init = setup, .fini = 
     cr_assert_eq(stats_of(reader).remote_not_admitted, 0);
     cr_assert_eq(lookup(reader, &slow_key, &slow), ZC_LOOKUP_REMOTE_HIT);
     zc_cache_close(reader);
-    cr_assert_eq(count_entries(shared), 1);
+    cr_assert_eq(t_count_entries(shared), 1);
 }
 
 /* ---- the counter: in the stats file, and the debug line ---- */
 
-/* Runs a lookup with PrintDebugMessages on and standard error in a file;
- * returns what was written there (malloc'd). */
+/* Runs a lookup with PrintDebugMessages on; returns what it wrote to
+ * standard error. */
 static char *lookup_messages(zc_cache *cache, const zc_key *key, fake_compile *compile)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/stderr", scratch);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    cr_assert(fd >= 0);
-    fflush(stderr);
-    int saved = dup(STDERR_FILENO);
-    cr_assert(saved >= 0 && dup2(fd, STDERR_FILENO) >= 0);
+    stderr_capture capture = stderr_capture_start();
     zc_log_set_enabled(true);
     zc_lookup_outcome outcome = lookup(cache, key, compile);
     zc_log_set_enabled(false);
-    fflush(stderr);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
+    char *text = stderr_captured(capture);
     cr_assert_eq(outcome, ZC_LOOKUP_COMPILED);
-    char *text = calloc(1, 8192);
-    cr_assert_not_null(text);
-    cr_assert(pread(fd, text, 8191, 0) >= 0);
-    close(fd);
     return text;
 }
 

@@ -314,17 +314,6 @@ Test(remote_cache, unusable_secret_file_turns_the_remotes_off, .init = setup, .f
     zc_cache_close(node);
 }
 
-static size_t count_entries(const char *dir)
-{
-    char command[256];
-    snprintf(command, sizeof command, "find %s -name '*.l0_cache' | wc -l", dir);
-    FILE *pipe = popen(command, "r");
-    unsigned long count = 0;
-    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
-    pclose(pipe);
-    return count;
-}
-
 Test(remote_cache, file_storage_serves_hits_and_read_only_takes_nothing, .init = setup,
      .fini = teardown)
 {
@@ -344,7 +333,7 @@ Test(remote_cache, file_storage_serves_hits_and_read_only_takes_nothing, .init =
     assert_all_remote_hits(reader);
     zc_key new_key = t_key(50);
     cr_assert_eq(lookup(reader, &new_key, &counter), ZC_LOOKUP_COMPILED);
-    cr_assert_eq(count_entries(shared), KEYS, "a read-only storage was written to");
+    cr_assert_eq(t_count_entries(shared), KEYS, "a read-only storage was written to");
     cr_assert_eq(stats_of(reader).remote_stores, 0);
     zc_cache_close(reader);
     /* Writable: the new compile lands there too. */
@@ -353,7 +342,7 @@ Test(remote_cache, file_storage_serves_hits_and_read_only_takes_nothing, .init =
     zc_key newer_key = t_key(51);
     cr_assert_eq(lookup(writer, &newer_key, &counter), ZC_LOOKUP_COMPILED);
     cr_assert_eq(stats_of(writer).remote_stores, 1);
-    cr_assert_eq(count_entries(shared), KEYS + 1);
+    cr_assert_eq(t_count_entries(shared), KEYS + 1);
     zc_cache_close(writer);
 }
 
@@ -368,14 +357,14 @@ Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .f
     zc_cache *signer = open_node(remote, "a secret that is long enough", 0);
     fill_node(signer);
     zc_cache_close(signer);
-    cr_assert_eq(count_entries(shared), KEYS);
+    cr_assert_eq(t_count_entries(shared), KEYS);
 
     zc_config config = t_disk_config(shared, ZC_DEFAULT_MAX_SIZE, 3);
     zc_cache *local = NULL;
     cr_assert_eq(zc_cache_open(&config, &local), ZC_OK);
     cr_assert_eq(assert_every_lookup(local, ZC_LOOKUP_DISK_HIT), 0);
     zc_cache_close(local);
-    cr_assert_eq(count_entries(shared), KEYS, "signed entries were removed as bad");
+    cr_assert_eq(t_count_entries(shared), KEYS, "signed entries were removed as bad");
 }
 
 /* Every lookup still gives the right artifact; the storage is left alone
@@ -577,7 +566,7 @@ Test(remote_cache, concurrent_stores_into_a_file_storage_leave_one_whole_entry, 
     for (int i = 0; i < WRITERS; i++)
         matches += size == writers[i].entry_size && memcmp(value, entries[i], size) == 0;
     cr_assert_eq(matches, 1, "the file is not exactly one writer's entry");
-    cr_assert_eq(count_entries(scratch), 1);
+    cr_assert_eq(t_count_entries(scratch), 1);
     free(value);
     for (int i = 0; i < WRITERS; i++) {
         zc_storage_close(writers[i].storage);
