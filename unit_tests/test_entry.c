@@ -316,7 +316,9 @@ Test(entry, frame_without_checksum_is_a_miss)
     release(&e);
 }
 
-Test(entry, two_frames_are_a_miss)
+/* Frames must add up to the payload: two copies of a whole one hold twice
+ * as much. */
+Test(entry, frames_holding_more_than_the_payload_are_a_miss)
 {
     encoded e = encode(300, 17);
     size_t frame_size = e.size - ZC_ENTRY_HEADER_SIZE;
@@ -324,9 +326,64 @@ Test(entry, two_frames_are_a_miss)
     memcpy(frames, e.bytes + ZC_ENTRY_HEADER_SIZE, frame_size);
     memcpy(frames + frame_size, e.bytes + ZC_ENTRY_HEADER_SIZE, frame_size);
     uint8_t *bytes = entry_with_frame(&e, frames, 2 * frame_size);
-    assert_miss(bytes, ZC_ENTRY_HEADER_SIZE + 2 * frame_size, &e.key, 0, "exactly one");
+    assert_miss(bytes, ZC_ENTRY_HEADER_SIZE + 2 * frame_size, &e.key, 0, "content size");
     free(bytes);
     free(frames);
+    release(&e);
+}
+
+/* The compressed sizes of the frames of e, in order; their count. */
+static size_t frames_of(const encoded *e, size_t *sizes, size_t max)
+{
+    size_t count = 0;
+    for (size_t at = ZC_ENTRY_HEADER_SIZE; at < e->size && count < max; count++) {
+        sizes[count] = ZSTD_findFrameCompressedSize(e->bytes + at, e->size - at);
+        cr_assert_not(ZSTD_isError(sizes[count]));
+        at += sizes[count];
+    }
+    return count;
+}
+
+/* Payloads over 1 MiB are split into frames of about 1 MiB, decompressed
+ * in parallel; smaller ones are one frame, as before. */
+Test(entry, large_payloads_are_frames_of_about_a_mebibyte)
+{
+    const size_t log = strlen("build log of artifact 30");
+    const struct {
+        size_t binary, frames;
+    } cases[] = {{(1u << 20) - log, 1}, {(1u << 20) - log + 1, 2}, {(3u << 20) + 5, 4}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        encoded e = encode(cases[c].binary, 30);
+        size_t sizes[8];
+        cr_assert_eq(frames_of(&e, sizes, 8), cases[c].frames, "binary of %zu bytes",
+                     cases[c].binary);
+        zc_artifact *out = NULL;
+        cr_assert_eq(zc_entry_decode(e.bytes, e.size, &e.key, 0, &out, NULL, 0), ZC_OK);
+        size_t expected_size, got_size;
+        const uint8_t *expected = zc_artifact_payload(e.artifact, &expected_size);
+        const uint8_t *got = zc_artifact_payload(out, &got_size);
+        cr_assert_eq(got_size, expected_size);
+        cr_assert_eq(memcmp(got, expected, got_size), 0);
+        zc_artifact_unref(out);
+        release(&e);
+    }
+}
+
+/* Every frame is checked: damage in one of several, or a frame missing,
+ * is a miss that names it. */
+Test(entry, a_damaged_or_missing_frame_of_several_is_a_miss)
+{
+    encoded e = encode((3u << 20) + 5, 31);
+    size_t sizes[8];
+    cr_assert_eq(frames_of(&e, sizes, 8), 4);
+    size_t second = ZC_ENTRY_HEADER_SIZE + sizes[0];
+    e.bytes[second + sizes[1] / 2] ^= 0x20;
+    assert_miss(e.bytes, e.size, &e.key, 0, "frame 1");
+    e.bytes[second + sizes[1] / 2] ^= 0x20;
+    size_t without_last = e.size - sizes[3];
+    zc_put_le64(e.bytes + T_OFFSET_COMPRESSED_SIZE, without_last - ZC_ENTRY_HEADER_SIZE);
+    t_resign_header(e.bytes);
+    assert_miss(e.bytes, without_last, &e.key, 0, "content size");
     release(&e);
 }
 
