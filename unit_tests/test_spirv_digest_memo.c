@@ -35,10 +35,29 @@ static uint8_t *make_spirv(size_t size, uint64_t seed)
     return bytes;
 }
 
-/* The digest by OpenSSL directly, as a reference. */
+/* The digest by OpenSSL directly, as a reference: SHA-256, or above
+ * ZC_SPIRV_DIGEST_PIECE bytes that of the tag, the size and the pieces'
+ * SHA-256s. */
 static void reference_digest(const void *bytes, size_t size, uint8_t digest[ZC_SHA256_SIZE])
 {
-    cr_assert_eq(EVP_Digest(bytes, size, digest, NULL, EVP_sha256(), NULL), 1);
+    if (size <= ZC_SPIRV_DIGEST_PIECE) {
+        cr_assert_eq(EVP_Digest(bytes, size, digest, NULL, EVP_sha256(), NULL), 1);
+        return;
+    }
+    size_t pieces = (size + ZC_SPIRV_DIGEST_PIECE - 1) / ZC_SPIRV_DIGEST_PIECE;
+    size_t list_size = sizeof ZC_SPIRV_DIGEST_TAG + 8 + pieces * ZC_SHA256_SIZE;
+    uint8_t *list = malloc(list_size), *at = list;
+    memcpy(at, ZC_SPIRV_DIGEST_TAG, sizeof ZC_SPIRV_DIGEST_TAG);
+    at += sizeof ZC_SPIRV_DIGEST_TAG;
+    for (int i = 0; i < 8; i++)
+        *at++ = (uint8_t)((uint64_t)size >> (8 * i));
+    for (size_t begin = 0; begin < size; begin += ZC_SPIRV_DIGEST_PIECE, at += ZC_SHA256_SIZE) {
+        size_t piece = size - begin < ZC_SPIRV_DIGEST_PIECE ? size - begin : ZC_SPIRV_DIGEST_PIECE;
+        cr_assert_eq(
+            EVP_Digest((const uint8_t *)bytes + begin, piece, at, NULL, EVP_sha256(), NULL), 1);
+    }
+    cr_assert_eq(EVP_Digest(list, list_size, digest, NULL, EVP_sha256(), NULL), 1);
+    free(list);
 }
 
 static void assert_memo_digest(const void *bytes, size_t size)
@@ -285,4 +304,17 @@ Test(spirv_digest_memo, threads_get_the_right_keys)
     zc_spirv_digest_memo_stats now = stats();
     cr_assert_leq(now.entries, ZC_SPIRV_DIGEST_MEMO_MAX_ENTRIES);
     cr_assert_eq(now.bytes, now.copies * LARGE_SIZE);
+}
+
+/* One piece is plain SHA-256; more are digested piecewise, whatever the
+ * number of processors. */
+Test(spirv_digest_memo, digest_of_one_piece_and_of_several)
+{
+    const size_t sizes[] = {ZC_SPIRV_DIGEST_PIECE, ZC_SPIRV_DIGEST_PIECE + 4,
+                            3 * ZC_SPIRV_DIGEST_PIECE + 1028};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *bytes = make_spirv(sizes[i], 40 + i);
+        assert_memo_digest(bytes, sizes[i]);
+        free(bytes);
+    }
 }

@@ -1,4 +1,4 @@
-/* The SHA-256 of a SPIR-V input, remembered per process: an application that
+/* The digest of a SPIR-V input, remembered per process: an application that
  * creates the same large module again, from any buffer, gets the digest
  * without hashing megabytes again.
  *
@@ -25,7 +25,14 @@
 /* Entries, with or without a copy. */
 #define ZC_SPIRV_DIGEST_MEMO_MAX_ENTRIES 1024
 
-/* The SHA-256 of size bytes at spirv: from the memo when the same content of
+/* Inputs over this many bytes are digested in pieces of this size: the
+ * digest is then SHA-256(ZC_SPIRV_DIGEST_TAG with its NUL, the size as a
+ * little-endian u64, the SHA-256 of each piece in order), the pieces hashed in
+ * parallel. Smaller inputs: their SHA-256. */
+#define ZC_SPIRV_DIGEST_PIECE ((size_t)1 << 20)
+#define ZC_SPIRV_DIGEST_TAG "zecache-spirv-pieces"
+
+/* The digest of size bytes at spirv: from the memo when the same content of
  * ZC_SPIRV_DIGEST_MEMO_MIN_SIZE..MAX_INPUT bytes was hashed before, else hashed
  * (and remembered). False only when hashing fails. Thread-safe. */
 bool zc_spirv_digest(const void *spirv, size_t size, uint8_t digest[ZC_SHA256_SIZE]);

@@ -6,7 +6,10 @@
  * do not hold up other keys. */
 #include "spirv_digest_memo_internal.h"
 
+#include "parallel.h"
+
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,6 +231,51 @@ static void remember(size_t size, uint64_t fingerprint, const uint8_t digest[ZC_
     free_unused(unused);
 }
 
+/* The digest of an input: its SHA-256, or above ZC_SPIRV_DIGEST_PIECE bytes
+ * the SHA-256 of a tag, its size and the SHA-256s of its pieces, hashed in
+ * parallel (SHA-256 runs at about 1.8 GB/s on one core: 2 ms of a hit on a
+ * 3.5 MB module). Pieces have a fixed size, so the digest does not depend
+ * on the machine. */
+typedef struct pieces_job {
+    const uint8_t *bytes;
+    size_t size;
+    uint8_t (*digests)[ZC_SHA256_SIZE];
+    atomic_bool failed;
+} pieces_job;
+
+static void hash_piece(void *context, size_t index)
+{
+    pieces_job *job = context;
+    size_t begin = index * ZC_SPIRV_DIGEST_PIECE;
+    size_t size =
+        job->size - begin < ZC_SPIRV_DIGEST_PIECE ? job->size - begin : ZC_SPIRV_DIGEST_PIECE;
+    if (!zc_sha256_digest(job->bytes + begin, size, job->digests[index]))
+        atomic_store(&job->failed, true);
+}
+
+static bool digest_of(const void *spirv, size_t size, uint8_t digest[ZC_SHA256_SIZE])
+{
+    if (size <= ZC_SPIRV_DIGEST_PIECE)
+        return zc_sha256_digest(spirv, size, digest);
+    size_t count = (size + ZC_SPIRV_DIGEST_PIECE - 1) / ZC_SPIRV_DIGEST_PIECE;
+    size_t list_size = sizeof ZC_SPIRV_DIGEST_TAG + 8 + count * ZC_SHA256_SIZE;
+    uint8_t *list = malloc(list_size);
+    if (list == NULL)
+        return false;
+    memcpy(list, ZC_SPIRV_DIGEST_TAG, sizeof ZC_SPIRV_DIGEST_TAG);
+    for (int i = 0; i < 8; i++)
+        list[sizeof ZC_SPIRV_DIGEST_TAG + i] = (uint8_t)((uint64_t)size >> (8 * i));
+    pieces_job job = {.bytes = spirv,
+                      .size = size,
+                      .digests =
+                          (uint8_t(*)[ZC_SHA256_SIZE])(list + sizeof ZC_SPIRV_DIGEST_TAG + 8)};
+    atomic_init(&job.failed, false);
+    zc_parallel_for(count, hash_piece, &job);
+    bool ok = !atomic_load(&job.failed) && zc_sha256_digest(list, list_size, digest);
+    free(list);
+    return ok;
+}
+
 /* Content that comes a second time will likely come again: it is copied, and
  * the copy hashed, so the digest stored is the copy's whatever the caller's
  * buffer does meanwhile. */
@@ -238,7 +286,7 @@ static bool digest_as_copy(const void *spirv, size_t size, uint64_t fingerprint,
     if (copy == NULL)
         return false;
     memcpy(copy, spirv, size);
-    if (!zc_sha256_digest(copy, size, digest)) {
+    if (!digest_of(copy, size, digest)) {
         free(copy);
         return false;
     }
@@ -249,14 +297,14 @@ static bool digest_as_copy(const void *spirv, size_t size, uint64_t fingerprint,
 bool zc_spirv_digest(const void *spirv, size_t size, uint8_t digest[ZC_SHA256_SIZE])
 {
     if (size < ZC_SPIRV_DIGEST_MEMO_MIN_SIZE || size > ZC_SPIRV_DIGEST_MEMO_MAX_INPUT)
-        return zc_sha256_digest(spirv, size, digest);
+        return digest_of(spirv, size, digest);
     uint64_t fingerprint = fingerprint_of(spirv, size);
     sighting seen = recall(spirv, size, fingerprint, digest);
     if (seen == CONFIRMED)
         return true;
     if (seen == SEEN_ONCE && digest_as_copy(spirv, size, fingerprint, digest))
         return true;
-    if (!zc_sha256_digest(spirv, size, digest))
+    if (!digest_of(spirv, size, digest))
         return false;
     remember(size, fingerprint, digest, NULL);
     return true;
