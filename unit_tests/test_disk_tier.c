@@ -639,6 +639,26 @@ static uint64_t stored_entry_size(uint64_t seed, size_t binary_size, const char 
     return file_size(path);
 }
 
+/* A hit marks an entry's use only when the mark is an hour old or more:
+ * changing a file's times costs a journal write. */
+Test(disk, a_hit_marks_use_only_when_the_mark_is_an_hour_old)
+{
+    zc_key key = t_key(29);
+    char path[PATH_MAX];
+    entry_path(path, &key);
+    zc_disk_tier *tier = open_tier(0, NULL);
+    store_ok(tier, 29, 500, NULL);
+    time_t recent = time(NULL) - 3000;
+    set_mtime(path, recent);
+    assert_loads(tier, 29, 500);
+    cr_assert_eq(mtime_of(path), recent);
+    time_t old = time(NULL) - 3700;
+    set_mtime(path, old);
+    assert_loads(tier, 29, 500);
+    cr_assert_geq(mtime_of(path), time(NULL) - 5);
+    zc_disk_tier_close(tier);
+}
+
 Test(disk, eviction_removes_least_recently_used_until_a_third_is_freed)
 {
     const size_t binary_size = 1000;
