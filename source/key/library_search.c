@@ -279,7 +279,10 @@ static bool run_steps(const zc_library_search *search, const object_paths *calle
     if (!(caller->known && c->has_runpath) && executable->known && !e->has_runpath &&
         e->has_rpath && search_dynamic_list(e->rpath, executable->origin, state))
         return *step = ZC_SEARCH_EXECUTABLE_RPATH, true;
-    if (search_ld_library_path(search->ld_library_path, state))
+    const char *ld_library_path = search->ld_library_path;
+    if (ld_library_path == NULL && search->initial_ld_library_path)
+        ld_library_path = zc_initial_ld_library_path();
+    if (search_ld_library_path(ld_library_path, state))
         return *step = ZC_SEARCH_LD_LIBRARY_PATH, true;
     if (caller->known && c->has_runpath && search_dynamic_list(c->runpath, caller->origin, state))
         return *step = ZC_SEARCH_CALLER_RUNPATH, true;
@@ -450,7 +453,7 @@ zc_library_search zc_library_search_of_process(const char *caller, char *executa
     executable[length > 0 ? length : 0] = '\0';
     return (zc_library_search){.caller = caller,
                                .executable = length > 0 ? executable : NULL,
-                               .ld_library_path = zc_initial_ld_library_path(),
+                               .initial_ld_library_path = true,
                                .ld_so_cache = "/etc/ld.so.cache",
                                .ask_dynamic_linker = true};
 }

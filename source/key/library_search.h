@@ -28,7 +28,10 @@ typedef struct zc_library_search {
     const char *caller;          /* path of the object calling dlopen, as it was loaded */
     const char *executable;      /* path of the main program */
     const char *ld_library_path; /* LD_LIBRARY_PATH's value */
-    const char *ld_so_cache;     /* path of the ld.so.cache file */
+    /* With ld_library_path NULL: take zc_initial_ld_library_path() when the
+     * ELF-based search needs it (reading it costs tens of microseconds). */
+    bool initial_ld_library_path;
+    const char *ld_so_cache; /* path of the ld.so.cache file */
     /* NULL-terminated; NULL means this machine's default directories. */
     const char *const *default_dirs;
     /* When the caller is loaded in this process, take the directories from
@@ -43,7 +46,8 @@ typedef struct zc_library_search {
 const char *zc_initial_ld_library_path(void);
 
 /* The search of this process: the caller given, the main program (its path
- * is written to executable, PATH_MAX bytes), zc_initial_ld_library_path(),
+ * is written to executable, PATH_MAX bytes), zc_initial_ld_library_path() (read
+ * only if needed),
  * /etc/ld.so.cache, the default directories, and the dynamic linker's own
  * list when the caller is loaded. */
 zc_library_search zc_library_search_of_process(const char *caller, char *executable);
