@@ -127,15 +127,23 @@ ze_result_t ZE_APICALL zcl_image_destroy(ze_image_handle_t image)
     return zcl_layer.next.image_destroy(image);
 }
 
+/* A view has a format of its own, judged as an image's. */
+static ze_result_t create_view(zcl_pfn_image_view_create next, ze_context_handle_t context,
+                               ze_device_handle_t device, const ze_image_desc_t *desc,
+                               ze_image_handle_t image, ze_image_handle_t *view)
+{
+    ze_result_t result = next(context, device, desc, image, view);
+    if (result == ZE_RESULT_SUCCESS)
+        record_image(device, desc, *view);
+    return result;
+}
+
 ze_result_t ZE_APICALL zcl_image_view_create_ext(ze_context_handle_t context,
                                                  ze_device_handle_t device,
                                                  const ze_image_desc_t *desc,
                                                  ze_image_handle_t image, ze_image_handle_t *view)
 {
-    ze_result_t result = zcl_layer.next.image_view_create_ext(context, device, desc, image, view);
-    if (result == ZE_RESULT_SUCCESS)
-        record_image(device, desc, *view);
-    return result;
+    return create_view(zcl_layer.next.image_view_create_ext, context, device, desc, image, view);
 }
 
 ze_result_t ZE_APICALL zcl_image_view_create_exp(ze_context_handle_t context,
@@ -143,10 +151,7 @@ ze_result_t ZE_APICALL zcl_image_view_create_exp(ze_context_handle_t context,
                                                  const ze_image_desc_t *desc,
                                                  ze_image_handle_t image, ze_image_handle_t *view)
 {
-    ze_result_t result = zcl_layer.next.image_view_create_exp(context, device, desc, image, view);
-    if (result == ZE_RESULT_SUCCESS)
-        record_image(device, desc, *view);
-    return result;
+    return create_view(zcl_layer.next.image_view_create_exp, context, device, desc, image, view);
 }
 
 bool zcl_image_hits_possible(char *detail, size_t detail_size)
