@@ -177,11 +177,11 @@ typedef struct zcl_handle_map {
     zcl_handle_slot *slots;
     size_t capacity, used; /* used counts removed slots too */
     atomic_size_t live;
+    atomic_bool in_forks; /* locked across fork() (layer_handle_map.c) */
 } zcl_handle_map;
-#define ZCL_HANDLE_MAP_INIT                                                                        \
-    {                                                                                              \
-        PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0                                                   \
-    }
+/* clang-format off */
+#define ZCL_HANDLE_MAP_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, false}
+/* clang-format on */
 
 /* Puts or replaces handle's value; false when memory runs out. */
 bool zcl_handle_map_put(zcl_handle_map *map, const void *handle, uintptr_t value);
@@ -234,6 +234,20 @@ zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *de
  * *supported to false when the pNext chain holds anything else. */
 const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t *desc,
                                                           bool *supported);
+
+/* ---- layer_record.c ---- */
+
+/* Keeps desc's inputs beside key's entry (NEO_CACHE_RECORD_INPUTS), after a
+ * compile of compile_ns that succeeded and was stored. Failures are only
+ * logged; so is the cost against the compile (bench/bench_record.sh). */
+void zcl_record_inputs(const ze_module_desc_t *desc, const zcl_device_info *device,
+                       const zc_key *key, uint64_t compile_ns);
+
+/* ---- layer_report.c ---- */
+
+/* Writes "<outcome> <key hex or ->" to ZECACHE_REPORT_FD when it is set
+ * (zecache prewarm's helper reads it). */
+void zcl_report_outcome(const char *outcome, const zc_key *key);
 
 /* ---- layer_module.c ---- */
 

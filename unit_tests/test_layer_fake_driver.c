@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fake_ze_driver.h"
@@ -1036,4 +1037,49 @@ Test(layer, unidentified_compiler_bypasses_the_cache)
     cr_assert_eq(s.bypasses[ZC_BYPASS_COMPILER_UNIDENTIFIED], 2);
     cr_assert_eq(s.misses + s.memory_hits + s.disk_hits + s.stores, 0);
     zc_compiler_identity_reset(NULL);
+}
+
+/* A fork while another thread holds a handle map's mutex must not leave it
+ * held in the child: fork waits for it, and the child can use the map. */
+typedef struct held_map {
+    zcl_handle_map *map;
+    pthread_mutex_t ready_lock;
+    pthread_cond_t ready;
+    bool holding;
+} held_map;
+
+static void *hold_map_a_while(void *argument)
+{
+    held_map *held = argument;
+    pthread_mutex_lock(&held->map->lock);
+    pthread_mutex_lock(&held->ready_lock);
+    held->holding = true;
+    pthread_cond_signal(&held->ready);
+    pthread_mutex_unlock(&held->ready_lock);
+    usleep(200 * 1000);
+    pthread_mutex_unlock(&held->map->lock);
+    return NULL;
+}
+
+Test(layer, handle_maps_stay_usable_in_a_forked_child)
+{
+    static zcl_handle_map map = ZCL_HANDLE_MAP_INIT;
+    cr_assert(zcl_handle_map_put(&map, (void *)0x1000, 1));
+    held_map held = {&map, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, hold_map_a_while, &held), 0);
+    pthread_mutex_lock(&held.ready_lock);
+    while (!held.holding)
+        pthread_cond_wait(&held.ready, &held.ready_lock);
+    pthread_mutex_unlock(&held.ready_lock);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(5);
+        _exit(zcl_handle_map_put(&map, (void *)0x2000, 2) ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    pthread_join(thread, NULL);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
 }
