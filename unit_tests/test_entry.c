@@ -344,14 +344,16 @@ static size_t frames_of(const encoded *e, size_t *sizes, size_t max)
     return count;
 }
 
-/* Payloads over 1 MiB are split into frames of about 1 MiB, decompressed
- * in parallel; smaller ones are one frame, as before. */
-Test(entry, large_payloads_are_frames_of_about_a_mebibyte)
+/* Payloads over ZC_ENTRY_FRAME_BYTES are split into frames of about that
+ * size, decompressed in parallel; smaller ones are one frame, as before. */
+Test(entry, large_payloads_are_frames_of_about_the_frame_size)
 {
     const size_t log = strlen("build log of artifact 30");
     const struct {
         size_t binary, frames;
-    } cases[] = {{(1u << 20) - log, 1}, {(1u << 20) - log + 1, 2}, {(3u << 20) + 5, 4}};
+    } cases[] = {{ZC_ENTRY_FRAME_BYTES - log, 1},
+                 {ZC_ENTRY_FRAME_BYTES - log + 1, 2},
+                 {3 * ZC_ENTRY_FRAME_BYTES + 5, 4}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         encoded e = encode(cases[c].binary, 30);
         size_t sizes[8];
@@ -373,7 +375,7 @@ Test(entry, large_payloads_are_frames_of_about_a_mebibyte)
  * is a miss that names it. */
 Test(entry, a_damaged_or_missing_frame_of_several_is_a_miss)
 {
-    encoded e = encode((3u << 20) + 5, 31);
+    encoded e = encode(3 * ZC_ENTRY_FRAME_BYTES + 5, 31);
     size_t sizes[8];
     cr_assert_eq(frames_of(&e, sizes, 8), 4);
     size_t second = ZC_ENTRY_HEADER_SIZE + sizes[0];

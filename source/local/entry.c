@@ -99,11 +99,10 @@ static bool write_header(uint8_t *header, const zc_key *key, uint64_t binary_siz
     return header_checksum(header, header + OFFSET_CHECKSUM);
 }
 
-/* Payloads over FRAME_BYTES are split into frames of about that size, each
- * a zstd frame of its own, so a load decompresses them in parallel (a hit
- * on a 5.5 MB binary spent 4 ms in zstd on one core). Frames of 1 MiB cost
- * about 1.5% in size against one frame. */
-#define FRAME_BYTES ((size_t)1 << 20)
+/* Payloads over ZC_ENTRY_FRAME_BYTES are split into frames of about that
+ * size, each a zstd frame of its own, so a load decompresses them in
+ * parallel (a hit on a 5.5 MB binary spent 4 ms in zstd on one core). */
+#define FRAME_BYTES ZC_ENTRY_FRAME_BYTES
 /* No reader takes more frames than a payload of the format's largest size
  * has in this layout (with room for another split), whatever it is sent. */
 #define MAX_FRAMES ((size_t)(ZC_ENTRY_MAX_PAYLOAD / (FRAME_BYTES / 2)))
