@@ -28,6 +28,7 @@ typedef struct driver_compile {
     /* Compiled while the compiler turned out not to be the one keyed: stored
      * under the key of the compiler really loaded, never under the other. */
     zc_artifact *unkeyed;
+    const char *outcome; /* for zcl_report_outcome: "present", "built", "failed" */
 } driver_compile;
 
 static ze_module_build_log_handle_t *log_pointer_of(driver_compile *compile)
@@ -228,7 +229,13 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
     zc_status status = zc_cache_get_or_compile(zcl_layer.cache, key, trace, compile_with_driver,
                                                compile, &artifact, NULL);
     if (compile->ran) {
+        /* Recorded only once the entry is stored, so no inputs are kept
+         * without the entry they rebuild. */
+        if (status == ZC_OK && zcl_layer.config.record_inputs)
+            zcl_record_inputs(compile->desc, compile->device_info, key,
+                              zc_artifact_meta_of(artifact)->compile_ns);
         zc_artifact_unref(artifact);
+        compile->outcome = status == ZC_OK ? "built" : "failed";
         return finish_compile(compile);
     }
     if (status != ZC_OK) {
@@ -239,8 +246,10 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
     ze_result_t result;
     hit_outcome outcome = create_from_artifact(compile, artifact, &result);
     zc_artifact_unref(artifact);
-    if (outcome == HIT_CREATED)
+    if (outcome == HIT_CREATED) {
+        compile->outcome = "present";
         return ZE_RESULT_SUCCESS;
+    }
     if (outcome == HIT_REBUILT) {
         /* Whatever made the driver rebuild (a debug key, a debugger) holds
          * for the whole process: later modules go straight to the driver
@@ -334,6 +343,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     }
     if (!cacheable) {
         zc_cache_count_bypass(zcl_layer.cache, reason, detail);
+        zcl_report_outcome("bypass", NULL);
         return zcl_layer.next.module_create(context, device, desc, module, build_log);
     }
     driver_compile compile = {.context = context,
@@ -343,7 +353,8 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
                               .compiler = compiler,
                               .module = module,
                               .app_log = build_log,
-                              .has_images = has_images};
+                              .has_images = has_images,
+                              .outcome = "uncached"};
     ze_result_t result;
     if (zc_compiler_identity_changed()) {
         zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_COMPILER_CHANGED,
@@ -354,6 +365,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     }
     if (compile.unkeyed != NULL)
         store_under_loaded_compiler(&compile);
+    zcl_report_outcome(result == ZE_RESULT_SUCCESS ? compile.outcome : "failed", &key);
     free(trace);
     return result;
 }

@@ -77,14 +77,8 @@ static bool enable_layer(const char *layer_dir)
            setenv("ZE_ENABLE_VALIDATION_LAYER", "1", 1) == 0;
 }
 
-static int run_exec(tool_context *tool, int argc, char **argv)
+int tool_enable_layer(const tool_context *tool)
 {
-    static const struct option options[] = {TOOL_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    int option = tool_next_option(tool, argc, argv, options);
-    if (option != TOOL_OPTIONS_DONE)
-        return tool_options_exit(option);
-    if (optind == argc)
-        return tool_usage_error(tool, "no program to run");
     const char *library_path = getenv("ZEL_LIBRARY_PATH");
     if (library_path != NULL && library_path[0] != '\0') {
         tool_fail(tool,
@@ -107,6 +101,26 @@ static int run_exec(tool_context *tool, int argc, char **argv)
         tool_fail(tool, "cannot set the environment: %s", strerror(errno));
         return TOOL_EXIT_NO_LAYER;
     }
+    return TOOL_EXIT_OK;
+}
+
+bool tool_sibling_path(const char *name, char path[PATH_MAX])
+{
+    char dir[PATH_MAX];
+    return executable_dir(dir) && snprintf(path, PATH_MAX, "%s/%s", dir, name) < PATH_MAX;
+}
+
+static int run_exec(tool_context *tool, int argc, char **argv)
+{
+    static const struct option options[] = {TOOL_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int option = tool_next_option(tool, argc, argv, options);
+    if (option != TOOL_OPTIONS_DONE)
+        return tool_options_exit(option);
+    if (optind == argc)
+        return tool_usage_error(tool, "no program to run");
+    int enabled = tool_enable_layer(tool);
+    if (enabled != TOOL_EXIT_OK)
+        return enabled;
     char **program = argv + optind;
     execvp(program[0], program);
     int err = errno; /* only reached when the program could not be started */

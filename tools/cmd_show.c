@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "zecache/disk_recipes.h"
+#include "zecache/recipe.h"
 #include "tool_support.h"
 #include "zecache/disk_maintenance.h"
 
@@ -124,6 +126,55 @@ static void print_trace(const char *dir, const tool_entry *entry)
     free(data);
 }
 
+/* "" when every SPIR-V the recipe names is there and verifies, else why. */
+static void check_inputs(zc_disk_tier *tier, const zc_recipe *recipe, char *problem, size_t size)
+{
+    problem[0] = '\0';
+    for (uint32_t i = 0; i < recipe->input_count && problem[0] == '\0'; i++) {
+        uint8_t *blob = NULL, *spirv = NULL;
+        size_t blob_size = 0, spirv_size = 0;
+        char why[200] = "the file is missing";
+        if (zc_disk_tier_read_blob(tier, recipe->inputs[i].spirv_sha256, &blob, &blob_size) !=
+                ZC_OK ||
+            zc_spirv_blob_decode(blob, blob_size, recipe->inputs[i].spirv_sha256, &spirv,
+                                 &spirv_size, why, sizeof why) != ZC_OK)
+            snprintf(problem, size, "SPIR-V input %u: %s", i, why);
+        free(blob);
+        free(spirv);
+    }
+}
+
+/* Whether `zecache prewarm` can build this entry again. */
+static void print_recorded_inputs(zc_disk_tier *tier, const tool_entry *entry)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    zc_recipe recipe;
+    char reason[256] = "", text[512];
+    if (zc_disk_tier_read_recipe(tier, &entry->key, &bytes, &size) != ZC_OK) {
+        printf("%-16s none (prewarm cannot rebuild it)\n", "recorded inputs");
+        return;
+    }
+    zc_status status = zc_recipe_decode(bytes, size, &entry->key, &recipe, reason, sizeof reason);
+    free(bytes);
+    if (status == ZC_OK)
+        check_inputs(tier, &recipe, reason, sizeof reason);
+    if (status != ZC_OK || reason[0] != '\0') {
+        printf("%-16s DAMAGED: %s\n", "recorded inputs",
+               tool_escape_line(reason, text, sizeof text));
+    } else {
+        uint64_t spirv_bytes = 0;
+        for (uint32_t i = 0; i < recipe.input_count; i++)
+            spirv_bytes += recipe.inputs[i].spirv_size;
+        printf("%-16s yes: %u SPIR-V input%s (%llu bytes)%s, for %s\n", "recorded inputs",
+               recipe.input_count, recipe.input_count == 1 ? "" : "s",
+               (unsigned long long)spirv_bytes, recipe.program ? " as a program" : "",
+               tool_escape_line(recipe.device_name, text, sizeof text));
+    }
+    if (status == ZC_OK)
+        zc_recipe_free(&recipe);
+}
+
 static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
 {
     const char *dir = zc_disk_tier_dir(tier);
@@ -138,6 +189,7 @@ static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
     bool verified =
         zc_disk_tier_verify_entry(tier, entry->path, NULL, reason, sizeof reason) == ZC_OK;
     printf("%-16s %s%s\n", "verification", verified ? "ok" : "FAILED: ", verified ? "" : reason);
+    print_recorded_inputs(tier, entry);
     if (verified)
         print_build_log(dir, entry);
     print_trace(dir, entry);

@@ -13,6 +13,7 @@
 #define ZECACHE_TOOL_H
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@ struct tool_context {
 
 extern const tool_command tool_cmd_exec, tool_cmd_stats, tool_cmd_zero_stats, tool_cmd_ls,
     tool_cmd_show, tool_cmd_verify, tool_cmd_trim, tool_cmd_clear, tool_cmd_config, tool_cmd_remote,
-    tool_cmd_export, tool_cmd_import;
+    tool_cmd_export, tool_cmd_import, tool_cmd_prewarm;
 
 /* ---- tool_cli.c ---- */
 
@@ -93,6 +94,15 @@ int tool_fail(const tool_context *tool, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 /* The help of tool->command, or of the whole tool when there is none. */
 void tool_print_help(const tool_context *tool);
+
+/* ---- cmd_exec.c ---- */
+
+/* Enables the layer for this process's children (LD_LIBRARY_PATH and
+ * ZE_ENABLE_VALIDATION_LAYER), as exec does: TOOL_EXIT_OK, or the exit
+ * status after printing why not. */
+int tool_enable_layer(const tool_context *tool);
+/* The path of name in the directory of the running tool. */
+bool tool_sibling_path(const char *name, char path[PATH_MAX]);
 
 /* ---- zecache_main.c ---- */
 

@@ -111,6 +111,16 @@ zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
                            const char *trace);
 
+/* Keeps what builds key's entry again (recipe.h) beside it on disk: each
+ * input's SPIR-V (spirv[i], recipe->inputs[i].spirv_size bytes) once per
+ * content, its SHA-256 written into the recipe. For after a compile
+ * succeeded and was stored; ZC_MISS when the entry is not on disk (then
+ * nothing is kept), ZC_EXISTS when its inputs are there already,
+ * ZC_ERR_DISABLED without a disk tier. Never affects the module. */
+struct zc_recipe;
+zc_status zc_cache_record_inputs(zc_cache *cache, const zc_key *key, struct zc_recipe *recipe,
+                                 const void *const *spirv);
+
 /* Counts a module that bypassed the cache and logs the reason (detail may be
  * NULL) under PrintDebugMessages. cache may be NULL (nothing is counted). */
 void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char *detail);

@@ -20,6 +20,10 @@
 /* 0: every compiled module is admitted to the remote storages (see
  * remote_min_compile_ms). */
 #define ZC_DEFAULT_REMOTE_MIN_COMPILE_MS 0
+/* On: recording costs a small fraction of the compile it follows and keeps
+ * the SPIR-V once per distinct content, and only inputs recorded before an
+ * upgrade can be rebuilt after it (zecache prewarm). */
+#define ZC_DEFAULT_RECORD_INPUTS true
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -53,6 +57,9 @@ typedef struct zc_config {
                                        stored in memory and on the local disk only; 0 = every
                                        module. At most ZC_MAX_WAIT_TIMEOUT_MS. */
     zc_config_source remote_min_compile_source;
+    bool record_inputs; /* NEO_CACHE_RECORD_INPUTS: keep what rebuilds each new entry (its
+                           SPIR-V, flags, constants, device) beside it, recipe.h */
+    zc_config_source record_inputs_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

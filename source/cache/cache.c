@@ -9,14 +9,17 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zecache/disk_tier.h"
 #include "disk_raw.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_claim.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/memory_tier.h"
+#include "zecache/recipe.h"
 #include "zecache/remote.h"
 #include "zecache/stats.h"
 
@@ -382,6 +385,45 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
             log_not_admitted(cache, "replaced", hex, artifact);
         }
     }
+    return status;
+}
+
+static void free_blobs(zc_input_blob *blobs, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        free((void *)blobs[i].bytes);
+    free(blobs);
+}
+
+zc_status zc_cache_record_inputs(zc_cache *cache, const zc_key *key, zc_recipe *recipe,
+                                 const void *const *spirv)
+{
+    if (cache == NULL || key == NULL || recipe == NULL || spirv == NULL)
+        return ZC_ERR_INVALID_ARG;
+    if (cache->disk == NULL)
+        return ZC_ERR_DISABLED;
+    /* Compressed before the lock is taken, as entries are. */
+    zc_input_blob *blobs = calloc(recipe->input_count + 1, sizeof *blobs);
+    zc_status status = blobs != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    for (uint32_t i = 0; i < recipe->input_count && status == ZC_OK; i++) {
+        uint8_t *bytes = NULL;
+        status =
+            zc_spirv_blob_encode(spirv[i], recipe->inputs[i].spirv_size, cache->compression_level,
+                                 blobs[i].sha256, &bytes, &blobs[i].size);
+        blobs[i].bytes = bytes;
+        memcpy(recipe->inputs[i].spirv_sha256, blobs[i].sha256, 32);
+    }
+    uint8_t *encoded = NULL;
+    size_t encoded_size = 0;
+    recipe->key = *key;
+    if (status == ZC_OK)
+        status = zc_recipe_encode(recipe, cache->compression_level, &encoded, &encoded_size);
+    if (status == ZC_OK)
+        status = zc_disk_tier_record(cache->disk, key, encoded, encoded_size, blobs,
+                                     recipe->input_count);
+    free(encoded);
+    if (blobs != NULL)
+        free_blobs(blobs, recipe->input_count);
     return status;
 }
 

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "disk_internal.h"
+#include "zecache/recipe.h"
 #include "zecache/log.h"
 
 static void unlink_sidecar(zc_disk_tier *tier, int parent_fd, const char *entry_name,
@@ -36,6 +37,7 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name, u
     if (trace_size != NULL)
         *trace_size = trace;
     unlink_sidecar(tier, parent_fd, name, ZC_TRACE_SUFFIX);
+    unlink_sidecar(tier, parent_fd, name, ZC_RECIPE_SUFFIX);
     unlink_sidecar(tier, parent_fd, name, ZC_INPUT_SUFFIX);
     return true;
 }
@@ -112,15 +114,17 @@ static void remove_if_stale_temp(lru_list *list, const zc_scan_item *item)
         zc_disk_log_errno("cannot remove", item->rel, errno);
 }
 
-/* A trace is counted with its entry; one whose entry is gone (a store or
+/* A trace (or recipe) is counted with its entry; one whose entry is gone (a store or
  * removal cut short, or the driver evicting the entry) counts nowhere, so an
  * old one is removed. */
 static void remove_if_stale_orphan_trace(lru_list *list, const zc_scan_item *item)
 {
     char entry[ZC_REL_PATH_SIZE];
-    size_t stem = strlen(item->name) - strlen(ZC_TRACE_SUFFIX);
+    const char *suffix =
+        zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX) ? ZC_RECIPE_SUFFIX : ZC_TRACE_SUFFIX;
+    size_t stem = strlen(item->name) - strlen(suffix);
     struct stat st;
-    if (!zc_disk_has_suffix(item->name, ZC_TRACE_SUFFIX) ||
+    if (!zc_disk_has_suffix(item->name, suffix) ||
         list->now - item->mtime.tv_sec <= ZC_TEMP_MAX_AGE_SEC ||
         snprintf(entry, sizeof entry, "%.*s%s", (int)stem, item->name, ZC_ENTRY_SUFFIX) >=
             (int)sizeof entry ||
@@ -142,6 +146,8 @@ static int collect_item(void *context, const zc_scan_item *item)
         zc_disk_remove_unused_lock(list->tier, item, ZC_TEMP_MAX_AGE_SEC, list->now);
     if (item->kind == ZC_SCAN_MARK)
         zc_disk_remove_stale_mark(list->tier, item, list->now);
+    if (item->kind == ZC_SCAN_BLOB)
+        list->total += item->size; /* freed by zc_disk_remove_unused_blobs, not by age */
     if (item->kind != ZC_SCAN_ENTRY)
         return 0;
     list->out_of_memory = !lru_append(list, item);
@@ -231,7 +237,15 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
             zc_disk_begin_change(tier, lock);
             lru_remove_oldest(tier, &list, policy, result);
         }
-        status = zc_disk_set_total(tier, lock, list.total - result->removed_bytes);
+        /* Recorded SPIR-V goes once no remaining recipe names it; a blob
+         * still named stays whatever its age. */
+        uint64_t total = list.total - result->removed_bytes;
+        zc_disk_begin_change(tier, lock);
+        status = zc_disk_remove_unused_blobs(tier, &total);
+        if (status == ZC_OK)
+            status = zc_disk_set_total(tier, lock, total);
+        else
+            zc_disk_invalidate_total(tier, lock);
     }
     lru_free(&list);
     return status;
@@ -304,6 +318,8 @@ static int remove_any_item(void *context, const zc_scan_item *item)
     zc_disk_log_errno("cannot remove", item->rel, errno);
     if (item->kind == ZC_SCAN_ENTRY)
         state->remaining += item->size + item->trace_size;
+    if (item->kind == ZC_SCAN_BLOB)
+        state->remaining += item->size;
     state->incomplete = true;
     return 0;
 }

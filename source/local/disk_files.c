@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "disk_internal.h"
+#include "zecache/recipe.h"
 #include "zecache/log.h"
 
 enum { TEMP_SUFFIX_DIGITS = 16, TEMP_NAME_ATTEMPTS = 8 };
@@ -63,17 +64,29 @@ bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out,
     return written >= 0 && (size_t)written < out_size;
 }
 
-bool zc_disk_trace_size(zc_disk_tier *tier, int parent_fd, const char *entry_name, uint64_t *size)
+static bool sidecar_size(zc_disk_tier *tier, int parent_fd, const char *entry_name,
+                         const char *suffix, uint64_t *size)
 {
     char name[ZC_REL_PATH_SIZE];
     struct stat st;
     *size = 0;
-    if (!zc_disk_sidecar_name(entry_name, ZC_TRACE_SUFFIX, name, sizeof name))
-        return true; /* no such name: no trace */
+    if (!zc_disk_sidecar_name(entry_name, suffix, name, sizeof name))
+        return true; /* no such name: no sidecar */
     if (tier->ops->fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return errno == ENOENT;
     if (S_ISREG(st.st_mode))
         *size = (uint64_t)st.st_size;
+    return true;
+}
+
+/* The trace and the recipe (recorded inputs) both count with their entry. */
+bool zc_disk_trace_size(zc_disk_tier *tier, int parent_fd, const char *entry_name, uint64_t *size)
+{
+    uint64_t trace, recipe;
+    if (!sidecar_size(tier, parent_fd, entry_name, ZC_TRACE_SUFFIX, &trace) ||
+        !sidecar_size(tier, parent_fd, entry_name, ZC_RECIPE_SUFFIX, &recipe))
+        return false;
+    *size = trace + recipe;
     return true;
 }
 

@@ -71,9 +71,9 @@ bool zc_disk_parse_entry_name(const char *name, zc_key *key);
 bool zc_disk_has_suffix(const char *name, const char *suffix);
 /* name with its ".l0_cache" replaced by suffix; false if it does not fit. */
 bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out, size_t out_size);
-/* The size of entry_name's .trace in parent_fd (0 when there is none): our
- * traces count against NEO_CACHE_MAX_SIZE with their entry. False (errno
- * set) when it cannot be known. */
+/* The size of entry_name's .trace and .recipe in parent_fd (0 when there are
+ * none): our sidecars count against NEO_CACHE_MAX_SIZE with their entry.
+ * False (errno set) when it cannot be known. */
 bool zc_disk_trace_size(zc_disk_tier *tier, int parent_fd, const char *entry_name, uint64_t *size);
 
 /* Loops over short transfers and EINTR. read_exact: ZC_MISS on early end of
@@ -141,7 +141,8 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 
 typedef enum zc_scan_kind {
     ZC_SCAN_ENTRY,   /* *.l0_cache, counted in config.file */
-    ZC_SCAN_SIDECAR, /* *.trace, *.input */
+    ZC_SCAN_SIDECAR, /* *.trace, *.recipe, *.input */
+    ZC_SCAN_BLOB,    /* *.spirv: recorded SPIR-V shared by recipes, counted in config.file */
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
     ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
     ZC_SCAN_MARK,    /* *.failed: not-stored marks (disk_claim.c), empty, never counted */
@@ -153,7 +154,7 @@ typedef struct zc_scan_item {
     const char *name;    /* within dir_fd */
     const char *rel;     /* relative to the root */
     uint64_t size;       /* entries, temps and sidecars */
-    uint64_t trace_size; /* entries: their .trace's size, counted with them */
+    uint64_t trace_size; /* entries: their .trace's and .recipe's size, counted with them */
     struct timespec mtime;
 } zc_scan_item;
 
@@ -175,6 +176,14 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name,
 /* Under the lock: evicts least recently used entries when incoming bytes do
  * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);
+
+/* ---- disk_recipes.c ---- */
+
+/* Under the lock, after a sweep removed entries (and with them their
+ * recipes): removes every SPIR-V blob no recipe left names, subtracting
+ * what it frees from *total. A recipe that does not verify is removed too
+ * (its entry stays: it only loses its inputs). */
+zc_status zc_disk_remove_unused_blobs(zc_disk_tier *tier, uint64_t *total);
 
 /* ---- disk_claim.c ---- */
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "disk_internal.h"
+#include "zecache/recipe.h"
 
 enum { MAX_DEPTH = 2 };
 
@@ -29,8 +30,12 @@ static bool classify(const char *name, int depth, zc_scan_kind *kind)
 {
     if (zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX))
         *kind = ZC_SCAN_ENTRY;
-    else if (zc_disk_has_suffix(name, ZC_TRACE_SUFFIX) || zc_disk_has_suffix(name, ZC_INPUT_SUFFIX))
+    else if (zc_disk_has_suffix(name, ZC_TRACE_SUFFIX) ||
+             zc_disk_has_suffix(name, ZC_RECIPE_SUFFIX) ||
+             zc_disk_has_suffix(name, ZC_INPUT_SUFFIX))
         *kind = ZC_SCAN_SIDECAR;
+    else if (depth == MAX_DEPTH && zc_disk_has_suffix(name, ZC_SPIRV_SUFFIX))
+        *kind = ZC_SCAN_BLOB;
     else if (depth == 0 && strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0)
         *kind = ZC_SCAN_TEMP;
     else if (zc_disk_has_suffix(name, ZC_LOCK_SUFFIX))
@@ -143,6 +148,8 @@ static int add_entry_size(void *context, const zc_scan_item *item)
         sum->total += item->size + item->trace_size;
         sum->entries++;
     }
+    if (item->kind == ZC_SCAN_BLOB)
+        sum->total += item->size;
     return 0;
 }
 

@@ -1,0 +1,78 @@
+/* Recorded inputs: what builds an entry again under another compiler (zecache
+ * prewarm). A recipe holds the module description the key was made from,
+ * but its SPIR-V by SHA-256 only: each SPIR-V is kept once, in a container
+ * of its own, however many recipes use it.
+ *
+ * A recipe's content (inside a sealed container, sealed.h, magic
+ * ZC_RECIPE_MAGIC, id = the entry's key), little-endian:
+ *   format u32 (ze_module_format_t), program u32 (1: the module program
+ *   extension), input count u32 (1..ZC_RECIPE_MAX_INPUTS),
+ *   device name (text), driver version (text), then per input:
+ *   SPIR-V SHA-256 (32), SPIR-V size u64, flags present u8, flags (text),
+ *   constants present u8, constant count u32 (..ZC_RECIPE_MAX_CONSTANTS),
+ *   per constant: id u32, width u32 (1..8), value (width bytes).
+ * A text is a u32 length (..ZC_RECIPE_MAX_TEXT) and its bytes, no NUL.
+ * Nothing may follow the last input. */
+#ifndef ZECACHE_RECIPE_H
+#define ZECACHE_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/key.h"
+#include "zecache/sealed.h"
+#include "zecache/status.h"
+
+#define ZC_RECIPE_MAGIC "ZCRECIP"  /* with its NUL: 8 bytes */
+#define ZC_SPIRV_MAGIC "ZCSPIRV"   /* with its NUL: 8 bytes */
+#define ZC_RECIPE_SUFFIX ".recipe" /* beside its entry, counted with it */
+#define ZC_SPIRV_SUFFIX ".spirv"   /* <s0>/<s1>/<64 hex of the SHA-256>.spirv */
+#define ZC_RECIPE_MAX_INPUTS 256u
+#define ZC_RECIPE_MAX_CONSTANTS 65536u
+#define ZC_RECIPE_MAX_TEXT 65536u
+
+typedef struct zc_recipe_constant {
+    uint32_t id;
+    uint32_t width; /* bytes, as the SPIR-V declares it */
+    uint8_t value[8];
+} zc_recipe_constant;
+
+typedef struct zc_recipe_input {
+    uint8_t spirv_sha256[32];
+    uint64_t spirv_size;
+    char *flags; /* NULL: none given (distinct from "") */
+    bool has_constants;
+    uint32_t constant_count;
+    zc_recipe_constant *constants;
+} zc_recipe_input;
+
+typedef struct zc_recipe {
+    zc_key key; /* the entry it was recorded with */
+    uint32_t format;
+    bool program;
+    char *device_name;
+    char *driver_version;
+    uint32_t input_count;
+    zc_recipe_input *inputs;
+} zc_recipe;
+
+/* The recipe's content in a sealed container (malloc'd). */
+zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8_t **out,
+                           size_t *out_size);
+/* Verifies the container (expected key unless NULL) and parses every field
+ * with bounds; ZC_MISS with a reason when anything is off. Free with
+ * zc_recipe_free. */
+zc_status zc_recipe_decode(const void *data, size_t size, const zc_key *expected, zc_recipe *out,
+                           char *reason, size_t reason_size);
+void zc_recipe_free(zc_recipe *recipe);
+
+/* A SPIR-V module in its container, named by its SHA-256 (*sha256 set). */
+zc_status zc_spirv_blob_encode(const void *spirv, size_t size, int compression_level,
+                               uint8_t sha256[32], uint8_t **out, size_t *out_size);
+/* Verifies the container and that the content's SHA-256 is expected. */
+zc_status zc_spirv_blob_decode(const void *data, size_t size, const uint8_t expected[32],
+                               uint8_t **spirv, size_t *spirv_size, char *reason,
+                               size_t reason_size);
+
+#endif

@@ -1,0 +1,41 @@
+/* The container of recorded inputs (recipe.h): a fixed, checksummed header
+ * and one zstd frame with its content size and content checksum, as entries
+ * have (entry.h), so a damaged file is refused before any byte is used.
+ *
+ * Header, little-endian, ZC_SEALED_HEADER_SIZE bytes:
+ *   0  magic                  8: ZC_RECIPE_MAGIC or ZC_SPIRV_MAGIC
+ *   8  format version (u32)   = ZC_SEALED_FORMAT_VERSION
+ *  12  header size (u32)      = ZC_SEALED_HEADER_SIZE
+ *  16  id                     32: a recipe's entry key, a SPIR-V's SHA-256
+ *  48  content size (u64)
+ *  56  compressed size (u64)  = file size - header size
+ *  64  header checksum        16: first 16 bytes of SHA-256 of bytes 0..63
+ */
+#ifndef ZECACHE_SEALED_H
+#define ZECACHE_SEALED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/status.h"
+
+#define ZC_SEALED_FORMAT_VERSION 1u
+#define ZC_SEALED_HEADER_SIZE 80u
+#define ZC_SEALED_MAGIC_SIZE 8u
+#define ZC_SEALED_ID_SIZE 32u
+/* No recorded input is larger: SPIR-V modules are far smaller. */
+#define ZC_SEALED_MAX_CONTENT (UINT64_C(1) << 28)
+
+/* content into a new malloc'd container. */
+zc_status zc_sealed_encode(const char magic[ZC_SEALED_MAGIC_SIZE],
+                           const uint8_t id[ZC_SEALED_ID_SIZE], const void *content, size_t size,
+                           int compression_level, uint8_t **out, size_t *out_size);
+
+/* Checks everything (magic, version, sizes, header checksum, id when
+ * expected_id is not NULL, zstd frame and content checksum) and returns the
+ * content (malloc'd) and its id. ZC_MISS with a reason when anything is off. */
+zc_status zc_sealed_decode(const char magic[ZC_SEALED_MAGIC_SIZE], const void *data, size_t size,
+                           const uint8_t *expected_id, uint8_t **content, size_t *content_size,
+                           uint8_t id[ZC_SEALED_ID_SIZE], char *reason, size_t reason_size);
+
+#endif

@@ -1,0 +1,327 @@
+/* Recorded inputs on the disk tier (disk_recipes.h): recipes beside their
+ * entries, SPIR-V blobs shared by them, and the removal of blobs that no
+ * recipe names any more. */
+#include "zecache/disk_recipes.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk_internal.h"
+#include "zecache/log.h"
+#include "zecache/recipe.h"
+
+#define BLOB_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_SUFFIX)
+#define RECIPE_NAME_SIZE (2 * ZC_KEY_SIZE + sizeof ZC_RECIPE_SUFFIX)
+
+static void blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE],
+                       char name[BLOB_NAME_SIZE])
+{
+    zc_key as_key;
+    char hex[ZC_KEY_HEX_SIZE];
+    memcpy(as_key.bytes, sha256, 32);
+    zc_disk_entry_dir(&as_key, dir);
+    zc_key_to_hex(&as_key, hex);
+    snprintf(name, BLOB_NAME_SIZE, "%s%s", hex, ZC_SPIRV_SUFFIX);
+}
+
+static void recipe_name_of(const zc_key *key, char name[RECIPE_NAME_SIZE])
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(name, RECIPE_NAME_SIZE, "%s%s", hex, ZC_RECIPE_SUFFIX);
+}
+
+/* ZC_OK when a regular file is there, ZC_MISS when nothing is. */
+static zc_status file_present(zc_disk_tier *tier, int dir_fd, const char *name)
+{
+    struct stat st;
+    if (tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return S_ISREG(st.st_mode) ? ZC_OK : ZC_ERR_IO;
+    return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+}
+
+static zc_status read_small_file(zc_disk_tier *tier, int dir_fd, const char *name, uint8_t **data,
+                                 size_t *size)
+{
+    *data = NULL;
+    int fd = tier->ops->openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    struct stat st;
+    zc_status status = ZC_ERR_IO;
+    if (tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size <= ZC_SEALED_MAX_CONTENT + ZC_SEALED_HEADER_SIZE) {
+        *data = malloc((size_t)st.st_size + 1);
+        status = *data != NULL ? zc_disk_pread_upto(tier->ops, fd, *data, (size_t)st.st_size, size)
+                               : ZC_ERR_NOMEM;
+    }
+    tier->ops->close(fd);
+    if (status != ZC_OK) {
+        free(*data);
+        *data = NULL;
+    }
+    return status;
+}
+
+/* ---- recording ---- */
+
+/* The bytes of blobs not on disk yet; *missing[i] says which. */
+static zc_status count_missing_blobs(zc_disk_tier *tier, const zc_input_blob *blobs, size_t count,
+                                     bool *missing, uint64_t *bytes)
+{
+    *bytes = 0;
+    for (size_t i = 0; i < count; i++) {
+        char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
+        blob_place(blobs[i].sha256, dir, name);
+        int dir_fd = zc_disk_open_dir(tier, dir, false);
+        zc_status present = dir_fd >= 0 ? file_present(tier, dir_fd, name) : ZC_MISS;
+        if (dir_fd >= 0)
+            tier->ops->close(dir_fd);
+        if (present == ZC_ERR_IO)
+            return ZC_ERR_IO;
+        /* A recipe naming one SPIR-V twice (a program) writes it once. */
+        missing[i] = present == ZC_MISS;
+        for (size_t j = 0; j < i && missing[i]; j++)
+            missing[i] = memcmp(blobs[j].sha256, blobs[i].sha256, 32) != 0;
+        *bytes += missing[i] ? blobs[i].size : 0;
+    }
+    return ZC_OK;
+}
+
+static zc_status publish_blob(zc_disk_tier *tier, const zc_input_blob *blob)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
+    blob_place(blob->sha256, dir, name);
+    int dir_fd = zc_disk_open_dir(tier, dir, true);
+    if (dir_fd < 0)
+        return ZC_ERR_IO;
+    zc_status status = zc_disk_publish(tier, blob->bytes, blob->size, dir_fd, name);
+    tier->ops->close(dir_fd);
+    return status;
+}
+
+typedef struct record_call {
+    const zc_key *key;
+    const uint8_t *recipe;
+    size_t recipe_size;
+    const zc_input_blob *blobs;
+    size_t blob_count;
+    bool *missing;
+} record_call;
+
+/* Under the lock, with the entry's directory open: blobs first, then the
+ * recipe, so a recipe never names a blob that is not there. */
+static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent_fd,
+                              const record_call *call)
+{
+    char entry_name[ZC_ENTRY_NAME_SIZE], recipe_name[RECIPE_NAME_SIZE];
+    zc_disk_entry_name(call->key, entry_name);
+    recipe_name_of(call->key, recipe_name);
+    uint64_t blob_bytes = 0;
+    zc_status status =
+        count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
+    if (status == ZC_OK)
+        status = zc_disk_make_room(tier, lock, blob_bytes + call->recipe_size);
+    /* Making room may have evicted the entry itself. */
+    if (status == ZC_OK)
+        status = file_present(tier, parent_fd, entry_name);
+    if (status != ZC_OK)
+        return status;
+    zc_disk_begin_change(tier, lock);
+    uint64_t written = 0;
+    for (size_t i = 0; i < call->blob_count && status == ZC_OK; i++)
+        if (call->missing[i] && (status = publish_blob(tier, &call->blobs[i])) == ZC_OK)
+            written += call->blobs[i].size;
+    if (status == ZC_OK && (status = zc_disk_publish(tier, call->recipe, call->recipe_size,
+                                                     parent_fd, recipe_name)) == ZC_OK)
+        written += call->recipe_size;
+    /* Blobs written before a failure stay counted: the next sweep removes
+     * them, as no recipe names them. */
+    zc_status total = zc_disk_set_total(tier, lock, lock->total + written);
+    return status != ZC_OK ? status : total;
+}
+
+static zc_status record_locked(zc_disk_tier *tier, zc_disk_lock *lock, const record_call *call)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], entry_name[ZC_ENTRY_NAME_SIZE], recipe_name[RECIPE_NAME_SIZE];
+    zc_disk_entry_dir(call->key, dir);
+    zc_disk_entry_name(call->key, entry_name);
+    recipe_name_of(call->key, recipe_name);
+    int parent_fd = zc_disk_open_dir(tier, dir, false);
+    if (parent_fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    zc_status status = file_present(tier, parent_fd, entry_name);
+    if (status == ZC_OK) {
+        zc_status recipe = file_present(tier, parent_fd, recipe_name);
+        status = recipe == ZC_OK ? ZC_EXISTS : recipe == ZC_MISS ? ZC_OK : recipe;
+    }
+    if (status == ZC_OK)
+        status = write_locked(tier, lock, parent_fd, call);
+    tier->ops->close(parent_fd);
+    return status;
+}
+
+zc_status zc_disk_tier_record(zc_disk_tier *tier, const zc_key *key, const uint8_t *recipe,
+                              size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
+{
+    if (tier == NULL || key == NULL || recipe == NULL || (blobs == NULL && blob_count > 0))
+        return ZC_ERR_INVALID_ARG;
+    if (tier->read_only)
+        return ZC_ERR_DISABLED;
+    record_call call = {key, recipe, recipe_size, blobs, blob_count, NULL};
+    call.missing = calloc(blob_count + 1, sizeof *call.missing);
+    if (call.missing == NULL)
+        return ZC_ERR_NOMEM;
+    zc_disk_lock lock;
+    zc_status status = zc_disk_lock_acquire(tier, false, &lock);
+    if (status == ZC_OK) {
+        status = record_locked(tier, &lock, &call);
+        zc_disk_lock_release(tier, &lock);
+    }
+    free(call.missing);
+    return status;
+}
+
+/* ---- reading ---- */
+
+zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_t **data,
+                                   size_t *size)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[RECIPE_NAME_SIZE];
+    zc_disk_entry_dir(key, dir);
+    recipe_name_of(key, name);
+    int dir_fd = zc_disk_open_dir(tier, dir, false);
+    if (dir_fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    zc_status status = read_small_file(tier, dir_fd, name, data, size);
+    tier->ops->close(dir_fd);
+    return status;
+}
+
+zc_status zc_disk_tier_read_blob(zc_disk_tier *tier, const uint8_t sha256[32], uint8_t **data,
+                                 size_t *size)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
+    blob_place(sha256, dir, name);
+    int dir_fd = zc_disk_open_dir(tier, dir, false);
+    if (dir_fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    zc_status status = read_small_file(tier, dir_fd, name, data, size);
+    tier->ops->close(dir_fd);
+    return status;
+}
+
+bool zc_disk_tier_has_recipe(zc_disk_tier *tier, const zc_key *key)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[RECIPE_NAME_SIZE];
+    zc_disk_entry_dir(key, dir);
+    recipe_name_of(key, name);
+    int dir_fd = zc_disk_open_dir(tier, dir, false);
+    if (dir_fd < 0)
+        return false;
+    bool present = file_present(tier, dir_fd, name) == ZC_OK;
+    tier->ops->close(dir_fd);
+    return present;
+}
+
+/* ---- removing blobs no recipe names ---- */
+
+typedef struct blob_census {
+    zc_disk_tier *tier;
+    uint8_t (*named)[32]; /* every SPIR-V some recipe names */
+    size_t named_count, named_capacity;
+    uint64_t freed;
+    bool failed; /* a recipe could not be read: keep every blob this time */
+} blob_census;
+
+static bool add_named(blob_census *census, const uint8_t sha256[32])
+{
+    if (census->named_count == census->named_capacity) {
+        size_t capacity = census->named_capacity > 0 ? 2 * census->named_capacity : 64;
+        void *grown = realloc(census->named, capacity * 32);
+        if (grown == NULL)
+            return false;
+        census->named = grown;
+        census->named_capacity = capacity;
+    }
+    memcpy(census->named[census->named_count++], sha256, 32);
+    return true;
+}
+
+static void remove_bad_recipe(blob_census *census, const zc_scan_item *item, const char *reason)
+{
+    zc_log_info("removing damaged recorded inputs %s: %s", item->rel, reason);
+    if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0)
+        census->freed += item->size;
+    else if (errno != ENOENT)
+        census->failed = true; /* still counted in the total, and still unread */
+}
+
+static int note_recipe(void *context, const zc_scan_item *item)
+{
+    blob_census *census = context;
+    if (item->kind != ZC_SCAN_SIDECAR || !zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX))
+        return 0;
+    uint8_t *data = NULL;
+    size_t size = 0;
+    zc_recipe recipe;
+    char reason[160] = "";
+    zc_status status = read_small_file(census->tier, item->dir_fd, item->name, &data, &size);
+    if (status == ZC_OK)
+        status = zc_recipe_decode(data, size, NULL, &recipe, reason, sizeof reason);
+    free(data);
+    if (status == ZC_MISS && reason[0] != '\0') {
+        remove_bad_recipe(census, item, reason);
+        return 0;
+    }
+    if (status != ZC_OK) {
+        census->failed = status != ZC_MISS; /* ZC_MISS: removed meanwhile */
+        return census->failed;
+    }
+    for (uint32_t i = 0; i < recipe.input_count && !census->failed; i++)
+        census->failed = !add_named(census, recipe.inputs[i].spirv_sha256);
+    zc_recipe_free(&recipe);
+    return census->failed;
+}
+
+static int compare_sha(const void *a, const void *b)
+{
+    return memcmp(a, b, 32);
+}
+
+static int remove_if_unnamed(void *context, const zc_scan_item *item)
+{
+    blob_census *census = context;
+    zc_key sha;
+    char hex[ZC_KEY_HEX_SIZE];
+    if (item->kind != ZC_SCAN_BLOB || strlen(item->name) != BLOB_NAME_SIZE - 1)
+        return 0;
+    memcpy(hex, item->name, 64);
+    hex[64] = '\0';
+    if (!zc_key_from_hex(hex, &sha) ||
+        (census->named_count > 0 &&
+         bsearch(sha.bytes, census->named, census->named_count, 32, compare_sha) != NULL))
+        return 0;
+    if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0)
+        census->freed += item->size;
+    else if (errno != ENOENT)
+        zc_disk_log_errno("cannot remove", item->rel, errno);
+    return 0;
+}
+
+zc_status zc_disk_remove_unused_blobs(zc_disk_tier *tier, uint64_t *total)
+{
+    blob_census census = {.tier = tier};
+    zc_status status = zc_disk_scan(tier, note_recipe, &census);
+    if (status == ZC_OK && !census.failed) {
+        if (census.named_count > 1)
+            qsort(census.named, census.named_count, 32, compare_sha);
+        status = zc_disk_scan(tier, remove_if_unnamed, &census);
+    }
+    free(census.named);
+    *total = census.freed <= *total ? *total - census.freed : 0;
+    return status;
+}

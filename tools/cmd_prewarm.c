@@ -1,0 +1,179 @@
+/* zecache prewarm: builds every recorded input (NEO_CACHE_RECORD_INPUTS)
+ * whose entry under the compiler, driver settings and device of now is
+ * missing, through the real loader and driver with the layer enabled, so
+ * the keys, the single flights and the stores are the application's own. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prewarm_collect.h"
+#include "prewarm_run.h"
+#include "tool.h"
+#include "tool_support.h"
+
+#define DEFAULT_JOBS 1
+#define MAX_KEYS 100000
+
+typedef struct prewarm_args {
+    unsigned jobs;
+    prewarm_filter filter;
+    zc_key *keys;
+} prewarm_args;
+
+/* "-j N" and "-jN" as "--jobs": the common parser knows long options. */
+static void spell_jobs_long(int argc, char **argv, char *spelled)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return;
+        if (strcmp(argv[i], "-j") == 0) {
+            argv[i] = (char *)"--jobs";
+        } else if (strncmp(argv[i], "-j", 2) == 0) {
+            snprintf(spelled, 64, "--jobs=%s", argv[i] + 2);
+            argv[i] = spelled;
+        }
+    }
+}
+
+static bool read_keys(const char *path, prewarm_args *args)
+{
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return false;
+    char line[256];
+    args->keys = calloc(MAX_KEYS, sizeof *args->keys);
+    size_t count = 0;
+    bool ok = args->keys != NULL;
+    while (ok && fgets(line, sizeof line, file) != NULL) {
+        line[strcspn(line, " \t\r\n")] = '\0';
+        if (line[0] == '\0' || line[0] == '#')
+            continue;
+        ok = count < MAX_KEYS && zc_key_from_hex(line, &args->keys[count++]);
+    }
+    fclose(file);
+    args->filter.keys = args->keys;
+    args->filter.key_count = count;
+    return ok;
+}
+
+static int parse_args(tool_context *tool, int argc, char **argv, prewarm_args *args)
+{
+    static const struct option options[] = {TOOL_COMMON_OPTIONS,
+                                            {"jobs", required_argument, NULL, 'j'},
+                                            {"used-within", required_argument, NULL, 'u'},
+                                            {"device", required_argument, NULL, 'd'},
+                                            {"keys", required_argument, NULL, 'k'},
+                                            {NULL, 0, NULL, 0}};
+    uint64_t number;
+    int64_t seconds;
+    int option;
+    while ((option = tool_next_option(tool, argc, argv, options)) >= 0) {
+        if (option == 'j' && (!zc_config_parse_u64(optarg, &number) || number < 1 || number > 64))
+            return tool_usage_error(tool, "bad number of jobs '%s' (1 to 64)", optarg);
+        if (option == 'j')
+            args->jobs = (unsigned)number;
+        if (option == 'u' && !tool_parse_duration(optarg, &seconds))
+            return tool_usage_error(tool, "bad duration '%s' (with s, m, h or d: 7d)", optarg);
+        if (option == 'u')
+            args->filter.used_since_unix = (int64_t)time(NULL) - seconds;
+        if (option == 'd')
+            args->filter.device = optarg;
+        if (option == 'k' && !read_keys(optarg, args))
+            return tool_usage_error(tool, "cannot read keys from '%s' (64 hex digits a line)",
+                                    optarg);
+    }
+    return tool_end_options(tool, option, argc, argv, 0);
+}
+
+static void print_summary(const prewarm_list *list, const prewarm_result *result, unsigned jobs)
+{
+    printf("prewarm: %zu recorded modules: %llu built, %llu already present, %llu failed, "
+           "in %.1f s (%u jobs)\n",
+           list->count, (unsigned long long)result->built, (unsigned long long)result->present,
+           (unsigned long long)(result->failed + list->problem_count), result->seconds, jobs);
+    if (list->without_inputs > 0)
+        printf("  %zu entries have no recorded inputs (stored with NEO_CACHE_RECORD_INPUTS=0, or "
+               "before it)\n",
+               list->without_inputs);
+    for (size_t i = 0; i < list->problem_count; i++)
+        printf("  failed %s (damaged recorded inputs: not built)\n", list->problems[i]);
+    for (uint64_t i = 0; i < result->failed; i++)
+        printf("  failed %s\n", result->failures[i]);
+    if (result->interrupted)
+        printf("  interrupted: what was built is stored; run prewarm again to build the rest\n");
+}
+
+static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *list)
+{
+    zc_config config;
+    zc_disk_tier *tier = NULL;
+    if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
+        return false;
+    char reason[128];
+    bool ok = prewarm_collect_cache(tier, &args->filter, list, reason, sizeof reason);
+    if (!ok)
+        tool_fail(tool, "%s", reason);
+    zc_disk_tier_close(tier);
+    return ok;
+}
+
+static int prewarm(tool_context *tool, const prewarm_args *args)
+{
+    char helper[PATH_MAX], reason[PATH_MAX + 64];
+    prewarm_list list = {0};
+    prewarm_result result = {0};
+    int status = tool_enable_layer(tool);
+    if (status != TOOL_EXIT_OK)
+        return status;
+    if (!tool_sibling_path("zecache-build", helper))
+        return tool_fail(tool, "cannot find zecache-build beside this tool");
+    if (!collect(tool, args, &list)) {
+        prewarm_list_free(&list);
+        return TOOL_EXIT_FAILURE;
+    }
+    bool ran =
+        list.count == 0 || prewarm_run(&list, args->jobs, helper, &result, reason, sizeof reason);
+    if (!ran)
+        status = tool_fail(tool, "%s", reason);
+    else
+        print_summary(&list, &result, args->jobs);
+    if (ran && (result.failed > 0 || list.problem_count > 0 || result.interrupted))
+        status = TOOL_EXIT_FAILURE;
+    prewarm_result_free(&result);
+    prewarm_list_free(&list);
+    return status;
+}
+
+static int run_prewarm(tool_context *tool, int argc, char **argv)
+{
+    prewarm_args args = {.jobs = DEFAULT_JOBS};
+    char spelled[64];
+    spell_jobs_long(argc, argv, spelled);
+    int parsed = parse_args(tool, argc, argv, &args);
+    int status = parsed == TOOL_OPTIONS_DONE ? prewarm(tool, &args) : parsed;
+    free(args.keys);
+    return status;
+}
+
+const tool_command tool_cmd_prewarm = {
+    .name = "prewarm",
+    .synopsis = "prewarm [-j N] [--used-within DURATION] [--device TEXT] [--keys FILE]",
+    .summary = "Build every recorded module missing under the compiler installed now",
+    .details = "After a driver or compiler upgrade, builds each module whose inputs the cache\n"
+               "recorded (NEO_CACHE_RECORD_INPUTS=1, the default) through the real loader and\n"
+               "driver with the layer enabled, so the next start of every program is warm.\n"
+               "Modules already cached under the compiler of now are skipped, so a second run\n"
+               "(after Ctrl-C, or on another node sharing the remote storages) builds only the\n"
+               "rest. Failed builds are never stored.\n"
+               "\n"
+               "  -j, --jobs N            builds at once (default 1)\n"
+               "  --used-within DURATION  only entries used in the last DURATION (7d)\n"
+               "  --device TEXT           only modules recorded for a device whose name has TEXT\n"
+               "  --keys FILE             only the entries whose keys FILE lists (one a line)\n"
+               "\n"
+               "A progress line with an estimate on a terminal, one line per module otherwise;\n"
+               "then a summary. Exit status: 0 all built or present, 1 some failed or damaged\n"
+               "inputs were found, or interrupted.\n",
+    .run = run_prewarm,
+};

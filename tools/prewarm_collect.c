@@ -1,0 +1,190 @@
+/* Collecting prewarm's work (prewarm_collect.h). Everything is verified
+ * here, before any build, so that damaged inputs are reported by key with
+ * their reason and the rest goes on. */
+#include "prewarm_collect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_recipes.h"
+
+bool prewarm_list_problem(prewarm_list *list, const char *what, const char *reason)
+{
+    char **grown = realloc(list->problems, (list->problem_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    list->problems = grown;
+    size_t size = strlen(what) + strlen(reason) + 3;
+    char *text = malloc(size);
+    if (text == NULL)
+        return false;
+    snprintf(text, size, "%s: %s", what, reason);
+    list->problems[list->problem_count++] = text;
+    return true;
+}
+
+static void free_buffers(uint8_t *recipe, uint8_t **blobs, size_t *sizes, uint32_t count)
+{
+    for (uint32_t i = 0; blobs != NULL && i < count; i++)
+        free(blobs[i]);
+    free(blobs);
+    free(sizes);
+    free(recipe);
+}
+
+static bool wanted(const prewarm_filter *filter, const zc_recipe *recipe)
+{
+    if (filter->device != NULL && strstr(recipe->device_name, filter->device) == NULL)
+        return false;
+    for (size_t i = 0; filter->keys != NULL && i < filter->key_count; i++)
+        if (zc_key_equal(&filter->keys[i], &recipe->key))
+            return true;
+    return filter->keys == NULL;
+}
+
+/* ZC_OK when every blob holds the SPIR-V the recipe names. */
+static zc_status check_blobs(const zc_recipe *recipe, uint8_t **blobs, const size_t *sizes,
+                             uint32_t count, char *reason, size_t reason_size)
+{
+    if (count != recipe->input_count)
+        return zc_explain(ZC_MISS, reason, reason_size, "%u SPIR-V inputs for %u in its recipe",
+                          count, recipe->input_count);
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t *spirv = NULL;
+        size_t size = 0;
+        char why[200] = "";
+        if (blobs[i] == NULL)
+            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u is missing", i);
+        zc_status status = zc_spirv_blob_decode(blobs[i], sizes[i], recipe->inputs[i].spirv_sha256,
+                                                &spirv, &size, why, sizeof why);
+        free(spirv);
+        if (status == ZC_OK && size != recipe->inputs[i].spirv_size)
+            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u has another size", i);
+        if (status != ZC_OK)
+            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u: %s", i, why);
+    }
+    return ZC_OK;
+}
+
+static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, size_t size,
+                   uint8_t **blobs, size_t *sizes, uint32_t count)
+{
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity > 0 ? 2 * list->capacity : 64;
+        prewarm_item *grown = realloc(list->items, capacity * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        list->items = grown;
+        list->capacity = capacity;
+    }
+    char *device = strdup(recipe->device_name);
+    if (device == NULL)
+        return false;
+    list->items[list->count++] =
+        (prewarm_item){recipe->key, device, bytes, size, blobs, sizes, count};
+    return true;
+}
+
+bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t *recipe_bytes,
+                      size_t recipe_size, uint8_t **blobs, size_t *blob_sizes, uint32_t count)
+{
+    zc_recipe recipe;
+    char reason[256] = "";
+    zc_status status =
+        zc_recipe_decode(recipe_bytes, recipe_size, NULL, &recipe, reason, sizeof reason);
+    bool ok = true;
+    if (status != ZC_OK) {
+        ok = prewarm_list_problem(list, "recorded inputs", reason);
+    } else if (wanted(filter, &recipe)) {
+        char hex[ZC_KEY_HEX_SIZE];
+        zc_key_to_hex(&recipe.key, hex);
+        status = check_blobs(&recipe, blobs, blob_sizes, count, reason, sizeof reason);
+        if (status != ZC_OK)
+            ok = prewarm_list_problem(list, hex, reason);
+        else if ((ok = append(list, &recipe, recipe_bytes, recipe_size, blobs, blob_sizes, count)))
+            recipe_bytes = NULL, blobs = NULL, blob_sizes = NULL; /* taken */
+    }
+    if (status == ZC_OK)
+        zc_recipe_free(&recipe);
+    free_buffers(recipe_bytes, blobs, blob_sizes, count);
+    return ok;
+}
+
+typedef struct cache_walk {
+    zc_disk_tier *tier;
+    const prewarm_filter *filter;
+    prewarm_list *list;
+    bool out_of_memory;
+} cache_walk;
+
+/* The blobs a recipe names, as stored (verified by prewarm_list_add). */
+static bool read_blobs(zc_disk_tier *tier, const zc_recipe *recipe, uint8_t ***blobs,
+                       size_t **sizes)
+{
+    *blobs = calloc(recipe->input_count, sizeof **blobs);
+    *sizes = calloc(recipe->input_count, sizeof **sizes);
+    if (*blobs == NULL || *sizes == NULL)
+        return false;
+    for (uint32_t i = 0; i < recipe->input_count; i++)
+        if (zc_disk_tier_read_blob(tier, recipe->inputs[i].spirv_sha256, &(*blobs)[i],
+                                   &(*sizes)[i]) != ZC_OK)
+            (*blobs)[i] = NULL;
+    return true;
+}
+
+static int collect_entry(void *context, const zc_disk_entry_info *info)
+{
+    cache_walk *walk = context;
+    if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
+        return 0;
+    uint8_t *bytes = NULL, **blobs = NULL;
+    size_t size = 0, *sizes = NULL;
+    zc_recipe recipe;
+    char reason[256] = "", hex[ZC_KEY_HEX_SIZE];
+    if (zc_disk_tier_read_recipe(walk->tier, &info->key, &bytes, &size) != ZC_OK) {
+        walk->list->without_inputs++;
+        return 0;
+    }
+    zc_key_to_hex(&info->key, hex);
+    if (zc_recipe_decode(bytes, size, &info->key, &recipe, reason, sizeof reason) != ZC_OK) {
+        free(bytes);
+        walk->out_of_memory = !prewarm_list_problem(walk->list, hex, reason);
+        return walk->out_of_memory;
+    }
+    uint32_t count = recipe.input_count;
+    bool read = wanted(walk->filter, &recipe) && read_blobs(walk->tier, &recipe, &blobs, &sizes);
+    zc_recipe_free(&recipe);
+    if (read)
+        walk->out_of_memory =
+            !prewarm_list_add(walk->list, walk->filter, bytes, size, blobs, sizes, count);
+    else
+        free_buffers(bytes, blobs, sizes, count);
+    return walk->out_of_memory;
+}
+
+bool prewarm_collect_cache(zc_disk_tier *tier, const prewarm_filter *filter, prewarm_list *list,
+                           char *reason, size_t reason_size)
+{
+    cache_walk walk = {tier, filter, list, false};
+    zc_status status = zc_disk_tier_foreach(tier, collect_entry, &walk);
+    if (status != ZC_OK || walk.out_of_memory)
+        snprintf(reason, reason_size, "%s",
+                 walk.out_of_memory ? "out of memory" : "cannot read the cache directory");
+    return status == ZC_OK && !walk.out_of_memory;
+}
+
+void prewarm_list_free(prewarm_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        prewarm_item *item = &list->items[i];
+        free(item->device_name);
+        free_buffers(item->recipe, item->blobs, item->blob_sizes, item->blob_count);
+    }
+    for (size_t i = 0; i < list->problem_count; i++)
+        free(list->problems[i]);
+    free(list->items);
+    free(list->problems);
+    memset(list, 0, sizeof *list);
+}

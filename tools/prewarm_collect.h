@@ -1,0 +1,51 @@
+/* What `zecache prewarm` builds: the recorded inputs of the cache's
+ * entries (or of an input bundle), each verified, after the filters. */
+#ifndef ZECACHE_PREWARM_COLLECT_H
+#define ZECACHE_PREWARM_COLLECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/disk_tier.h"
+#include "zecache/key.h"
+#include "zecache/recipe.h"
+
+typedef struct prewarm_item {
+    zc_key recorded_key; /* the entry it was recorded with */
+    char *device_name;
+    uint8_t *recipe; /* sealed, as stored */
+    size_t recipe_size;
+    uint8_t **blobs; /* sealed SPIR-V, one per input */
+    size_t *blob_sizes;
+    uint32_t blob_count;
+} prewarm_item;
+
+typedef struct prewarm_list {
+    prewarm_item *items;
+    size_t count, capacity;
+    char **problems; /* damaged recorded inputs: "<key>: reason" */
+    size_t problem_count;
+    size_t without_inputs; /* entries that have none */
+} prewarm_list;
+
+typedef struct prewarm_filter {
+    int64_t used_since_unix; /* 0: any; else entries last used at or after */
+    const char *device;      /* NULL: any; else device names containing it */
+    const zc_key *keys;      /* NULL: any; else only these recorded keys */
+    size_t key_count;
+} prewarm_filter;
+
+/* From the cache directory's entries. False when out of memory or the
+ * directory cannot be read (reason). */
+bool prewarm_collect_cache(zc_disk_tier *tier, const prewarm_filter *filter, prewarm_list *list,
+                           char *reason, size_t reason_size);
+/* Verifies a recipe and its blobs and adds them as an item, or as a
+ * problem. Takes the buffers. False when out of memory. */
+bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t *recipe,
+                      size_t recipe_size, uint8_t **blobs, size_t *blob_sizes, uint32_t count);
+/* Adds "<what>: <reason>" as a problem. */
+bool prewarm_list_problem(prewarm_list *list, const char *what, const char *reason);
+void prewarm_list_free(prewarm_list *list);
+
+#endif
