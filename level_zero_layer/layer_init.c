@@ -58,14 +58,16 @@ static void log_summary(const zc_cache_stats *stats)
     zc_log_info(
         "summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed), %llu bypasses, "
         "%llu stores, %llu store errors (%llu lock timeouts), %.3f ms of compiling saved; "
-        "remote: %llu hits, %llu misses, %llu stores, %llu errors, %llu rejected",
+        "remote: %llu hits, %llu misses, %llu stores, %llu errors, %llu rejected, %llu not "
+        "admitted",
         (unsigned long long)stats->memory_hits, (unsigned long long)stats->disk_hits,
         (unsigned long long)stats->misses, (unsigned long long)stats->failed_builds,
         (unsigned long long)bypasses, (unsigned long long)stats->stores,
         (unsigned long long)stats->store_errors, (unsigned long long)stats->lock_timeouts,
         (double)stats->compile_ns_saved / 1e6, (unsigned long long)stats->remote_hits,
         (unsigned long long)stats->remote_misses, (unsigned long long)stats->remote_stores,
-        (unsigned long long)stats->remote_errors, (unsigned long long)stats->remote_rejected);
+        (unsigned long long)stats->remote_errors, (unsigned long long)stats->remote_rejected,
+        (unsigned long long)stats->remote_not_admitted);
 }
 
 /* The counters go into the cache's stats file at every store and, for what
