@@ -43,6 +43,7 @@ static int bundle_seed(const char *root, const char *name, const zc_key *key, co
                  zc_bundle_write_entry(&writer, key, entry, size) != ZC_OK ||
                  zc_bundle_write_entry(&writer, &other, entry, size) != ZC_OK ||
                  zc_bundle_write_end(&writer) != ZC_OK;
+    zc_bundle_writer_close(&writer);
     fclose(out);
     failed |= write_seed(root, "fuzz_bundle", name, "", 0, bundle, bundle_size);
     free(bundle);

@@ -8,13 +8,18 @@
 #include <string.h>
 
 #include "tool.h"
+#include "tool_inputs.h"
 #include "zecache/bundle.h"
 #include "zecache/disk_maintenance.h"
+#include "zecache/disk_recipes.h"
+#include "zecache/recipe.h"
 
 enum { REASON_SIZE = 256 };
 
 typedef struct bundle_tally {
     uint64_t kept, bad, too_large, driver_entries;
+    uint64_t inputs, bad_inputs; /* entries' recorded inputs carried, and left out */
+    tool_blob_pool blobs;        /* SPIR-V written (export) or read (import) */
 } bundle_tally;
 
 static bool is_stdio(const char *file)
@@ -54,7 +59,32 @@ static bool export_one(zc_disk_tier *tier, const tool_entry *entry, zc_bundle_wr
     if (status != ZC_OK)
         return false;
     tally->kept++;
-    return true;
+    tool_inputs_written inputs =
+        tool_write_inputs(tier, &entry->key, writer, &tally->blobs, reason, sizeof reason);
+    tally->inputs += inputs == TOOL_INPUTS_WRITTEN;
+    if (inputs == TOOL_INPUTS_DAMAGED) {
+        tally->bad_inputs++;
+        fprintf(stderr, "skipped  the recorded inputs of %s: %s\n", entry->path, reason);
+    }
+    return inputs != TOOL_INPUTS_FAILED;
+}
+
+/* The writer, signed when NEO_CACHE_REMOTE_SECRET_FILE is set. */
+static bool start_writer(const tool_context *tool, zc_bundle_writer *writer, FILE *out)
+{
+    zc_config config;
+    zc_config_from_env(&config);
+    static zc_remote_secret secret;
+    zc_bundle_signer signer;
+    bool failed;
+    char reason[REASON_SIZE];
+    const zc_bundle_signer *sign =
+        tool_bundle_signer(&config, &secret, &signer, &failed, reason, sizeof reason);
+    if (failed) {
+        tool_fail(tool, "NEO_CACHE_REMOTE_SECRET_FILE: %s", reason);
+        return false;
+    }
+    return zc_bundle_write_start_signed(writer, out, sign) == ZC_OK;
 }
 
 static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *out, const char *file)
@@ -64,12 +94,15 @@ static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *ou
     if (status != ZC_OK)
         return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
     bundle_tally tally = {0};
-    zc_bundle_writer writer;
-    bool written = zc_bundle_write_start(&writer, out) == ZC_OK;
+    zc_bundle_writer writer = {0};
+    bool written = start_writer(tool, &writer, out);
     for (size_t i = 0; written && i < list.count; i++)
         written = export_one(tier, &list.items[i], &writer, &tally);
     tool_free_entries(&list);
-    if (!written || zc_bundle_write_end(&writer) != ZC_OK)
+    tool_blob_pool_free(&tally.blobs);
+    written = written && zc_bundle_write_end(&writer) == ZC_OK;
+    zc_bundle_writer_close(&writer);
+    if (!written)
         return tool_fail(tool, "cannot write %s: %s", is_stdio(file) ? "the bundle" : file,
                          strerror(errno));
     fprintf(stderr, "exported %llu entries, skipped %llu bad", (unsigned long long)tally.kept,
@@ -77,8 +110,11 @@ static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *ou
     if (tally.driver_entries > 0)
         fprintf(stderr, "; %llu of the driver's own entries not exported",
                 (unsigned long long)tally.driver_entries);
+    if (tally.inputs > 0 || tally.bad_inputs > 0)
+        fprintf(stderr, "; recorded inputs of %llu, %llu left out as damaged",
+                (unsigned long long)tally.inputs, (unsigned long long)tally.bad_inputs);
     fprintf(stderr, "\n");
-    return tally.bad == 0 ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+    return tally.bad == 0 && tally.bad_inputs == 0 ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
 }
 
 /* Opens the operand and the cache, runs the command, closes both. */
@@ -142,12 +178,80 @@ static bool import_one(const tool_context *tool, zc_disk_tier *tier, const zc_ke
     }
 }
 
+/* A recipe arrives after the SPIR-V it names (tool_inputs.h): recorded
+ * beside its entry, imported just before it. */
+static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *bytes, size_t size,
+                          bundle_tally *tally)
+{
+    char hex[ZC_KEY_HEX_SIZE], reason[REASON_SIZE] = "";
+    zc_key_to_hex(key, hex);
+    zc_recipe recipe;
+    zc_input_blob blobs[ZC_RECIPE_MAX_INPUTS];
+    zc_status status = zc_recipe_decode(bytes, size, key, &recipe, reason, sizeof reason);
+    for (uint32_t i = 0; status == ZC_OK && i < recipe.input_count; i++) {
+        long found = tool_blob_pool_find(&tally->blobs, recipe.inputs[i].spirv_sha256);
+        if (found < 0)
+            status = zc_explain(ZC_MISS, reason, sizeof reason, "SPIR-V input %u is not there", i);
+        else
+            blobs[i] = (zc_input_blob){.bytes = tally->blobs.bytes[found],
+                                       .size = tally->blobs.sizes[found]};
+        if (found >= 0)
+            memcpy(blobs[i].sha256, recipe.inputs[i].spirv_sha256, 32);
+    }
+    if (status == ZC_OK) {
+        status = zc_disk_tier_record(tier, key, bytes, size, blobs, recipe.input_count);
+        zc_recipe_free(&recipe);
+        if (status != ZC_OK && status != ZC_EXISTS)
+            snprintf(reason, sizeof reason, "%s", zc_status_name(status));
+    }
+    if (status == ZC_OK || status == ZC_EXISTS) {
+        tally->inputs++;
+    } else {
+        tally->bad_inputs++;
+        fprintf(stderr, "bad      the recorded inputs of %s: %s\n", hex, reason);
+    }
+}
+
+/* Keeps a verified SPIR-V for the recipes that follow. */
+static void keep_blob(const zc_key *sha, uint8_t *bytes, size_t size, bundle_tally *tally)
+{
+    uint8_t *spirv = NULL;
+    size_t spirv_size = 0;
+    char reason[REASON_SIZE] = "", hex[ZC_KEY_HEX_SIZE];
+    if (zc_spirv_blob_decode(bytes, size, sha->bytes, &spirv, &spirv_size, reason, sizeof reason) ==
+            ZC_OK &&
+        tool_blob_pool_add(&tally->blobs, sha->bytes, bytes, size)) {
+        free(spirv);
+        return;
+    }
+    free(spirv);
+    free(bytes);
+    zc_key_to_hex(sha, hex);
+    fprintf(stderr, "bad      SPIR-V %s: %s\n", hex, reason[0] != '\0' ? reason : "no memory");
+}
+
+/* The reader, requiring a signature when NEO_CACHE_REMOTE_SECRET_FILE is set. */
+static zc_status start_reader(zc_bundle_reader *reader, FILE *in, char *reason, size_t reason_size)
+{
+    zc_config config;
+    zc_config_from_env(&config);
+    static zc_remote_secret secret;
+    zc_bundle_signer signer;
+    bool failed;
+    const zc_bundle_signer *sign =
+        tool_bundle_signer(&config, &secret, &signer, &failed, reason, reason_size);
+    return failed ? ZC_ERR_INVALID_ARG
+                  : zc_bundle_read_start_signed(reader, in, sign, reason, reason_size);
+}
+
 static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in, const char *file)
 {
     char reason[REASON_SIZE];
-    zc_bundle_reader reader;
-    if (zc_bundle_read_start(&reader, in, reason, sizeof reason) != ZC_OK)
+    zc_bundle_reader reader = {0};
+    if (start_reader(&reader, in, reason, sizeof reason) != ZC_OK) {
+        zc_bundle_reader_close(&reader);
         return tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
+    }
     bundle_tally tally = {0};
     uint64_t evictions_before = zc_disk_tier_evictions(tier);
     zc_bundle_item item = ZC_BUNDLE_ENTRY;
@@ -159,16 +263,29 @@ static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in
         item = zc_bundle_read_next(&reader, &key, &bytes, &size, reason, sizeof reason);
         if (item != ZC_BUNDLE_ENTRY)
             break;
-        going = import_one(tool, tier, &key, bytes, size, &tally);
+        zc_bundle_kind kind = zc_bundle_kind_of(bytes, size);
+        if (kind == ZC_BUNDLE_KIND_SPIRV) {
+            keep_blob(&key, bytes, size, &tally); /* takes bytes */
+            continue;
+        }
+        if (kind == ZC_BUNDLE_KIND_RECIPE)
+            import_recipe(tier, &key, bytes, size, &tally);
+        else
+            going = import_one(tool, tier, &key, bytes, size, &tally);
         free(bytes);
     }
+    zc_bundle_reader_close(&reader);
+    tool_blob_pool_free(&tally.blobs);
     if (item == ZC_BUNDLE_BAD)
         tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
-    fprintf(stderr, "imported %llu entries, %llu bad, %llu too large; %llu evicted to make room\n",
+    fprintf(stderr,
+            "imported %llu entries, %llu bad, %llu too large; %llu evicted to make room; "
+            "recorded inputs of %llu, %llu bad\n",
             (unsigned long long)tally.kept, (unsigned long long)tally.bad,
             (unsigned long long)tally.too_large,
-            (unsigned long long)(zc_disk_tier_evictions(tier) - evictions_before));
-    bool clean = going && item == ZC_BUNDLE_END && tally.bad == 0;
+            (unsigned long long)(zc_disk_tier_evictions(tier) - evictions_before),
+            (unsigned long long)tally.inputs, (unsigned long long)tally.bad_inputs);
+    bool clean = going && item == ZC_BUNDLE_END && tally.bad == 0 && tally.bad_inputs == 0;
     return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
 }
 

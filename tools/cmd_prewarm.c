@@ -17,6 +17,7 @@
 
 typedef struct prewarm_args {
     unsigned jobs;
+    const char *from; /* an input bundle (zecache record), or NULL: the cache */
     prewarm_filter filter;
     zc_key *keys;
 } prewarm_args;
@@ -61,6 +62,7 @@ static int parse_args(tool_context *tool, int argc, char **argv, prewarm_args *a
 {
     static const struct option options[] = {TOOL_COMMON_OPTIONS,
                                             {"jobs", required_argument, NULL, 'j'},
+                                            {"from", required_argument, NULL, 'f'},
                                             {"used-within", required_argument, NULL, 'u'},
                                             {"device", required_argument, NULL, 'd'},
                                             {"keys", required_argument, NULL, 'k'},
@@ -73,6 +75,8 @@ static int parse_args(tool_context *tool, int argc, char **argv, prewarm_args *a
             return tool_usage_error(tool, "bad number of jobs '%s' (1 to 64)", optarg);
         if (option == 'j')
             args->jobs = (unsigned)number;
+        if (option == 'f')
+            args->from = optarg;
         if (option == 'u' && !tool_parse_duration(optarg, &seconds))
             return tool_usage_error(tool, "bad duration '%s' (with s, m, h or d: 7d)", optarg);
         if (option == 'u')
@@ -108,9 +112,17 @@ static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *
 {
     zc_config config;
     zc_disk_tier *tier = NULL;
+    char reason[PATH_MAX + 512];
+    if (args->from != NULL) {
+        zc_config_from_env(&config);
+        bool read =
+            prewarm_collect_bundle(args->from, &config, &args->filter, list, reason, sizeof reason);
+        if (!read)
+            tool_fail(tool, "%s", reason);
+        return read;
+    }
     if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return false;
-    char reason[128];
     bool ok = prewarm_collect_cache(tier, &args->filter, list, reason, sizeof reason);
     if (!ok)
         tool_fail(tool, "%s", reason);
@@ -158,7 +170,8 @@ static int run_prewarm(tool_context *tool, int argc, char **argv)
 
 const tool_command tool_cmd_prewarm = {
     .name = "prewarm",
-    .synopsis = "prewarm [-j N] [--used-within DURATION] [--device TEXT] [--keys FILE]",
+    .synopsis = "prewarm [-j N] [--from FILE] [--used-within DURATION] [--device TEXT] "
+                "[--keys FILE]",
     .summary = "Build every recorded module missing under the compiler installed now",
     .details = "After a driver or compiler upgrade, builds each module whose inputs the cache\n"
                "recorded (NEO_CACHE_RECORD_INPUTS=1, the default) through the real loader and\n"
@@ -168,6 +181,10 @@ const tool_command tool_cmd_prewarm = {
                "rest. Failed builds are never stored.\n"
                "\n"
                "  -j, --jobs N            builds at once (default 1)\n"
+               "  --from FILE             the inputs of an input bundle (zecache record) instead\n"
+               "                          of the cache's own; a damaged bundle, or one whose\n"
+               "                          signature does not match NEO_CACHE_REMOTE_SECRET_FILE,\n"
+               "                          is refused whole\n"
                "  --used-within DURATION  only entries used in the last DURATION (7d)\n"
                "  --device TEXT           only modules recorded for a device whose name has TEXT\n"
                "  --keys FILE             only the entries whose keys FILE lists (one a line)\n"

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zecache/config.h"
 #include "zecache/disk_tier.h"
 #include "zecache/key.h"
 #include "zecache/recipe.h"
@@ -40,6 +41,12 @@ typedef struct prewarm_filter {
  * directory cannot be read (reason). */
 bool prewarm_collect_cache(zc_disk_tier *tier, const prewarm_filter *filter, prewarm_list *list,
                            char *reason, size_t reason_size);
+/* From an input bundle (prewarm_bundle.c), checked against config's secret
+ * (NEO_CACHE_REMOTE_SECRET_FILE). False, with reason, when the bundle is
+ * damaged, unsigned or signed otherwise than config asks: then nothing is
+ * in list. */
+bool prewarm_collect_bundle(const char *path, const zc_config *config, const prewarm_filter *filter,
+                            prewarm_list *list, char *reason, size_t reason_size);
 /* Verifies a recipe and its blobs and adds them as an item, or as a
  * problem. Takes the buffers. False when out of memory. */
 bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t *recipe,

@@ -42,6 +42,12 @@ static void fill_cache(void)
 Test(prewarm_e2e, after_a_compiler_upgrade_prewarm_leaves_nothing_to_compile)
 {
     fill_cache();
+    tool_run(NULL, ARGS("ls"));
+    char prefix[13];
+    cr_assert_not_null(strchr(run.out, '\n'), "%s", run.out);
+    snprintf(prefix, sizeof prefix, "%.12s", strchr(run.out, '\n') + 1); /* below the titles */
+    tool_run(NULL, ARGS("show", prefix));
+    cr_assert(strstr(run.out, "recorded inputs  yes: ") != NULL, "show: %s", run.out);
     upgrade_compiler(in_scratch("igc"));
     tool_run(upgraded_tool_env(), ARGS("prewarm", "-j", "2"));
     cr_assert_eq(run.exit_status, 0, "prewarm: %d\n%s\n%s", run.exit_status, run.out, run.err);
@@ -85,6 +91,11 @@ Test(prewarm_e2e, damaged_recorded_inputs_fail_alone_with_the_reason)
     cr_assert(find_with_suffix(sc.cache, ".recipe", recipe));
     cr_assert(find_with_suffix(sc.cache, ".spirv", blob));
     flip_last_byte(recipe);
+    const char *name = strrchr(recipe, '/') + 1;
+    char prefix[17];
+    snprintf(prefix, sizeof prefix, "%.16s", name);
+    tool_run(NULL, ARGS("show", prefix));
+    cr_assert(strstr(run.out, "recorded inputs  DAMAGED: ") != NULL, "show: %s", run.out);
     upgrade_compiler(in_scratch("igc"));
     tool_run(upgraded_tool_env(), ARGS("prewarm"));
     cr_assert_eq(run.exit_status, 1, "%s\n%s", run.out, run.err);
@@ -105,4 +116,107 @@ Test(prewarm_e2e, damaged_recorded_inputs_fail_alone_with_the_reason)
     /* Nothing else was lost: every old entry still verifies. */
     tool_run(NULL, ARGS("verify"));
     cr_assert_eq(run.exit_status, 0, "verify after damaged inputs: %s\n%s", run.out, run.err);
+}
+
+/* ---- input bundles: zecache record, prewarm --from ---- */
+
+/* A shell script running ze_probe for every module, for `zecache record`. */
+static const char *every_module_script(void)
+{
+    static char script[8192];
+    size_t used = 0;
+    for (int i = 0; i < MODULE_COUNT; i++) {
+        used += (size_t)snprintf(script + used, sizeof script - used, "%s'%s'",
+                                 i > 0 ? " >/dev/null && " : "", ZC_PROBE_PATH);
+        for (const char *const *arg = module_args(i); *arg != NULL; arg++)
+            used += (size_t)snprintf(script + used, sizeof script - used, " '%s'", *arg);
+    }
+    snprintf(script + used, sizeof script - used, " >/dev/null");
+    return script;
+}
+
+static void record_every_module(const char *bundle, const char *const *env)
+{
+    tool_run(env, ARGS("record", bundle, "--", "/bin/sh", "-c", every_module_script()));
+    cr_assert_eq(run.exit_status, 0, "record: %s\n%s", run.out, run.err);
+    cr_assert(strstr(run.err, "recorded the inputs of 4 modules") != NULL, "%s", run.err);
+    cr_assert_eq(entries_in(sc.cache), 0, "record wrote into the configured cache");
+}
+
+Test(prewarm_e2e, a_recorded_bundle_prewarms_a_fresh_directory_after_the_upgrade)
+{
+    const char *bundle = in_scratch("inputs.zcb");
+    record_every_module(bundle, NULL);
+    upgrade_compiler(in_scratch("igc"));
+    tool_run(upgraded_tool_env(), ARGS("prewarm", "--from", bundle, "-j", "2"));
+    cr_assert_eq(run.exit_status, 0, "prewarm --from: %s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built, 0 already present, 0 failed") != NULL,
+              "%s", run.out);
+    assert_every_module_warm_and_the_drivers(upgraded_env());
+}
+
+static void assert_refused(const char *bundle, const char *const *env, const char *says)
+{
+    int before = entries_in(sc.cache);
+    tool_run(env, ARGS("prewarm", "--from", bundle));
+    cr_assert_eq(run.exit_status, 1, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.err, says) != NULL, "want \"%s\": %s", says, run.err);
+    cr_assert(strstr(run.err, "nothing built") != NULL, "%s", run.err);
+    cr_assert_eq(entries_in(sc.cache), before, "a refused bundle built something");
+}
+
+Test(prewarm_e2e, damaged_or_wrongly_signed_bundles_are_refused_whole)
+{
+    const char *bundle = in_scratch("inputs.zcb"), *copy = in_scratch("copy.zcb");
+    record_every_module(bundle, NULL);
+    size_t size = 0;
+    uint8_t *bytes = t_read_bytes(bundle, &size);
+    /* One byte anywhere in the items: the SPIR-V or a recipe. */
+    bytes[size / 2] ^= 0x01;
+    t_write_file(copy, bytes, size);
+    assert_refused(copy, NULL, "checksum does not match");
+    bytes[size / 2] ^= 0x01;
+    t_write_file(copy, bytes, size - 100);
+    assert_refused(copy, NULL, "bundle ends");
+    t_write_file(copy, "not a bundle at all", 19);
+    assert_refused(copy, NULL, "not a zecache bundle");
+    free(bytes);
+
+    /* Signed with the secret of the remote storages. */
+    const char *secret = in_scratch("secret"), *other = in_scratch("other-secret");
+    t_write_secret(secret, "a secret of sixteen bytes or more");
+    t_write_secret(other, "another secret, also long enough");
+    char with_secret[PATH_MAX + 64], with_other[PATH_MAX + 64];
+    snprintf(with_secret, sizeof with_secret, "NEO_CACHE_REMOTE_SECRET_FILE=%s", secret);
+    snprintf(with_other, sizeof with_other, "NEO_CACHE_REMOTE_SECRET_FILE=%s", other);
+    const char *signed_bundle = in_scratch("signed.zcb");
+    record_every_module(signed_bundle, ENV(with_secret));
+    assert_refused(signed_bundle, NULL, "the bundle is signed");
+    assert_refused(signed_bundle, ENV(with_other), "signature does not match");
+    assert_refused(bundle, ENV(with_secret), "not signed");
+    tool_run(ENV(with_secret), ARGS("prewarm", "--from", signed_bundle));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 built") != NULL, "%s", run.out);
+}
+
+/* export carries the recorded inputs, import puts them back beside their
+ * entries: the imported cache prewarms as the original would. */
+Test(prewarm_e2e, export_and_import_carry_the_recorded_inputs)
+{
+    fill_cache();
+    const char *bundle = in_scratch("export.zcb"), *other = in_scratch("other");
+    tool_run(NULL, ARGS("export", bundle));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    cr_assert(strstr(run.err, "recorded inputs of 4, 0 left out") != NULL, "%s", run.err);
+    char dir_setting[PATH_MAX + 32];
+    snprintf(dir_setting, sizeof dir_setting, "NEO_CACHE_DIR=%s", other);
+    tool_run(ENV(dir_setting), ARGS("import", bundle));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    cr_assert(strstr(run.err, "recorded inputs of 4, 0 bad") != NULL, "%s", run.err);
+    upgrade_compiler(in_scratch("igc"));
+    char library_setting[PATH_MAX + 32];
+    snprintf(library_setting, sizeof library_setting, "LD_LIBRARY_PATH=%s", in_scratch("igc"));
+    tool_run(ENV(dir_setting, library_setting), ARGS("prewarm"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built") != NULL, "%s", run.out);
 }

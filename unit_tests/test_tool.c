@@ -1576,7 +1576,8 @@ Test(tool, a_truncated_bundle_fails_after_importing_what_precedes_the_cut)
         {offsets[1] + 20, 1, "bundle ends before entry 2"},
         {offsets[1] + 100, 1, "bundle ends inside entry 2"},
         {offsets[3], 3, "bundle ends before entry 4 or its end marker"},
-        {bundle_size - 1, 3, "bundle ends inside its end marker"},
+        {bundle_size - ZC_BUNDLE_TAG_SIZE - 1, 3, "bundle ends inside its end marker"},
+        {bundle_size - 1, 3, "bundle ends inside its checksum"},
     };
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
         char name[64], other[PATH_MAX];
@@ -1596,7 +1597,7 @@ Test(tool, a_truncated_bundle_fails_after_importing_what_precedes_the_cut)
     char long_path[PATH_MAX], miscount_path[PATH_MAX];
     cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(long_path, "long"), bundle), 1);
     cr_assert_not_null(strstr(run.err, "bytes follow the end"), "%s", run.err);
-    bytes[bundle_size - 8] = 7;
+    bytes[bundle_size - ZC_BUNDLE_TAG_SIZE - 8] = 7;
     t_write_file(bundle, bytes, bundle_size);
     cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(miscount_path, "miscount"), bundle),
                  1);

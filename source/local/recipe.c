@@ -19,7 +19,7 @@ typedef struct writer {
 
 static void put(writer *w, const void *data, size_t size)
 {
-    if (w->failed)
+    if (w->failed || size == 0) /* no bytes: data may be NULL (no flags) */
         return;
     if (w->size + size > w->capacity) {
         size_t capacity = w->capacity > 0 ? w->capacity : 256;

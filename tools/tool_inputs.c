@@ -1,0 +1,115 @@
+/* Recorded inputs in bundles (tool_inputs.h). */
+#include "tool_inputs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zecache/disk_recipes.h"
+#include "zecache/recipe.h"
+
+bool tool_blob_pool_add(tool_blob_pool *pool, const uint8_t sha256[32], uint8_t *bytes, size_t size)
+{
+    if (pool->count == pool->capacity) {
+        size_t capacity = pool->capacity > 0 ? 2 * pool->capacity : 32;
+        void *sha = realloc(pool->sha256, capacity * 32);
+        if (sha != NULL)
+            pool->sha256 = sha;
+        void *all = sha != NULL ? realloc(pool->bytes, capacity * sizeof *pool->bytes) : NULL;
+        if (all != NULL)
+            pool->bytes = all;
+        void *sizes = all != NULL ? realloc(pool->sizes, capacity * sizeof *pool->sizes) : NULL;
+        if (sizes == NULL)
+            return false;
+        pool->sizes = sizes;
+        pool->capacity = capacity;
+    }
+    memcpy(pool->sha256[pool->count], sha256, 32);
+    pool->bytes[pool->count] = bytes;
+    pool->sizes[pool->count++] = size;
+    return true;
+}
+
+long tool_blob_pool_find(const tool_blob_pool *pool, const uint8_t sha256[32])
+{
+    for (size_t i = 0; i < pool->count; i++)
+        if (memcmp(pool->sha256[i], sha256, 32) == 0)
+            return (long)i;
+    return -1;
+}
+
+void tool_blob_pool_free(tool_blob_pool *pool)
+{
+    for (size_t i = 0; i < pool->count; i++)
+        free(pool->bytes[i]);
+    free(pool->sha256);
+    free(pool->bytes);
+    free(pool->sizes);
+    memset(pool, 0, sizeof *pool);
+}
+
+/* Reads and verifies each SPIR-V of recipe, writing those not written. */
+static tool_inputs_written write_blobs(zc_disk_tier *tier, const zc_recipe *recipe,
+                                       zc_bundle_writer *writer, tool_blob_pool *written,
+                                       char *problem, size_t problem_size)
+{
+    for (uint32_t i = 0; i < recipe->input_count; i++) {
+        const uint8_t *sha = recipe->inputs[i].spirv_sha256;
+        if (tool_blob_pool_find(written, sha) >= 0)
+            continue;
+        uint8_t *blob = NULL, *spirv = NULL;
+        size_t size = 0, spirv_size = 0;
+        char why[200] = "the file is missing";
+        zc_key as_key;
+        memcpy(as_key.bytes, sha, 32);
+        bool good =
+            zc_disk_tier_read_blob(tier, sha, &blob, &size) == ZC_OK &&
+            zc_spirv_blob_decode(blob, size, sha, &spirv, &spirv_size, why, sizeof why) == ZC_OK;
+        free(spirv);
+        zc_status status = good ? zc_bundle_write_entry(writer, &as_key, blob, size) : ZC_OK;
+        free(blob);
+        if (!good) {
+            snprintf(problem, problem_size, "SPIR-V input %u: %s", i, why);
+            return TOOL_INPUTS_DAMAGED;
+        }
+        if (status != ZC_OK || !tool_blob_pool_add(written, sha, NULL, 0))
+            return TOOL_INPUTS_FAILED;
+    }
+    return TOOL_INPUTS_WRITTEN;
+}
+
+tool_inputs_written tool_write_inputs(zc_disk_tier *tier, const zc_key *key,
+                                      zc_bundle_writer *writer, tool_blob_pool *written,
+                                      char *problem, size_t problem_size)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    zc_recipe recipe;
+    if (zc_disk_tier_read_recipe(tier, key, &bytes, &size) != ZC_OK)
+        return TOOL_INPUTS_NONE;
+    if (zc_recipe_decode(bytes, size, key, &recipe, problem, problem_size) != ZC_OK) {
+        free(bytes);
+        return TOOL_INPUTS_DAMAGED;
+    }
+    tool_inputs_written result = write_blobs(tier, &recipe, writer, written, problem, problem_size);
+    if (result == TOOL_INPUTS_WRITTEN && zc_bundle_write_entry(writer, key, bytes, size) != ZC_OK)
+        result = TOOL_INPUTS_FAILED;
+    zc_recipe_free(&recipe);
+    free(bytes);
+    return result;
+}
+
+const zc_bundle_signer *tool_bundle_signer(const zc_config *config, zc_remote_secret *secret,
+                                           zc_bundle_signer *signer, bool *failed, char *reason,
+                                           size_t reason_size)
+{
+    *failed = false;
+    if (config->remote_secret_file[0] == '\0')
+        return NULL;
+    if (zc_remote_secret_read(config->remote_secret_file, secret, reason, reason_size) != ZC_OK) {
+        *failed = true;
+        return NULL;
+    }
+    *signer = (zc_bundle_signer){zc_hmac_sha256, secret->bytes, secret->size};
+    return signer;
+}
