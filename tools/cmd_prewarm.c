@@ -11,6 +11,7 @@
 #include "prewarm_run.h"
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/remote_spec.h"
 
 #define DEFAULT_JOBS 1
 #define MAX_KEYS 100000
@@ -108,6 +109,34 @@ static void print_summary(const prewarm_list *list, const prewarm_result *result
         printf("  interrupted: what was built is stored; run prewarm again to build the rest\n");
 }
 
+/* The file:// storages of NEO_CACHE_REMOTE keep recorded inputs beside
+ * their entries (disk_recipes.h): on a cluster sharing one, any node's
+ * prewarm builds what every node recorded. */
+static bool collect_file_storages(const tool_context *tool, const zc_config *config,
+                                  const prewarm_filter *filter, prewarm_list *list, char *reason,
+                                  size_t reason_size)
+{
+    zc_remote_spec *specs = NULL;
+    size_t count = 0;
+    if (config->remote[0] == '\0' ||
+        zc_remote_specs_parse(config->remote, &specs, &count, NULL, NULL) != ZC_OK)
+        return true; /* none, or the layer ignores them too */
+    bool ok = true;
+    for (size_t i = 0; ok && i < count; i++) {
+        if (specs[i].kind != ZC_REMOTE_FILE)
+            continue;
+        zc_config shared = *config;
+        snprintf(shared.dir, sizeof shared.dir, "%s", specs[i].servers[0].path);
+        shared.allow_shared = true;
+        zc_disk_tier *tier = NULL;
+        if (tool_open_tier(tool, &shared, &tier) != ZC_OK)
+            continue; /* said why; the others still count */
+        ok = prewarm_collect_cache(tier, filter, list, reason, reason_size);
+        zc_disk_tier_close(tier);
+    }
+    zc_remote_specs_free(specs, count);
+    return ok;
+}
 static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *list)
 {
     zc_config config;
@@ -124,9 +153,11 @@ static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *
     if (tool_open_configured_tier(tool, &config, &tier) != ZC_OK)
         return false;
     bool ok = prewarm_collect_cache(tier, &args->filter, list, reason, sizeof reason);
+    zc_disk_tier_close(tier);
+    if (ok)
+        ok = collect_file_storages(tool, &config, &args->filter, list, reason, sizeof reason);
     if (!ok)
         tool_fail(tool, "%s", reason);
-    zc_disk_tier_close(tier);
     return ok;
 }
 

@@ -117,6 +117,7 @@ typedef struct cache_walk {
     const prewarm_filter *filter;
     prewarm_list *list;
     bool out_of_memory;
+    bool skip_listed; /* not the first directory: skip keys already listed */
 } cache_walk;
 
 /* The blobs a recipe names, as stored (verified by prewarm_list_add). */
@@ -134,10 +135,21 @@ static bool read_blobs(zc_disk_tier *tier, const zc_recipe *recipe, uint8_t ***b
     return true;
 }
 
+static bool listed(const prewarm_list *list, const zc_key *key)
+{
+    for (size_t i = 0; i < list->count; i++)
+        if (zc_key_equal(&list->items[i].recorded_key, key))
+            return true;
+    return false;
+}
+
 static int collect_entry(void *context, const zc_disk_entry_info *info)
 {
     cache_walk *walk = context;
     if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
+        return 0;
+    /* Another directory (a file:// storage) may hold the same entry. */
+    if (walk->skip_listed && listed(walk->list, &info->key))
         return 0;
     uint8_t *bytes = NULL, **blobs = NULL;
     size_t size = 0, *sizes = NULL;
@@ -167,7 +179,7 @@ static int collect_entry(void *context, const zc_disk_entry_info *info)
 bool prewarm_collect_cache(zc_disk_tier *tier, const prewarm_filter *filter, prewarm_list *list,
                            char *reason, size_t reason_size)
 {
-    cache_walk walk = {tier, filter, list, false};
+    cache_walk walk = {tier, filter, list, false, list->count > 0 || list->problem_count > 0};
     zc_status status = zc_disk_tier_foreach(tier, collect_entry, &walk);
     if (status != ZC_OK || walk.out_of_memory)
         snprintf(reason, reason_size, "%s",

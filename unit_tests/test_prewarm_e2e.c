@@ -220,3 +220,33 @@ Test(prewarm_e2e, export_and_import_carry_the_recorded_inputs)
     cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
     cr_assert(strstr(run.out, "4 recorded modules: 4 built") != NULL, "%s", run.out);
 }
+
+/* ---- a cluster sharing a file:// storage ---- */
+
+/* Node A records into the shared directory while it compiles; after the
+ * upgrade node B, with an empty cache of its own, prewarms what A recorded
+ * into the shared directory; node C, also fresh, then compiles nothing. */
+Test(prewarm_e2e, a_node_prewarms_what_another_recorded_in_a_shared_directory)
+{
+    const char *shared = in_scratch("shared");
+    cr_assert_eq(mkdir(shared, 0700), 0);
+    char remote[PATH_MAX + 32], node_b[PATH_MAX + 32], node_c[PATH_MAX + 32],
+        library[PATH_MAX + 64];
+    snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=file://%s", shared);
+    snprintf(node_b, sizeof node_b, "NEO_CACHE_DIR=%s", in_scratch("node_b"));
+    snprintf(node_c, sizeof node_c, "NEO_CACHE_DIR=%s", in_scratch("node_c"));
+    for (int i = 0; i < MODULE_COUNT; i++)
+        run_module(i, true, ENV(remote), NULL);
+    cr_assert_eq(entries_in(shared), MODULE_COUNT);
+    upgrade_compiler(in_scratch("igc"));
+    snprintf(library, sizeof library, "LD_LIBRARY_PATH=%s", in_scratch("igc"));
+    tool_run(ENV(remote, node_b, library), ARGS("prewarm", "-j", "2"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built") != NULL, "%s", run.out);
+    snprintf(library, sizeof library, "LD_LIBRARY_PATH=%s:%s", ZC_LAYER_DIR, in_scratch("igc"));
+    for (int i = 0; i < MODULE_COUNT; i++) {
+        run_module(i, true, ENV(remote, node_c, library), NULL);
+        cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled module %d:\n%s", i, run.err);
+        cr_assert_eq(count_of(run.err, "[Cache]: hit remote "), 1, "module %d: %s", i, run.err);
+    }
+}

@@ -44,6 +44,13 @@ zc_status zc_remote_load(zc_remote *remote, const zc_key *key, uint64_t max_payl
 bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,
                      zc_remote_rejects replace);
 
+/* Keeps key's recorded inputs in every writable storage that keeps them
+ * (file://), beside the entry a store put there; a storage without the
+ * entry (not admitted, evicted) keeps none. Errors are only logged. */
+struct zc_input_blob;
+void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recipe,
+                      size_t recipe_size, const struct zc_input_blob *blobs, size_t blob_count);
+
 /* Whether a store would reach a storage: one is writable and not given up. */
 bool zc_remote_any_writable(zc_remote *remote);
 

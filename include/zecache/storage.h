@@ -37,6 +37,7 @@ typedef struct zc_storage_claim {
 } zc_storage_claim;
 
 typedef struct zc_storage zc_storage;
+struct zc_input_blob; /* disk_recipes.h */
 
 typedef struct zc_storage_ops {
     /* ZC_OK with a malloc'd copy of key's value, ZC_MISS when there is none,
@@ -55,6 +56,10 @@ typedef struct zc_storage_ops {
      * store failed, or the module was not admitted), so waiters stop waiting
      * and compile at once. Nothing held is fine. */
     void (*release)(zc_storage *storage, const zc_key *key, zc_storage_claim *claim, bool failed);
+    /* Keeps key's recorded inputs (disk_recipes.h) beside its value; NULL
+     * when the backend keeps none (Redis). */
+    zc_status (*record)(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
+                        size_t recipe_size, const struct zc_input_blob *blobs, size_t blob_count);
     void (*close)(zc_storage *storage);
 } zc_storage_ops;
 

@@ -418,9 +418,11 @@ zc_status zc_cache_record_inputs(zc_cache *cache, const zc_key *key, zc_recipe *
     recipe->key = *key;
     if (status == ZC_OK)
         status = zc_recipe_encode(recipe, cache->compression_level, &encoded, &encoded_size);
-    if (status == ZC_OK)
+    if (status == ZC_OK) {
+        zc_remote_record(cache->remote, key, encoded, encoded_size, blobs, recipe->input_count);
         status = zc_disk_tier_record(cache->disk, key, encoded, encoded_size, blobs,
                                      recipe->input_count);
+    }
     free(encoded);
     if (blobs != NULL)
         free_blobs(blobs, recipe->input_count);

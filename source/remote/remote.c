@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/remote_tag.h"
@@ -189,6 +190,21 @@ zc_status zc_remote_load(zc_remote *remote, const zc_key *key, uint64_t max_payl
 static bool writable(remote_storage *slot)
 {
     return usable(slot) && !slot->storage->read_only;
+}
+
+void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recipe,
+                      size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
+{
+    for (size_t i = 0; remote != NULL && i < remote->count; i++) {
+        remote_storage *slot = &remote->storages[i];
+        if (!writable(slot) || slot->storage->ops->record == NULL)
+            continue;
+        zc_status status =
+            slot->storage->ops->record(slot->storage, key, recipe, recipe_size, blobs, blob_count);
+        if (status != ZC_OK && status != ZC_EXISTS && status != ZC_MISS)
+            zc_log_info("remote %s: recorded inputs not kept (%s)", slot->storage->name,
+                        zc_status_name(status));
+    }
 }
 
 bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,

@@ -13,6 +13,7 @@
 #include "zecache/storage.h"
 #include "zecache/disk_maintenance.h"
 #include "disk_raw.h"
+#include "zecache/disk_recipes.h"
 
 typedef struct file_storage {
     zc_storage base;
@@ -45,6 +46,14 @@ static zc_status file_put(zc_storage *storage, const zc_key *key, const uint8_t 
     return status == ZC_EXISTS ? ZC_OK : status; /* the value is there */
 }
 
+/* The disk tier's own layout: a prewarm reading the directory finds them. */
+static zc_status file_record(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
+                             size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
+{
+    file_storage *file = (file_storage *)storage;
+    return zc_disk_tier_record(file->tier, key, recipe, recipe_size, blobs, blob_count);
+}
+
 static void file_close(zc_storage *storage)
 {
     file_storage *file = (file_storage *)storage;
@@ -58,6 +67,7 @@ static const zc_storage_ops file_ops = {
     .remove = file_remove,
     .claim = NULL,
     .release = NULL,
+    .record = file_record,
     .close = file_close,
 };
 
