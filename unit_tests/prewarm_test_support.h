@@ -14,7 +14,7 @@
  * specialization constants of two widths, and through the program
  * extension. */
 #define MODULE_COUNT 4
-static const char *const *module_args(int index)
+static inline const char *const *module_args(int index)
 {
     static const char *const modules[MODULE_COUNT][8] = {
         {"--spirv", SAXPY, "--flags", "-ze-opt-level=1 -g", NULL},
@@ -26,7 +26,8 @@ static const char *const *module_args(int index)
 }
 
 /* The modules' args with "--native-out FILE" added. */
-static void run_module(int index, bool with_layer, const char *const *env, const char *native_out)
+static inline void run_module(int index, bool with_layer, const char *const *env,
+                              const char *native_out)
 {
     const char *args[12];
     int count = 0;
@@ -45,7 +46,7 @@ static void run_module(int index, bool with_layer, const char *const *env, const
 
 /* A copy of the system's compiler with another mtime, in dir: the driver
  * loads it through LD_LIBRARY_PATH, and the key names it. */
-static void upgrade_compiler(const char *dir)
+static inline void upgrade_compiler(const char *dir)
 {
     char command[3 * PATH_MAX];
     cr_assert_eq(mkdir(dir, 0755), 0);
@@ -59,7 +60,7 @@ static void upgrade_compiler(const char *dir)
 }
 
 /* Runs the zecache tool with args in the probes' environment plus env. */
-static void tool_run(const char *const *env, const char *const *args)
+static inline void tool_run(const char *const *env, const char *const *args)
 {
     char out[PATH_MAX], err[PATH_MAX];
     char *argv[32] = {(char *)ZC_TOOL_PATH};
@@ -91,7 +92,7 @@ static void tool_run(const char *const *env, const char *const *args)
     t_read_text(err, run.err, sizeof run.err);
 }
 
-static bool same_file_contents(const char *a, const char *b)
+static inline bool same_file_contents(const char *a, const char *b)
 {
     size_t size_a = 0, size_b = 0;
     uint8_t *bytes_a = t_read_bytes(a, &size_a), *bytes_b = t_read_bytes(b, &size_b);
@@ -104,7 +105,7 @@ static bool same_file_contents(const char *a, const char *b)
 /* After the upgrade (env names the new compiler): every module's create is
  * a disk hit, no compile, and its binary is what the driver alone builds
  * with the new compiler. */
-static void assert_every_module_warm_and_the_drivers(const char *const *env)
+static inline void assert_every_module_warm_and_the_drivers(const char *const *env)
 {
     for (int i = 0; i < MODULE_COUNT; i++) {
         char driver[64], layer[64];
