@@ -75,13 +75,13 @@ ze_result_t ZE_APICALL zcl_kernel_destroy(ze_kernel_handle_t kernel)
 }
 
 /* Whether the driver's compile would refuse value as argument index. */
-static bool refused_on_compile(ze_kernel_handle_t kernel, uint32_t index, size_t size,
-                               const void *value)
+/* The driver reads an image handle from value whatever size it is told. */
+static bool refused_on_compile(ze_kernel_handle_t kernel, uint32_t index, const void *value)
 {
     uintptr_t mask, verdict;
     ze_image_handle_t image;
-    if (value == NULL || size != sizeof(image) || index >= 64 ||
-        !zcl_handle_map_get(&image_kernels, kernel, &mask) || !(mask & (1ull << index)))
+    if (value == NULL || index >= 64 || !zcl_handle_map_get(&image_kernels, kernel, &mask) ||
+        !(mask & (1ull << index)))
         return false;
     memcpy(&image, value, sizeof(image));
     return zcl_handle_map_get(&special_images, image, &verdict) && verdict == ZCL_IMAGE_REFUSED;
@@ -92,7 +92,7 @@ ze_result_t ZE_APICALL zcl_kernel_set_argument_value(ze_kernel_handle_t kernel, 
 {
     ze_result_t result = zcl_layer.next.kernel_set_argument_value(kernel, index, size, value);
     if (result == ZE_RESULT_SUCCESS && !zcl_handle_map_empty(&special_images) &&
-        refused_on_compile(kernel, index, size, value))
+        refused_on_compile(kernel, index, value))
         return ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT;
     return result;
 }

@@ -146,14 +146,20 @@ static void describe_image_formats(FILE *out, ze_kernel_handle_t kernel, uint32_
         for (uint32_t type = 0; type < IMAGE_TYPE_COUNT; type++) {
             ze_image_handle_t image;
             ze_result_t created = create_image(lookups, layout, type, &image);
-            ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED;
+            ze_result_t set = ZE_RESULT_ERROR_UNINITIALIZED, set_sized_0 = set;
             if (created == ZE_RESULT_SUCCESS) {
                 set = zeKernelSetArgumentValue(kernel, index, sizeof(image), &image);
+                /* the driver reads an image's handle whatever size it is told */
+                if (kind == 'i')
+                    set_sized_0 = zeKernelSetArgumentValue(kernel, index, 0, &image);
                 zeImageDestroy(image);
             }
-            fprintf(out, "  %s %u layout %u type %u create 0x%x set 0x%x\n",
+            fprintf(out, "  %s %u layout %u type %u create 0x%x set 0x%x",
                     kind == 'v' ? "value" : "image", index, layout, type, (unsigned)created,
                     (unsigned)set);
+            if (kind == 'i')
+                fprintf(out, " size-0 0x%x", (unsigned)set_sized_0);
+            fprintf(out, "\n");
         }
     }
 }
