@@ -244,7 +244,58 @@ static zc_status start_reader(zc_bundle_reader *reader, FILE *in, char *reason, 
                   : zc_bundle_read_start_signed(reader, in, sign, reason, reason_size);
 }
 
-static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in, const char *file)
+/* A stream that can be read twice: in itself when it can seek, else (standard
+ * input, a pipe) a temporary copy of it; NULL when it cannot be copied. */
+static FILE *rereadable(FILE *in, bool *copied)
+{
+    *copied = fseek(in, 0, SEEK_SET) != 0;
+    if (!*copied)
+        return in;
+    FILE *copy = tmpfile();
+    char buffer[64 * 1024];
+    size_t got;
+    while (copy != NULL && (got = fread(buffer, 1, sizeof buffer, in)) > 0) {
+        if (fwrite(buffer, 1, got, copy) != got) {
+            fclose(copy);
+            return NULL;
+        }
+    }
+    if (copy != NULL && (ferror(in) || fflush(copy) != 0 || fseek(copy, 0, SEEK_SET) != 0)) {
+        fclose(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+/* Reads the whole bundle through its end: its signature covers every byte
+ * and comes last, so nothing of a forged bundle may be stored before it has
+ * been checked. Leaves in at its start. */
+static zc_status check_whole_bundle(FILE *in, char *reason, size_t reason_size)
+{
+    zc_bundle_reader reader = {0};
+    zc_status status = start_reader(&reader, in, reason, reason_size);
+    zc_bundle_item item = ZC_BUNDLE_BAD;
+    while (status == ZC_OK) {
+        zc_key key;
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        item = zc_bundle_read_next(&reader, &key, &bytes, &size, reason, reason_size);
+        free(bytes);
+        if (item != ZC_BUNDLE_ENTRY)
+            break;
+    }
+    zc_bundle_reader_close(&reader);
+    if (status == ZC_OK && item != ZC_BUNDLE_END)
+        status = ZC_MISS;
+    if (status == ZC_OK && fseek(in, 0, SEEK_SET) != 0) {
+        snprintf(reason, reason_size, "cannot read the bundle again");
+        status = ZC_ERR_IO;
+    }
+    return status;
+}
+
+static int import_checked_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in,
+                                  const char *file)
 {
     char reason[REASON_SIZE];
     zc_bundle_reader reader = {0};
@@ -287,6 +338,36 @@ static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in
             (unsigned long long)tally.inputs, (unsigned long long)tally.bad_inputs);
     bool clean = going && item == ZC_BUNDLE_END && tally.bad == 0 && tally.bad_inputs == 0;
     return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+}
+
+/* Entries verify themselves, so a damaged bundle without a signature still
+ * gives its good entries. With NEO_CACHE_REMOTE_SECRET_FILE set a bundle's
+ * signature says who made it, and nothing of it is stored unless it holds. */
+static bool signature_required(void)
+{
+    zc_config config;
+    zc_config_from_env(&config);
+    return config.remote_secret_file[0] != '\0';
+}
+
+static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in, const char *file)
+{
+    if (!signature_required())
+        return import_checked_entries(tool, tier, in, file);
+    char reason[REASON_SIZE];
+    const char *name = is_stdio(file) ? "standard input" : file;
+    bool copied;
+    FILE *stream = rereadable(in, &copied);
+    if (stream == NULL)
+        return tool_fail(tool, "%s: cannot copy it to a temporary file", name);
+    int result;
+    if (check_whole_bundle(stream, reason, sizeof reason) != ZC_OK)
+        result = tool_fail(tool, "%s: %s; nothing imported", name, reason);
+    else
+        result = import_checked_entries(tool, tier, stream, file);
+    if (copied)
+        fclose(stream);
+    return result;
 }
 
 static int run_import(tool_context *tool, int argc, char **argv)

@@ -2082,3 +2082,31 @@ Test(exec_e2e, the_second_run_hits_the_disk_tier)
     cr_skip_test("ze_probe and the layer are built only without sanitizers");
 }
 #endif
+
+/* With NEO_CACHE_REMOTE_SECRET_FILE set, a bundle is signed, and on import
+ * nothing of it is stored unless its signature holds: entries verify
+ * themselves, but only the signature says who made them. */
+Test(tool, a_signed_bundle_whose_signature_fails_imports_nothing)
+{
+    char secret[PATH_MAX];
+    t_write_secret(scratch_path(secret, "secret"), "a secret of sixteen bytes or more");
+    cr_assert_eq(setenv("NEO_CACHE_REMOTE_SECRET_FILE", secret, 1), 0);
+    char bundle[PATH_MAX];
+    size_t bundle_size, offsets[4];
+    char *bytes = exported_bundle(3, 970, bundle, &bundle_size, offsets);
+    bytes[bundle_size - 1] ^= 0x01; /* the signature */
+    t_write_file(bundle, bytes, bundle_size);
+    char forged[PATH_MAX], intact[PATH_MAX];
+    cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(forged, "forged"), bundle), 1);
+    cr_assert_not_null(strstr(run.err, "nothing imported"), "%s", run.err);
+    tool("--dir '%s' stats --json", forged);
+    cr_assert_eq(json_u64(run.out, "d['entries']"), 0);
+    bytes[bundle_size - 1] ^= 0x01;
+    t_write_file(bundle, bytes, bundle_size);
+    cr_assert_eq(tool("--dir '%s' import '%s'", scratch_path(intact, "intact"), bundle), 0, "%s",
+                 run.err);
+    tool("--dir '%s' stats --json", intact);
+    cr_assert_eq(json_u64(run.out, "d['entries']"), 3);
+    unsetenv("NEO_CACHE_REMOTE_SECRET_FILE");
+    free(bytes);
+}
