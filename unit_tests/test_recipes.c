@@ -3,6 +3,8 @@
  * once per content, everything is counted in config.file, and a SPIR-V blob
  * goes exactly when the last recipe naming it does. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -274,6 +276,34 @@ Test(recipes, a_damaged_recipe_is_dropped_by_a_sweep_and_its_entry_stays)
     zc_artifact *artifact = NULL;
     cr_assert_eq(zc_disk_tier_load(tier, &key, &artifact), ZC_OK);
     zc_artifact_unref(artifact);
+    assert_accounting_exact(tier);
+    zc_disk_tier_close(tier);
+}
+
+/* Recording makes room, and making room may evict the only other entry
+ * whose recipe names the same SPIR-V, and with it that SPIR-V: the new
+ * recipe must still find its SPIR-V there. */
+Test(recipes, a_recipe_keeps_its_spirv_when_making_room_evicts_the_other_user)
+{
+    zc_disk_tier *tier = open_tier();
+    zc_key old_user = t_key(41), new_user = t_key(42);
+    store_entry(tier, &old_user);
+    cr_assert_eq(record(tier, &old_user, spirv_a, sizeof spirv_a), ZC_OK);
+    store_entry(tier, &new_user);
+    char rel[128], path[1024];
+    entry_rel(&old_user, rel);
+    snprintf(path, sizeof path, "%s/%s", cache_dir, rel);
+    struct timespec long_ago[2] = {{1000, 0}, {1000, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, long_ago, 0), 0);
+    uint64_t total = 0;
+    cr_assert_eq(zc_disk_tier_recorded_size(tier, &total), ZC_OK);
+    zc_disk_tier_close(tier);
+    zc_config config = t_disk_config(cache_dir, total + 1, 3);
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    cr_assert_eq(record(tier, &new_user, spirv_a, sizeof spirv_a), ZC_OK);
+    cr_assert_not(t_exists(path), "making room did not evict the older user");
+    cr_assert(zc_disk_tier_has_recipe(tier, &new_user));
+    cr_assert_eq(files_named(".spirv"), 1, "the recipe names SPIR-V that is gone");
     assert_accounting_exact(tier);
     zc_disk_tier_close(tier);
 }

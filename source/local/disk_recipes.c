@@ -125,9 +125,15 @@ static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent
         count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
     if (status == ZC_OK)
         status = zc_disk_make_room(tier, lock, blob_bytes + call->recipe_size);
-    /* Making room may have evicted the entry itself. */
+    /* Making room may have evicted the entry itself, and the only other
+     * recipe naming a blob counted as present, and that blob with it: count
+     * again. A blob found missing now is written over the room made, until
+     * the next sweep. */
     if (status == ZC_OK)
         status = file_present(tier, parent_fd, entry_name);
+    if (status == ZC_OK)
+        status =
+            count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
     if (status != ZC_OK)
         return status;
     zc_disk_begin_change(tier, lock);
