@@ -38,12 +38,22 @@ typedef struct run_state {
     bool progress; /* a terminal: one updated line */
 } run_state;
 
+/* Ctrl-C once: no new builds, those under way finish and are stored. Twice:
+ * those are stopped too (a build can hang in a driver). */
 static volatile sig_atomic_t interrupted;
 
 static void on_interrupt(int signal_number)
 {
     (void)signal_number;
-    interrupted = 1;
+    if (interrupted < 2)
+        interrupted++;
+}
+
+static void stop_builds_under_way(run_state *state)
+{
+    for (unsigned i = 0; i < state->helper_count; i++)
+        if (state->helpers[i].pid > 0 && state->helpers[i].job >= 0)
+            kill(state->helpers[i].pid, SIGTERM);
 }
 
 static double now_seconds(void)
@@ -250,8 +260,18 @@ bool prewarm_run(const prewarm_list *list, unsigned jobs, const char *helper_pat
         snprintf(reason, reason_size, "cannot start %s: %s", helper_path, strerror(errno));
         return false;
     }
+    bool announced = false, stopped = false;
     while (any_running(&state)) {
         poll_helpers(&state);
+        if (interrupted == 1 && !announced) {
+            fprintf(stderr, "\ninterrupted: finishing the builds under way (Ctrl-C again stops "
+                            "them)\n");
+            announced = true;
+        }
+        if (interrupted >= 2 && !stopped) {
+            stop_builds_under_way(&state);
+            stopped = true;
+        }
         for (unsigned i = 0; interrupted && i < state.helper_count; i++)
             if (state.helpers[i].job < 0 && state.helpers[i].jobs != NULL)
                 give_job(&state, &state.helpers[i]); /* closes its input */
