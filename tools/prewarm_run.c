@@ -280,6 +280,10 @@ bool prewarm_run(const prewarm_list *list, unsigned jobs, const char *helper_pat
     }
     for (unsigned i = 0; i < state.helper_count; i++)
         waitpid(state.helpers[i].pid, NULL, 0);
+    /* Every helper ended (none could open a device, say) with work left:
+     * that work failed too, so the summary adds up. */
+    for (; !interrupted && state.next < list->count; state.next++)
+        add_failure(result, &list->items[state.next], "not built: every build helper ended");
     if (state.progress)
         fprintf(stderr, "\n");
     sigaction(SIGINT, &old_int, NULL);
