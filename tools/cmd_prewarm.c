@@ -156,6 +156,8 @@ static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *
     zc_disk_tier_close(tier);
     if (ok)
         ok = collect_file_storages(tool, &config, &args->filter, list, reason, sizeof reason);
+    if (ok)
+        ok = prewarm_collect_remote(&config, &args->filter, list, reason, sizeof reason);
     if (!ok)
         tool_fail(tool, "%s", reason);
     return ok;

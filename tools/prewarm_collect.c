@@ -34,7 +34,7 @@ static void free_buffers(uint8_t *recipe, uint8_t **blobs, size_t *sizes, uint32
     free(recipe);
 }
 
-static bool wanted(const prewarm_filter *filter, const zc_recipe *recipe)
+bool prewarm_filter_wants(const prewarm_filter *filter, const zc_recipe *recipe)
 {
     if (filter->device != NULL && strstr(recipe->device_name, filter->device) == NULL)
         return false;
@@ -97,7 +97,7 @@ bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t 
     bool ok = true;
     if (status != ZC_OK) {
         ok = prewarm_list_problem(list, "recorded inputs", reason);
-    } else if (wanted(filter, &recipe)) {
+    } else if (prewarm_filter_wants(filter, &recipe)) {
         char hex[ZC_KEY_HEX_SIZE];
         zc_key_to_hex(&recipe.key, hex);
         status = check_blobs(&recipe, blobs, blob_sizes, count, reason, sizeof reason);
@@ -135,7 +135,7 @@ static bool read_blobs(zc_disk_tier *tier, const zc_recipe *recipe, uint8_t ***b
     return true;
 }
 
-static bool listed(const prewarm_list *list, const zc_key *key)
+bool prewarm_list_has(const prewarm_list *list, const zc_key *key)
 {
     for (size_t i = 0; i < list->count; i++)
         if (zc_key_equal(&list->items[i].recorded_key, key))
@@ -149,7 +149,7 @@ static int collect_entry(void *context, const zc_disk_entry_info *info)
     if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
         return 0;
     /* Another directory (a file:// storage) may hold the same entry. */
-    if (walk->skip_listed && listed(walk->list, &info->key))
+    if (walk->skip_listed && prewarm_list_has(walk->list, &info->key))
         return 0;
     uint8_t *bytes = NULL, **blobs = NULL;
     size_t size = 0, *sizes = NULL;
@@ -166,7 +166,8 @@ static int collect_entry(void *context, const zc_disk_entry_info *info)
         return walk->out_of_memory;
     }
     uint32_t count = recipe.input_count;
-    bool read = wanted(walk->filter, &recipe) && read_blobs(walk->tier, &recipe, &blobs, &sizes);
+    bool read = prewarm_filter_wants(walk->filter, &recipe) &&
+                read_blobs(walk->tier, &recipe, &blobs, &sizes);
     zc_recipe_free(&recipe);
     if (read)
         walk->out_of_memory =

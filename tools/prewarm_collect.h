@@ -51,6 +51,17 @@ bool prewarm_collect_bundle(const char *path, const zc_config *config, const pre
  * problem. Takes the buffers. False when out of memory. */
 bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t *recipe,
                       size_t recipe_size, uint8_t **blobs, size_t *blob_sizes, uint32_t count);
+/* From the Redis storages of config's NEO_CACHE_REMOTE, their signatures
+ * checked with config's secret; keys already listed (from a directory) are
+ * skipped. --used-within does not apply: Redis keeps no last use. False
+ * when out of memory (reason); a storage that fails is a problem, not a
+ * failure. */
+bool prewarm_collect_remote(const zc_config *config, const prewarm_filter *filter,
+                            prewarm_list *list, char *reason, size_t reason_size);
+/* Whether the filters keep recipe (device and keys). */
+bool prewarm_filter_wants(const prewarm_filter *filter, const zc_recipe *recipe);
+/* Whether an item for key is listed already. */
+bool prewarm_list_has(const prewarm_list *list, const zc_key *key);
 /* Adds "<what>: <reason>" as a problem. */
 bool prewarm_list_problem(prewarm_list *list, const char *what, const char *reason);
 void prewarm_list_free(prewarm_list *list);

@@ -115,7 +115,10 @@ Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
 
 static void corrupt_every_value(void)
 {
-    redisReply *keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:*"}, NULL);
+    /* The entries: the recorded inputs beside them are prewarm's, not a
+     * lookup's. */
+    redisReply *keys =
+        t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:[0-9a-f]*"}, NULL);
     cr_assert_eq(keys->type, REDIS_REPLY_ARRAY);
     cr_assert_gt(keys->elements, 0);
     for (size_t i = 0; i < keys->elements; i++) {

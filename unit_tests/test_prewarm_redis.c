@@ -93,3 +93,98 @@ Test(prewarm_redis, two_nodes_prewarming_at_once_build_each_module_once)
         cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled module %d:\n%s", i, run.err);
     }
 }
+
+/* ---- recorded inputs kept in Redis ---- */
+
+/* The key names README documents. */
+#define RECIPES "zecache:v1:recipe:*"
+#define SPIRV "zecache:v1:spirv:*"
+#define SIGNED_RECIPES "zecache:v1:s*:recipe:*"
+
+/* How many keys of Redis match pattern. */
+static size_t keys_matching(const char *pattern)
+{
+    redisReply *reply = t_redis_command(&server, 2, (const char *[]){"KEYS", pattern}, NULL);
+    cr_assert_eq(reply->type, REDIS_REPLY_ARRAY);
+    size_t count = reply->elements;
+    freeReplyObject(reply);
+    return count;
+}
+
+/* Node A's cold run of every module, storing into Redis (env adds to it). */
+static void record_on_node_a(const char *const *env)
+{
+    for (int i = 0; i < MODULE_COUNT; i++) {
+        run_module(i, true, env, NULL);
+        cr_assert_eq(count_of(run.err, MISS), 1, "module %d: %s", i, run.err);
+    }
+}
+
+/* Node B: an empty cache of its own, the upgraded compiler, the same Redis. */
+static const char *node_b_dir(void)
+{
+    static char setting[PATH_MAX + 32];
+    snprintf(setting, sizeof setting, "NEO_CACHE_DIR=%s", in_scratch("node_b"));
+    return setting;
+}
+
+static const char *upgraded_library(bool with_layer)
+{
+    static char setting[2][2 * PATH_MAX + 32];
+    snprintf(setting[with_layer], sizeof setting[with_layer], "LD_LIBRARY_PATH=%s%s%s",
+             with_layer ? ZC_LAYER_DIR : "", with_layer ? ":" : "", in_scratch("igc"));
+    return setting[with_layer];
+}
+
+/* Node A records into Redis while it compiles (each SPIR-V once: modules 0
+ * and 3 share theirs); after the upgrade node B, whose own directory is
+ * empty, prewarms from the recipes it finds in Redis alone, and then
+ * compiles nothing and gets the driver's own binaries. */
+Test(prewarm_redis, a_fresh_node_prewarms_the_recipes_another_recorded_in_redis)
+{
+    record_on_node_a(ENV(remote));
+    cr_assert_eq(keys_matching(RECIPES), MODULE_COUNT);
+    cr_assert_eq(keys_matching(SPIRV), MODULE_COUNT - 1);
+    upgrade_compiler(in_scratch("igc"));
+    tool_run(ENV(remote, node_b_dir(), upgraded_library(false)), ARGS("prewarm", "-j", "2"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built, 0 already present, 0 failed") != NULL,
+              "%s", run.out);
+    assert_every_module_warm_and_the_drivers(ENV(remote, node_b_dir(), upgraded_library(true)));
+}
+
+static void flip_last_byte_in_redis(const char *name)
+{
+    redisReply *value = t_redis_command(&server, 2, (const char *[]){"GET", name}, NULL);
+    cr_assert(value->type == REDIS_REPLY_STRING && value->len > 0);
+    value->str[value->len - 1] ^= 0x5a;
+    const char *argv[] = {"SET", name, value->str};
+    size_t lengths[] = {3, strlen(name), value->len};
+    freeReplyObject(t_redis_command(&server, 3, argv, lengths));
+    freeReplyObject(value);
+}
+
+/* With a secret: inputs are signed and kept in the secret's namespace; one
+ * recipe altered in Redis is reported with the reason and not built, the
+ * other modules are. */
+Test(prewarm_redis, a_damaged_recipe_in_redis_is_reported_and_the_rest_built)
+{
+    const char *secret = in_scratch("secret");
+    t_write_secret(secret, "a secret of sixteen bytes or more");
+    char with_secret[PATH_MAX + 64];
+    snprintf(with_secret, sizeof with_secret, "NEO_CACHE_REMOTE_SECRET_FILE=%s", secret);
+    record_on_node_a(ENV(remote, with_secret));
+    cr_assert_eq(keys_matching(RECIPES), 0, "outside the secret's namespace");
+    redisReply *names = t_redis_command(&server, 2, (const char *[]){"KEYS", SIGNED_RECIPES}, NULL);
+    cr_assert(names->type == REDIS_REPLY_ARRAY && names->elements == MODULE_COUNT);
+    flip_last_byte_in_redis(names->element[0]->str);
+    freeReplyObject(names);
+    upgrade_compiler(in_scratch("igc"));
+    tool_run(ENV(remote, with_secret, node_b_dir(), upgraded_library(false)), ARGS("prewarm"));
+    cr_assert_eq(run.exit_status, 1, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "3 recorded modules: 3 built, 0 already present, 1 failed") != NULL,
+              "%s", run.out);
+    cr_assert(strstr(run.out, "signed with another secret, or altered (damaged recorded inputs: "
+                              "not built)") != NULL,
+              "%s", run.out);
+}

@@ -126,3 +126,32 @@ Test(remote_tag, secret_file)
     cr_assert_not_null(strstr(reason, "cannot open"));
     t_remove_tree(dir);
 }
+
+/* Recorded inputs kept in Redis: any bytes, signed as entries are. */
+Test(remote_tag, signed_bytes_check_only_with_their_secret)
+{
+    zc_remote_secret secret, other;
+    secret_of("the secret of sixteen bytes", &secret);
+    secret_of("another secret, long enough", &other);
+    const uint8_t data[] = "a sealed recipe, say";
+    uint8_t *value = NULL;
+    size_t size = 0, data_size = 0;
+    char reason[128] = "";
+    cr_assert_eq(zc_remote_tag_append_bytes(&secret, data, sizeof data, &value, &size), ZC_OK);
+    cr_assert_eq(size, sizeof data + ZC_REMOTE_TAG_TRAILER_SIZE);
+    cr_assert_eq(zc_remote_tag_check_bytes(&secret, value, size, &data_size, reason, sizeof reason),
+                 ZC_OK, "%s", reason);
+    cr_assert_eq(data_size, sizeof data);
+    cr_assert_arr_eq(value, data, sizeof data);
+    cr_assert_eq(zc_remote_tag_check_bytes(&other, value, size, &data_size, reason, sizeof reason),
+                 ZC_MISS);
+    cr_assert_str_eq(reason, "signed with another secret, or altered");
+    value[0] ^= 1;
+    cr_assert_eq(zc_remote_tag_check_bytes(&secret, value, size, &data_size, reason, sizeof reason),
+                 ZC_MISS);
+    cr_assert_eq(
+        zc_remote_tag_check_bytes(&secret, data, sizeof data, &data_size, reason, sizeof reason),
+        ZC_MISS);
+    cr_assert_str_eq(reason, "not signed");
+    free(value);
+}

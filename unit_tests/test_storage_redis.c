@@ -11,6 +11,7 @@
 #include "disk_test_support.h"
 #include "redis_storage_support.h"
 #include "redis_test_support.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/storage.h"
 
 static t_redis server;
@@ -467,4 +468,74 @@ Test(storage_redis, acl_user_limited_to_the_prefix_is_enough, .init = start_plai
     cr_assert_not_null(strstr(reply->str, "NOPERM"), "%s", reply->str);
     freeReplyObject(reply);
     redisFree(context);
+}
+
+/* ---- recorded inputs ---- */
+
+static bool collect_listed(void *context, const zc_key *key)
+{
+    zc_key *listed = context;
+    for (int i = 0; i < 3; i++)
+        if (listed[i].bytes[0] == 0 && listed[i].bytes[1] == 0) {
+            listed[i] = *key;
+            return true;
+        }
+    cr_assert_fail("more keys listed than recorded");
+    return false;
+}
+
+static void assert_input(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
+                         const uint8_t *expected, size_t size)
+{
+    uint8_t *value = NULL;
+    size_t value_size = 0;
+    cr_assert_eq(storage->ops->get_input(storage, kind, id, &value, &value_size), ZC_OK);
+    cr_assert_eq(value_size, size);
+    cr_assert_arr_eq(value, expected, size);
+    free(value);
+}
+
+/* A recipe only beside its entry; SPIR-V under its digest, never replaced
+ * (SET NX); every recorded key listed, across shards. */
+Test(storage_redis, recorded_inputs_beside_their_entries_and_listed, .fini = stop)
+{
+    t_redis other;
+    t_redis_start(&server, NULL);
+    t_redis_start(&other, NULL);
+    char url[600];
+    snprintf(url, sizeof url, "redis+unix://*/redis.sock|shards=%s,%s", server.dir, other.dir);
+    zc_storage *storage = t_open_redis_storage(url);
+    uint8_t recipe[100], spirv[200], other_spirv[200];
+    value_of(1, recipe, sizeof recipe);
+    value_of(2, spirv, sizeof spirv);
+    value_of(3, other_spirv, sizeof other_spirv);
+    zc_input_blob blob = {.bytes = spirv, .size = sizeof spirv};
+    memset(blob.sha256, 0x42, 32);
+    zc_key keys[3] = {t_key(1), t_key(2), t_key(3)};
+    cr_assert_eq(storage->ops->record(storage, &keys[0], recipe, sizeof recipe, &blob, 1), ZC_MISS,
+                 "a recipe without its entry");
+    uint8_t *value = NULL;
+    size_t size = 0;
+    cr_assert_eq(storage->ops->get_input(storage, ZC_STORAGE_SPIRV, blob.sha256, &value, &size),
+                 ZC_MISS, "SPIR-V sent for an entry that is not there");
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(storage->ops->put(storage, &keys[i], recipe, sizeof recipe, false), ZC_OK);
+        cr_assert_eq(storage->ops->record(storage, &keys[i], recipe, sizeof recipe, &blob, 1),
+                     ZC_OK);
+        blob.bytes = other_spirv; /* the same digest: the first content stays */
+    }
+    assert_input(storage, ZC_STORAGE_SPIRV, blob.sha256, spirv, sizeof spirv);
+    for (int i = 0; i < 3; i++)
+        assert_input(storage, ZC_STORAGE_RECIPE, keys[i].bytes, recipe, sizeof recipe);
+    zc_key listed[3];
+    memset(listed, 0, sizeof listed);
+    cr_assert_eq(storage->ops->list_recipes(storage, collect_listed, listed), ZC_OK);
+    for (int i = 0; i < 3; i++) {
+        bool found = false;
+        for (int j = 0; j < 3; j++)
+            found = found || zc_key_equal(&listed[j], &keys[i]);
+        cr_assert(found, "recorded key %d not listed", i);
+    }
+    zc_storage_close(storage);
+    t_redis_stop(&other);
 }

@@ -45,11 +45,28 @@ bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
                      zc_remote_rejects replace);
 
 /* Keeps key's recorded inputs in every writable storage that keeps them
- * (file://), beside the entry a store put there; a storage without the
- * entry (not admitted, evicted) keeps none. Errors are only logged. */
+ * (file://, Redis: signed when there is a secret), beside the entry a store
+ * put there; a storage without the entry (not admitted, evicted) keeps
+ * none. Errors are logged, and counted for Redis as its entries' are;
+ * nothing fails. */
 struct zc_input_blob;
 void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recipe,
                       size_t recipe_size, const struct zc_input_blob *blobs, size_t blob_count);
+
+/* For prewarm: the recorded inputs of the storages that list them (Redis;
+ * file:// storages are read as directories). Calls each with every recorded
+ * key (one may come twice, or from several storages) until it returns
+ * false; ZC_ERR_IO or ZC_ERR_DISABLED when a storage failed (the others
+ * are still listed). */
+typedef zc_storage_recipe_fn zc_remote_recipe_fn;
+zc_status zc_remote_list_recipes(zc_remote *remote, zc_remote_recipe_fn each, void *context);
+
+/* A recipe (id: its key's bytes) or SPIR-V (id: its SHA-256) as recorded,
+ * from the first storage holding one whose signature verifies (with a
+ * secret), the signature cut off; the caller decodes it. ZC_MISS when none:
+ * reason is empty when absent, else why one was rejected. */
+zc_status zc_remote_read_input(zc_remote *remote, zc_storage_input kind, const uint8_t id[32],
+                               uint8_t **value, size_t *size, char *reason, size_t reason_size);
 
 /* Whether a store would reach a storage: one is writable and not given up. */
 bool zc_remote_any_writable(zc_remote *remote);

@@ -52,6 +52,21 @@ void zc_remote_key_namespace(const zc_remote_secret *secret, char out[24]);
 zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *entry,
                                size_t entry_size, uint8_t **value, size_t *value_size);
 
+/* Any other value (a recorded input kept in Redis: a sealed recipe or
+ * SPIR-V, recipe.h) signed the same way: the bytes, then "ZCHMAC1\0" and
+ * their HMAC, in a new malloc'd buffer. The sealed container's magic is
+ * under the tag, so a signed input never passes for an entry or the
+ * other kind. */
+zc_status zc_remote_tag_append_bytes(const zc_remote_secret *secret, const uint8_t *data,
+                                     size_t size, uint8_t **value, size_t *value_size);
+
+/* The inverse: ZC_OK and *data_size, the bytes before the signature, when
+ * value ends with a tag of secret over them; ZC_MISS with the reason
+ * otherwise. */
+zc_status zc_remote_tag_check_bytes(const zc_remote_secret *secret, const uint8_t *value,
+                                    size_t size, size_t *data_size, char *reason,
+                                    size_t reason_size);
+
 /* secret NULL: ZC_OK (the entry is verified as any other). Otherwise ZC_MISS
  * with the reason unless value is a signed entry whose tag matches. */
 zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,

@@ -7,7 +7,8 @@
  *   storage_file.c    the disk tier's layout and format in a directory
  *                     (file:///PATH: NFS, a read-only image), through the
  *                     disk tier's own code
- *   storage_redis.c   Redis through hiredis: one string value per entry
+ *   storage_redis.c   Redis through hiredis: one string value per entry,
+ *                     per recipe and per distinct SPIR-V
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -39,6 +40,9 @@ typedef struct zc_storage_claim {
 typedef struct zc_storage zc_storage;
 struct zc_input_blob; /* disk_recipes.h */
 
+typedef enum zc_storage_input { ZC_STORAGE_RECIPE, ZC_STORAGE_SPIRV } zc_storage_input;
+typedef bool (*zc_storage_recipe_fn)(void *context, const zc_key *key);
+
 typedef struct zc_storage_ops {
     /* ZC_OK with a malloc'd copy of key's value, ZC_MISS when there is none,
      * ZC_ERR_IO when the storage failed. */
@@ -56,10 +60,24 @@ typedef struct zc_storage_ops {
      * store failed, or the module was not admitted), so waiters stop waiting
      * and compile at once. Nothing held is fine. */
     void (*release)(zc_storage *storage, const zc_key *key, zc_storage_claim *claim, bool failed);
-    /* Keeps key's recorded inputs (disk_recipes.h) beside its value; NULL
-     * when the backend keeps none (Redis). */
+    /* Keeps key's recorded inputs (disk_recipes.h) beside its value: ZC_MISS
+     * (nothing written) when the value is not there (not admitted, evicted).
+     * NULL when the backend keeps none. */
     zc_status (*record)(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
                         size_t recipe_size, const struct zc_input_blob *blobs, size_t blob_count);
+    /* record takes the recipe and blobs signed as entries are when there is
+     * a secret (Redis, whose readers check them as remote values); false:
+     * as the disk tier writes them (file://, read by the disk tier's code). */
+    bool record_signed;
+    /* A recorded input as record stored it: the recipe of the key whose
+     * bytes id holds, or the SPIR-V whose SHA-256 id is. ZC_MISS when
+     * absent; NULL when inputs are found otherwise (file://: the disk
+     * tier's layout). */
+    zc_status (*get_input)(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
+                           uint8_t **value, size_t *size);
+    /* Calls each with every key whose recipe the storage holds (a key may
+     * come twice), until it returns false. NULL as get_input. */
+    zc_status (*list_recipes)(zc_storage *storage, zc_storage_recipe_fn each, void *context);
     void (*close)(zc_storage *storage);
 } zc_storage_ops;
 
@@ -84,11 +102,17 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out);
 
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
- * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>; with a secret, its key
- * namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in both. */
+ * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under
+ * ZC_REDIS_RECIPE_PREFIX<64 hex of the entry's key> and
+ * ZC_REDIS_SPIRV_PREFIX<64 hex of the SPIR-V's SHA-256>; with a secret, its
+ * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. */
 #define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
 #define ZC_REDIS_LOCK_INFIX "lock:"
 #define ZC_REDIS_LOCK_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_LOCK_INFIX
+#define ZC_REDIS_RECIPE_INFIX "recipe:"
+#define ZC_REDIS_SPIRV_INFIX "spirv:"
+#define ZC_REDIS_RECIPE_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_RECIPE_INFIX
+#define ZC_REDIS_SPIRV_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_SPIRV_INFIX
 /* The value a holder whose build or store failed leaves in its lock, for
  * ZC_REDIS_FAILED_MARK_MS, so waiters compile at once. */
 #define ZC_REDIS_FAILED_MARK "failed"

@@ -192,19 +192,117 @@ static bool writable(remote_storage *slot)
     return usable(slot) && !slot->storage->read_only;
 }
 
+/* The recorded inputs as a storage with record_signed takes them: signed
+ * when there is a secret, as its readers check every value they get. */
+typedef struct signed_inputs {
+    uint8_t *recipe;
+    size_t recipe_size;
+    zc_input_blob *blobs;
+} signed_inputs;
+
+static void free_signed(signed_inputs *inputs, size_t blob_count)
+{
+    for (size_t i = 0; inputs->blobs != NULL && i < blob_count; i++)
+        free((void *)inputs->blobs[i].bytes);
+    free(inputs->blobs);
+    free(inputs->recipe);
+}
+
+static zc_status sign_inputs(const zc_remote_secret *secret, const uint8_t *recipe,
+                             size_t recipe_size, const zc_input_blob *blobs, size_t blob_count,
+                             signed_inputs *out)
+{
+    *out = (signed_inputs){NULL, 0, calloc(blob_count + 1, sizeof *out->blobs)};
+    zc_status status = out->blobs != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    for (size_t i = 0; i < blob_count && status == ZC_OK; i++) {
+        uint8_t *bytes = NULL;
+        memcpy(out->blobs[i].sha256, blobs[i].sha256, 32);
+        status = zc_remote_tag_append_bytes(secret, blobs[i].bytes, blobs[i].size, &bytes,
+                                            &out->blobs[i].size);
+        out->blobs[i].bytes = bytes;
+    }
+    if (status == ZC_OK)
+        status = zc_remote_tag_append_bytes(secret, recipe, recipe_size, &out->recipe,
+                                            &out->recipe_size);
+    if (status != ZC_OK)
+        free_signed(out, blob_count);
+    return status;
+}
+
+static zc_status record_in(zc_remote *remote, remote_storage *slot, const zc_key *key,
+                           const signed_inputs *inputs, size_t blob_count)
+{
+    zc_status status = slot->storage->ops->record(slot->storage, key, inputs->recipe,
+                                                  inputs->recipe_size, inputs->blobs, blob_count);
+    /* A network storage's failures count as its entries' do, and towards
+     * leaving it alone; the disk tier's code reports its own. */
+    if (slot->storage->ops->record_signed)
+        note_result(remote, slot, status);
+    return status;
+}
+
 void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recipe,
                       size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
 {
+    signed_inputs plain = {(uint8_t *)recipe, recipe_size, (zc_input_blob *)blobs};
+    signed_inputs with_tags = {NULL, 0, NULL};
+    bool signing_failed =
+        remote != NULL && remote->secret != NULL &&
+        sign_inputs(remote->secret, recipe, recipe_size, blobs, blob_count, &with_tags) != ZC_OK;
     for (size_t i = 0; remote != NULL && i < remote->count; i++) {
         remote_storage *slot = &remote->storages[i];
-        if (!writable(slot) || slot->storage->ops->record == NULL)
+        bool wants_tags = slot->storage->ops->record_signed && remote->secret != NULL;
+        if (!writable(slot) || slot->storage->ops->record == NULL || (wants_tags && signing_failed))
             continue;
         zc_status status =
-            slot->storage->ops->record(slot->storage, key, recipe, recipe_size, blobs, blob_count);
+            record_in(remote, slot, key, wants_tags ? &with_tags : &plain, blob_count);
         if (status != ZC_OK && status != ZC_EXISTS && status != ZC_MISS)
             zc_log_info("remote %s: recorded inputs not kept (%s)", slot->storage->name,
                         zc_status_name(status));
     }
+    if (with_tags.blobs != NULL)
+        free_signed(&with_tags, blob_count);
+}
+
+/* A storage that fails leaves the others listed: the first failure is
+ * returned once all were tried. */
+zc_status zc_remote_list_recipes(zc_remote *remote, zc_remote_recipe_fn each, void *context)
+{
+    zc_status first_failure = ZC_OK;
+    for (size_t i = 0; i < remote->count; i++) {
+        remote_storage *slot = &remote->storages[i];
+        if (!usable(slot) || slot->storage->ops->list_recipes == NULL)
+            continue;
+        zc_status status = slot->storage->ops->list_recipes(slot->storage, each, context);
+        note_result(remote, slot, status);
+        if (status != ZC_OK && first_failure == ZC_OK)
+            first_failure = status;
+    }
+    return first_failure;
+}
+
+/* The first storage holding the input, its signature checked and cut off. */
+zc_status zc_remote_read_input(zc_remote *remote, zc_storage_input kind, const uint8_t id[32],
+                               uint8_t **value, size_t *size, char *reason, size_t reason_size)
+{
+    *value = NULL;
+    reason[0] = '\0';
+    for (size_t i = 0; i < remote->count; i++) {
+        remote_storage *slot = &remote->storages[i];
+        if (!usable(slot) || slot->storage->ops->get_input == NULL)
+            continue;
+        zc_status status = slot->storage->ops->get_input(slot->storage, kind, id, value, size);
+        note_result(remote, slot, status);
+        if (status != ZC_OK)
+            continue;
+        if (remote->secret == NULL || zc_remote_tag_check_bytes(remote->secret, *value, *size, size,
+                                                                reason, reason_size) == ZC_OK)
+            return ZC_OK;
+        count(&remote->counters->remote_rejected);
+        free(*value);
+        *value = NULL;
+    }
+    return ZC_MISS;
 }
 
 bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry, size_t entry_size,

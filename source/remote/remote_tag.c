@@ -111,6 +111,24 @@ zc_status zc_remote_tag_append(const zc_remote_secret *secret, const uint8_t *en
     return ZC_OK;
 }
 
+zc_status zc_remote_tag_append_bytes(const zc_remote_secret *secret, const uint8_t *data,
+                                     size_t size, uint8_t **value, size_t *value_size)
+{
+    uint8_t *buffer = malloc(size + ZC_REMOTE_TAG_TRAILER_SIZE);
+    if (buffer == NULL)
+        return ZC_ERR_NOMEM;
+    if (size > 0)
+        memcpy(buffer, data, size);
+    memcpy(buffer + size, ZC_REMOTE_TAG_MAGIC, 8);
+    if (!zc_hmac_sha256(secret->bytes, secret->size, buffer, size, buffer + size + 8)) {
+        free(buffer);
+        return ZC_ERR_NOMEM;
+    }
+    *value = buffer;
+    *value_size = size + ZC_REMOTE_TAG_TRAILER_SIZE;
+    return ZC_OK;
+}
+
 /* Compares all bytes whatever the first difference: no timing hint. */
 static bool same_tag(const uint8_t *a, const uint8_t *b)
 {
@@ -142,6 +160,29 @@ zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *val
         snprintf(reason, reason_size, "signed with another secret, or altered");
         return ZC_MISS;
     }
+    return ZC_OK;
+}
+
+zc_status zc_remote_tag_check_bytes(const zc_remote_secret *secret, const uint8_t *value,
+                                    size_t size, size_t *data_size, char *reason,
+                                    size_t reason_size)
+{
+    if (size < ZC_REMOTE_TAG_TRAILER_SIZE ||
+        memcmp(value + size - ZC_REMOTE_TAG_TRAILER_SIZE, ZC_REMOTE_TAG_MAGIC, 8) != 0) {
+        snprintf(reason, reason_size, "not signed");
+        return ZC_MISS;
+    }
+    size_t signed_bytes = size - ZC_REMOTE_TAG_TRAILER_SIZE;
+    uint8_t expected[ZC_REMOTE_TAG_SIZE];
+    if (!zc_hmac_sha256(secret->bytes, secret->size, value, signed_bytes, expected)) {
+        snprintf(reason, reason_size, "cannot compute the tag");
+        return ZC_MISS;
+    }
+    if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
+        snprintf(reason, reason_size, "signed with another secret, or altered");
+        return ZC_MISS;
+    }
+    *data_size = signed_bytes;
     return ZC_OK;
 }
 

@@ -1,7 +1,9 @@
-/* Redis storage: entries, build locks and shards, over redis_connection.c
- * (the transport: connecting, deadlines, SIGPIPE, reply limits). One string
- * value per entry under
- * ZC_REDIS_ENTRY_PREFIX<hex> (GET, SET, DEL); build locks are
+/* Redis storage: entries, build locks, recorded inputs and shards, over
+ * redis_connection.c (the transport: connecting, deadlines, SIGPIPE, reply
+ * limits). One string value per entry under
+ * ZC_REDIS_ENTRY_PREFIX<hex> (GET, SET, DEL), per recipe under
+ * ZC_REDIS_RECIPE_PREFIX<hex> and per distinct SPIR-V under
+ * ZC_REDIS_SPIRV_PREFIX<sha256 hex> (SET NX); build locks are
  * SET ZC_REDIS_LOCK_PREFIX<hex> <token> NX PX <ms>, released only by their
  * taker (a script compares the token). With shards, each key lives on the
  * server whose name scores highest for it (rendezvous hashing), so adding a
@@ -21,11 +23,13 @@
 
 #include "monotonic_clock.h"
 #include "redis_connection.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/log.h"
 #include "zecache/sha256.h"
 #include "zecache/storage.h"
 
 enum { FIRST_POLL_MS = 5, MAX_POLL_MS = 100, MIN_LOCK_MS = 1000, MAX_LOCK_MS = 600000 };
+#define SCAN_BATCH "256"
 
 /* ready: the entry exists; claimed: the lock is ours; failed: the holder
  * stored no entry (its build or store failed, or admission kept the module
@@ -69,6 +73,20 @@ static void redis_key_of(const redis_storage *redis, const zc_key *key, redis_ke
              hex);
     snprintf(names->lock, sizeof names->lock, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_LOCK_INFIX "%s",
              redis->key_namespace, hex);
+}
+
+typedef char input_name[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
+
+/* zecache:v1:[<namespace>]recipe:<hex of the key> or spirv:<hex of the
+ * SHA-256>. Either lives on the server its 32 bytes pick as a key's would: a
+ * recipe beside its entry. */
+static void input_name_of(const redis_storage *redis, zc_storage_input kind, const zc_key *id,
+                          input_name name)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(id, hex);
+    snprintf(name, sizeof(input_name), ZC_REDIS_ENTRY_PREFIX "%s%s%s", redis->key_namespace,
+             kind == ZC_STORAGE_RECIPE ? ZC_REDIS_RECIPE_INFIX : ZC_REDIS_SPIRV_INFIX, hex);
 }
 
 /* ---- rendezvous hashing ---- */
@@ -126,12 +144,11 @@ static zc_status refused(redis_storage *redis, const zc_key *key, redisReply *re
 
 /* ---- the storage operations ---- */
 
-static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **value, size_t *size)
+/* GET name on shard's server: ZC_OK with the value, ZC_MISS when none. */
+static zc_status get_value(redis_storage *redis, const zc_key *shard, const char *name,
+                           uint8_t **value, size_t *size)
 {
-    redis_storage *redis = (redis_storage *)storage;
-    redis_key names;
-    redis_key_of(redis, key, &names);
-    redisReply *reply = run_command(redis, key, 2, (const char *[]){"GET", names.entry}, NULL);
+    redisReply *reply = run_command(redis, shard, 2, (const char *[]){"GET", name}, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
     if (reply->type == REDIS_REPLY_NIL) {
@@ -142,7 +159,7 @@ static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **val
      * verification accepts, so the caller replaces it. */
     size_t length = reply->type == REDIS_REPLY_STRING ? reply->len : 0;
     if (reply->type == REDIS_REPLY_ERROR)
-        log_failure(server_for(redis, key), "GET", reply->str);
+        log_failure(server_for(redis, shard), "GET", reply->str);
     uint8_t *copy = NULL;
     if (length > 0) {
         /* hiredis 0.14 allocates a string reply's bytes with malloc and frees
@@ -159,6 +176,14 @@ static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **val
     *value = copy;
     *size = length;
     return ZC_OK;
+}
+
+static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **value, size_t *size)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    redis_key names;
+    redis_key_of(redis, key, &names);
+    return get_value(redis, key, names.entry, value, size);
 }
 
 /* SET overwrites whatever is there, a bad value or another node's equal one:
@@ -300,6 +325,135 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     /* Not released (server gone): the lock expires by itself. */
 }
 
+/* ---- recorded inputs ---- */
+
+/* SET name value [NX]: ZC_OK also when NX found one there. */
+static zc_status set_value(redis_storage *redis, const zc_key *shard, const char *name,
+                           const uint8_t *value, size_t size, bool only_new)
+{
+    const char *argv[] = {"SET", name, (const char *)value, "NX"};
+    size_t lengths[] = {3, strlen(name), size, 2};
+    redisReply *reply = run_command(redis, shard, only_new ? 4 : 3, argv, lengths);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_ERROR)
+        return refused(redis, shard, reply, "SET (recorded inputs)");
+    freeReplyObject(reply);
+    return ZC_OK;
+}
+
+static zc_status entry_exists(redis_storage *redis, const zc_key *key)
+{
+    redis_key names;
+    redis_key_of(redis, key, &names);
+    redisReply *reply = run_command(redis, key, 2, (const char *[]){"EXISTS", names.entry}, NULL);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type != REDIS_REPLY_INTEGER)
+        return refused(redis, key, reply, "EXISTS");
+    zc_status status = reply->integer == 1 ? ZC_OK : ZC_MISS;
+    freeReplyObject(reply);
+    return status;
+}
+
+/* Like entries, no expiry: the server's maxmemory-policy evicts. A recipe is
+ * written once per store and read only by prewarm, so under an LRU or LFU
+ * policy it goes before its entry, which every hit reads. SPIR-V first,
+ * each SET NX (the same content is never sent twice to a server that has
+ * it), then the recipe, so a recipe never names SPIR-V not yet there. */
+static zc_status redis_record(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
+                              size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    zc_status status = entry_exists(redis, key);
+    input_name name;
+    for (size_t i = 0; i < blob_count && status == ZC_OK; i++) {
+        zc_key shard;
+        memcpy(shard.bytes, blobs[i].sha256, sizeof shard.bytes);
+        input_name_of(redis, ZC_STORAGE_SPIRV, &shard, name);
+        status = set_value(redis, &shard, name, blobs[i].bytes, blobs[i].size, true);
+    }
+    if (status != ZC_OK)
+        return status;
+    input_name_of(redis, ZC_STORAGE_RECIPE, key, name);
+    return set_value(redis, key, name, recipe, recipe_size, false);
+}
+
+static zc_status redis_get_input(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
+                                 uint8_t **value, size_t *size)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    zc_key shard;
+    memcpy(shard.bytes, id, sizeof shard.bytes);
+    input_name name;
+    input_name_of(redis, kind, &shard, name);
+    return get_value(redis, &shard, name, value, size);
+}
+
+/* One SCAN reply: calls each with the keys its names hold. *cursor is the
+ * next cursor, "0" at the end. False when each said stop. */
+static bool take_scan_batch(redisReply *reply, size_t prefix_length, char cursor[32],
+                            zc_storage_recipe_fn each, void *context)
+{
+    snprintf(cursor, 32, "%s", reply->element[0]->str);
+    redisReply *names = reply->element[1];
+    for (size_t i = 0; i < names->elements; i++) {
+        zc_key key;
+        const redisReply *name = names->element[i];
+        if (name->type != REDIS_REPLY_STRING || name->len != prefix_length + 2 * ZC_KEY_SIZE ||
+            !zc_key_from_hex(name->str + prefix_length, &key))
+            continue; /* not one of ours */
+        if (!each(context, &key))
+            return false;
+    }
+    return true;
+}
+
+static bool scan_reply_ok(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+           reply->element[0]->type == REDIS_REPLY_STRING &&
+           reply->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+/* SCAN in batches of SCAN_BATCH, so that no command holds the server long
+ * nor brings a reply of every key at once. */
+static zc_status scan_server(zc_redis_connection *server, const char *match, size_t prefix_length,
+                             zc_storage_recipe_fn each, void *context)
+{
+    char cursor[32] = "0";
+    do {
+        const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", SCAN_BATCH};
+        redisReply *reply = zc_redis_command(server, 6, argv, NULL);
+        if (reply == NULL)
+            return ZC_ERR_IO;
+        if (!scan_reply_ok(reply)) {
+            log_failure(server, "SCAN", reply->type == REDIS_REPLY_ERROR ? reply->str : "reply");
+            freeReplyObject(reply);
+            return ZC_ERR_DISABLED;
+        }
+        bool go_on = take_scan_batch(reply, prefix_length, cursor, each, context);
+        freeReplyObject(reply);
+        if (!go_on)
+            return ZC_OK;
+    } while (strcmp(cursor, "0") != 0);
+    return ZC_OK;
+}
+
+static zc_status redis_list_recipes(zc_storage *storage, zc_storage_recipe_fn each, void *context)
+{
+    redis_storage *redis = (redis_storage *)storage;
+    char match[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + 1];
+    snprintf(match, sizeof match, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_RECIPE_INFIX "*",
+             redis->key_namespace);
+    size_t prefix_length = strlen(match) - 1;
+    /* Every server: a recipe lives where its key's shard is. */
+    zc_status status = ZC_OK;
+    for (size_t i = 0; i < redis->server_count && status == ZC_OK; i++)
+        status = scan_server(redis->servers[i], match, prefix_length, each, context);
+    return status;
+}
+
 static void redis_close(zc_storage *storage)
 {
     redis_storage *redis = (redis_storage *)storage;
@@ -315,6 +469,10 @@ static const zc_storage_ops redis_ops = {
     .remove = redis_remove,
     .claim = redis_claim,
     .release = redis_release,
+    .record = redis_record,
+    .record_signed = true,
+    .get_input = redis_get_input,
+    .list_recipes = redis_list_recipes,
     .close = redis_close,
 };
 
