@@ -138,6 +138,24 @@ static bool same_tag(const uint8_t *a, const uint8_t *b)
     return difference == 0;
 }
 
+/* The HMAC at the end of value (size at least a trailer) against the one
+ * secret makes of every byte before the trailer. */
+static zc_status check_trailer_tag(const zc_remote_secret *secret, const uint8_t *value,
+                                   size_t size, char *reason, size_t reason_size)
+{
+    uint8_t expected[ZC_REMOTE_TAG_SIZE];
+    if (!zc_hmac_sha256(secret->bytes, secret->size, value, size - ZC_REMOTE_TAG_TRAILER_SIZE,
+                        expected)) {
+        snprintf(reason, reason_size, "cannot compute the tag");
+        return ZC_MISS;
+    }
+    if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
+        snprintf(reason, reason_size, "signed with another secret, or altered");
+        return ZC_MISS;
+    }
+    return ZC_OK;
+}
+
 zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,
                               char *reason, size_t reason_size)
 {
@@ -150,17 +168,7 @@ zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *val
         snprintf(reason, reason_size, "not signed");
         return ZC_MISS;
     }
-    size_t signed_bytes = size - ZC_REMOTE_TAG_TRAILER_SIZE;
-    uint8_t expected[ZC_REMOTE_TAG_SIZE];
-    if (!zc_hmac_sha256(secret->bytes, secret->size, value, signed_bytes, expected)) {
-        snprintf(reason, reason_size, "cannot compute the tag");
-        return ZC_MISS;
-    }
-    if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
-        snprintf(reason, reason_size, "signed with another secret, or altered");
-        return ZC_MISS;
-    }
-    return ZC_OK;
+    return check_trailer_tag(secret, value, size, reason, reason_size);
 }
 
 zc_status zc_remote_tag_check_bytes(const zc_remote_secret *secret, const uint8_t *value,
@@ -172,18 +180,10 @@ zc_status zc_remote_tag_check_bytes(const zc_remote_secret *secret, const uint8_
         snprintf(reason, reason_size, "not signed");
         return ZC_MISS;
     }
-    size_t signed_bytes = size - ZC_REMOTE_TAG_TRAILER_SIZE;
-    uint8_t expected[ZC_REMOTE_TAG_SIZE];
-    if (!zc_hmac_sha256(secret->bytes, secret->size, value, signed_bytes, expected)) {
-        snprintf(reason, reason_size, "cannot compute the tag");
-        return ZC_MISS;
-    }
-    if (!same_tag(expected, value + size - ZC_REMOTE_TAG_SIZE)) {
-        snprintf(reason, reason_size, "signed with another secret, or altered");
-        return ZC_MISS;
-    }
-    *data_size = signed_bytes;
-    return ZC_OK;
+    zc_status status = check_trailer_tag(secret, value, size, reason, reason_size);
+    if (status == ZC_OK)
+        *data_size = size - ZC_REMOTE_TAG_TRAILER_SIZE;
+    return status;
 }
 
 void zc_remote_key_namespace(const zc_remote_secret *secret, char out[24])
