@@ -193,12 +193,10 @@ zc_status zc_disk_tier_record(zc_disk_tier *tier, const zc_key *key, const uint8
 
 /* ---- reading ---- */
 
-zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_t **data,
-                                   size_t *size)
+/* The file name in the directory dir (relative to the cache's root). */
+static zc_status read_file_in(zc_disk_tier *tier, const char *dir, const char *name, uint8_t **data,
+                              size_t *size)
 {
-    char dir[ZC_ENTRY_DIR_SIZE], name[RECIPE_NAME_SIZE];
-    zc_disk_entry_dir(key, dir);
-    recipe_name_of(key, name);
     int dir_fd = zc_disk_open_dir(tier, dir, false);
     if (dir_fd < 0)
         return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
@@ -207,17 +205,21 @@ zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_
     return status;
 }
 
+zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_t **data,
+                                   size_t *size)
+{
+    char dir[ZC_ENTRY_DIR_SIZE], name[RECIPE_NAME_SIZE];
+    zc_disk_entry_dir(key, dir);
+    recipe_name_of(key, name);
+    return read_file_in(tier, dir, name, data, size);
+}
+
 zc_status zc_disk_tier_read_blob(zc_disk_tier *tier, const uint8_t sha256[32], uint8_t **data,
                                  size_t *size)
 {
     char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
     blob_place(sha256, dir, name);
-    int dir_fd = zc_disk_open_dir(tier, dir, false);
-    if (dir_fd < 0)
-        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
-    zc_status status = read_small_file(tier, dir_fd, name, data, size);
-    tier->ops->close(dir_fd);
-    return status;
+    return read_file_in(tier, dir, name, data, size);
 }
 
 bool zc_disk_tier_has_recipe(zc_disk_tier *tier, const zc_key *key)
