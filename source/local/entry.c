@@ -14,6 +14,7 @@
 #include <zstd_errors.h>
 
 #include "byte_order.h"
+#include "checked_frame.h"
 #include "parallel.h"
 #include "zecache/sha256.h"
 
@@ -33,7 +34,7 @@ enum {
     OFFSET_DRIVER_VERSION = 160,
     OFFSET_CHECKSUM = 192,
     MAGIC_SIZE = 8,
-    CHECKSUM_SIZE = 16,
+    CHECKSUM_SIZE = ZC_HEADER_CHECKSUM_SIZE,
     /* The zstd frame header descriptor follows the 4-byte magic number. */
     ZSTD_DESCRIPTOR_OFFSET = 4,
     ZSTD_CHECKSUM_FLAG = 0x04,
@@ -54,11 +55,7 @@ _Static_assert(sizeof ZC_ENTRY_MAGIC == MAGIC_SIZE, "magic with its NUL");
 /* The first CHECKSUM_SIZE bytes of the SHA-256 of the header before it. */
 static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
 {
-    uint8_t digest[ZC_SHA256_SIZE];
-    if (!zc_sha256_digest(header, OFFSET_CHECKSUM, digest))
-        return false;
-    memcpy(checksum, digest, CHECKSUM_SIZE);
-    return true;
+    return zc_header_checksum(header, OFFSET_CHECKSUM, checksum);
 }
 
 static void put_text_field(uint8_t *field, size_t field_size, const char *text)
@@ -124,14 +121,10 @@ static size_t frame_begin(size_t payload_size, size_t frames, size_t index)
 static size_t compress_payload(const uint8_t *payload, size_t payload_size, uint8_t *dst,
                                size_t dst_capacity, int level)
 {
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_CCtx *cctx = zc_checked_frame_context(level);
     if (cctx == NULL)
         return 0;
-    size_t result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
-    if (!ZSTD_isError(result))
-        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-    if (!ZSTD_isError(result))
-        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+    size_t result = 0;
     size_t frames = frame_count_of(payload_size), written = 0;
     for (size_t i = 0; i < frames && !ZSTD_isError(result); i++) {
         size_t begin = frame_begin(payload_size, frames, i);

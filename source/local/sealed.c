@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include "byte_order.h"
+#include "checked_frame.h"
 #include "zecache/sha256.h"
 
 enum {
@@ -18,7 +19,7 @@ enum {
     OFFSET_CONTENT_SIZE = 48,
     OFFSET_COMPRESSED_SIZE = 56,
     OFFSET_CHECKSUM = 64,
-    CHECKSUM_SIZE = 16,
+    CHECKSUM_SIZE = ZC_HEADER_CHECKSUM_SIZE,
     ZSTD_DESCRIPTOR_OFFSET = 4,
     ZSTD_CHECKSUM_FLAG = 0x04,
 };
@@ -27,26 +28,16 @@ _Static_assert(OFFSET_CHECKSUM + CHECKSUM_SIZE == ZC_SEALED_HEADER_SIZE, "header
 
 static bool header_checksum(const uint8_t *header, uint8_t checksum[CHECKSUM_SIZE])
 {
-    uint8_t digest[ZC_SHA256_SIZE];
-    if (!zc_sha256_digest(header, OFFSET_CHECKSUM, digest))
-        return false;
-    memcpy(checksum, digest, CHECKSUM_SIZE);
-    return true;
+    return zc_header_checksum(header, OFFSET_CHECKSUM, checksum);
 }
 
 static size_t compress_frame(const void *content, size_t size, uint8_t *dst, size_t capacity,
                              int level)
 {
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_CCtx *cctx = zc_checked_frame_context(level);
     if (cctx == NULL)
         return 0;
-    size_t result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
-    if (!ZSTD_isError(result))
-        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-    if (!ZSTD_isError(result))
-        result = ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
-    if (!ZSTD_isError(result))
-        result = ZSTD_compress2(cctx, dst, capacity, content, size);
+    size_t result = ZSTD_compress2(cctx, dst, capacity, content, size);
     ZSTD_freeCCtx(cctx);
     return ZSTD_isError(result) ? 0 : result;
 }
