@@ -56,6 +56,7 @@ _Noreturn void zc_plain_skip(const char *fmt, ...);
     } while (0)
 
 #define cr_assert(cond, ...) ZC_PLAIN_CHECK((cond), #cond, __VA_ARGS__)
+#define cr_assert_fail(...) ZC_PLAIN_CHECK(0, "failed", __VA_ARGS__)
 #define cr_assert_not(cond, ...) ZC_PLAIN_CHECK(!(cond), "!(" #cond ")", __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) ZC_PLAIN_CHECK((a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) ZC_PLAIN_CHECK((a) != (b), #a " != " #b, __VA_ARGS__)
