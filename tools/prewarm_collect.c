@@ -68,6 +68,25 @@ static zc_status check_blobs(const zc_recipe *recipe, uint8_t **blobs, const siz
     return ZC_OK;
 }
 
+/* Puts each of blobs in the list's pool, or, when the pool has its SPIR-V
+ * already, frees it for the pool's. Takes every blob either way (a
+ * failure frees what the pool did not take); false when out of memory. */
+static bool share_blobs(prewarm_list *list, const zc_recipe *recipe, uint8_t **blobs,
+                        const size_t *sizes, uint32_t count)
+{
+    bool ok = true;
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *sha256 = recipe->inputs[i].spirv_sha256;
+        long found = tool_blob_pool_find(&list->blobs, sha256);
+        if (found < 0 && ok && tool_blob_pool_add(&list->blobs, sha256, blobs[i], sizes[i]))
+            continue;
+        free(blobs[i]);
+        blobs[i] = found >= 0 ? list->blobs.bytes[found] : NULL;
+        ok = ok && found >= 0;
+    }
+    return ok;
+}
+
 static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, size_t size,
                    uint8_t **blobs, size_t *sizes, uint32_t count)
 {
@@ -103,8 +122,12 @@ bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t 
         status = check_blobs(&recipe, blobs, blob_sizes, count, reason, sizeof reason);
         if (status != ZC_OK)
             ok = prewarm_list_problem(list, hex, reason);
+        else if (!(ok = share_blobs(list, &recipe, blobs, blob_sizes, count)))
+            count = 0; /* each blob is the pool's or freed */
         else if ((ok = append(list, &recipe, recipe_bytes, recipe_size, blobs, blob_sizes, count)))
             recipe_bytes = NULL, blobs = NULL, blob_sizes = NULL; /* taken */
+        else
+            count = 0; /* the pool's */
     }
     if (status == ZC_OK)
         zc_recipe_free(&recipe);
@@ -193,8 +216,9 @@ void prewarm_list_free(prewarm_list *list)
     for (size_t i = 0; i < list->count; i++) {
         prewarm_item *item = &list->items[i];
         free(item->device_name);
-        free_buffers(item->recipe, item->blobs, item->blob_sizes, item->blob_count);
+        free_buffers(item->recipe, item->blobs, item->blob_sizes, 0); /* blobs: the pool's */
     }
+    tool_blob_pool_free(&list->blobs);
     for (size_t i = 0; i < list->problem_count; i++)
         free(list->problems[i]);
     free(list->items);

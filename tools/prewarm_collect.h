@@ -11,13 +11,14 @@
 #include "zecache/disk_tier.h"
 #include "zecache/key.h"
 #include "zecache/recipe.h"
+#include "tool_inputs.h"
 
 typedef struct prewarm_item {
     zc_key recorded_key; /* the entry it was recorded with */
     char *device_name;
     uint8_t *recipe; /* sealed, as stored */
     size_t recipe_size;
-    uint8_t **blobs; /* sealed SPIR-V, one per input */
+    uint8_t **blobs; /* sealed SPIR-V, one per input: the list's (blobs) */
     size_t *blob_sizes;
     uint32_t blob_count;
 } prewarm_item;
@@ -28,6 +29,9 @@ typedef struct prewarm_list {
     char **problems; /* damaged recorded inputs: "<key>: reason" */
     size_t problem_count;
     size_t without_inputs; /* entries that have none */
+    /* Each SPIR-V once, however many items name it: thousands of keys may
+     * share one large module's SPIR-V. */
+    tool_blob_pool blobs;
 } prewarm_list;
 
 typedef struct prewarm_filter {
