@@ -186,6 +186,22 @@ static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **val
     return get_value(redis, key, names.entry, value, size);
 }
 
+/* SET name value [NX]: ZC_OK also when NX found one there. what names the
+ * command in a refusal. */
+static zc_status set_value(redis_storage *redis, const zc_key *shard, const char *name,
+                           const uint8_t *value, size_t size, bool only_new, const char *what)
+{
+    const char *argv[] = {"SET", name, (const char *)value, "NX"};
+    size_t lengths[] = {3, strlen(name), size, 2};
+    redisReply *reply = run_command(redis, shard, only_new ? 4 : 3, argv, lengths);
+    if (reply == NULL)
+        return ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_ERROR)
+        return refused(redis, shard, reply, what);
+    freeReplyObject(reply);
+    return ZC_OK;
+}
+
 /* SET overwrites whatever is there, a bad value or another node's equal one:
  * replace needs nothing more. */
 static zc_status redis_put(zc_storage *storage, const zc_key *key, const uint8_t *value,
@@ -195,15 +211,7 @@ static zc_status redis_put(zc_storage *storage, const zc_key *key, const uint8_t
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
     redis_key_of(redis, key, &names);
-    const char *argv[] = {"SET", names.entry, (const char *)value};
-    size_t lengths[] = {3, strlen(names.entry), size};
-    redisReply *reply = run_command(redis, key, 3, argv, lengths);
-    if (reply == NULL)
-        return ZC_ERR_IO;
-    if (reply->type == REDIS_REPLY_ERROR)
-        return refused(redis, key, reply, "SET");
-    freeReplyObject(reply);
-    return ZC_OK;
+    return set_value(redis, key, names.entry, value, size, false, "SET");
 }
 
 static zc_status redis_remove(zc_storage *storage, const zc_key *key)
@@ -327,21 +335,6 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
 
 /* ---- recorded inputs ---- */
 
-/* SET name value [NX]: ZC_OK also when NX found one there. */
-static zc_status set_value(redis_storage *redis, const zc_key *shard, const char *name,
-                           const uint8_t *value, size_t size, bool only_new)
-{
-    const char *argv[] = {"SET", name, (const char *)value, "NX"};
-    size_t lengths[] = {3, strlen(name), size, 2};
-    redisReply *reply = run_command(redis, shard, only_new ? 4 : 3, argv, lengths);
-    if (reply == NULL)
-        return ZC_ERR_IO;
-    if (reply->type == REDIS_REPLY_ERROR)
-        return refused(redis, shard, reply, "SET (recorded inputs)");
-    freeReplyObject(reply);
-    return ZC_OK;
-}
-
 static zc_status entry_exists(redis_storage *redis, const zc_key *key)
 {
     redis_key names;
@@ -371,12 +364,13 @@ static zc_status redis_record(zc_storage *storage, const zc_key *key, const uint
         zc_key shard;
         memcpy(shard.bytes, blobs[i].sha256, sizeof shard.bytes);
         input_name_of(redis, ZC_STORAGE_SPIRV, &shard, name);
-        status = set_value(redis, &shard, name, blobs[i].bytes, blobs[i].size, true);
+        status = set_value(redis, &shard, name, blobs[i].bytes, blobs[i].size, true,
+                           "SET (recorded inputs)");
     }
     if (status != ZC_OK)
         return status;
     input_name_of(redis, ZC_STORAGE_RECIPE, key, name);
-    return set_value(redis, key, name, recipe, recipe_size, false);
+    return set_value(redis, key, name, recipe, recipe_size, false, "SET (recorded inputs)");
 }
 
 static zc_status redis_get_input(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
