@@ -74,8 +74,8 @@ ze_result_t ZE_APICALL zcl_kernel_destroy(ze_kernel_handle_t kernel)
     return zcl_layer.next.kernel_destroy(kernel);
 }
 
-/* Whether the driver's compile would refuse value as argument index. */
-/* The driver reads an image handle from value whatever size it is told. */
+/* Whether the driver's compile would refuse value as argument index. The
+ * driver reads an image handle from value whatever size it is told. */
 static bool refused_on_compile(ze_kernel_handle_t kernel, uint32_t index, const void *value)
 {
     uintptr_t mask, verdict;
