@@ -27,12 +27,13 @@
 #   needs: cmake --build <build-dir> --target ze_bench   (builds the layer too)
 #
 # COLD_REPS (default 3), WARM_REPS (5) and REPEAT (passes for (e), 9) can be
-# set in the environment.
+# set in the environment; KERNELS names another directory of .spv modules (say,
+# kernels kept outside the repository, for a held-out check).
 set -euo pipefail
 
 build=$(cd "${1:-build}" && pwd)
 bench=$build/bin/ze_bench
-kernels=$build/bench/layer_kernels
+kernels=${KERNELS:-$build/bench/layer_kernels}
 layers=$build/layers
 if [[ ! -x $bench || ! -e $layers/libze_validation_layer.so.1 || ! -d $kernels ]]; then
   echo "bench_layer: build first: cmake --build $build --target ze_bench" >&2

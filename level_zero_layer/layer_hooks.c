@@ -33,6 +33,22 @@ void zcl_hook_device(ze_api_version_t version, void *table)
     zcl_layer.next.device_get_module_properties = device->pfnGetModuleProperties;
 }
 
+/* The context table as loaders for API 1.1 and later lay it out. */
+void zcl_hook_context(ze_api_version_t version, void *table)
+{
+    ze_context_dditable_t *context = table;
+    if (context->pfnCreate == zcl_context_create || !cache_active())
+        return;
+    if (context->pfnCreate != NULL) {
+        zcl_layer.next.context_create = context->pfnCreate;
+        context->pfnCreate = zcl_context_create;
+    }
+    if (version >= ZE_MAKE_VERSION(1, 1) && context->pfnCreateEx != NULL) {
+        zcl_layer.next.context_create_ex = context->pfnCreateEx;
+        context->pfnCreateEx = zcl_context_create_ex;
+    }
+}
+
 void zcl_hook_module_before_chain(ze_api_version_t version, void *table)
 {
     (void)version;

@@ -81,6 +81,7 @@ __attribute__((destructor)) static void zcl_layer_unload(void)
         return;
     zc_cache_stats stats;
     zc_cache_get_stats(zcl_layer.cache, &stats);
+    zc_cache_prefetch_save(zcl_layer.cache);
     zc_cache_merge_stats(zcl_layer.cache);
     log_summary(&stats);
 }

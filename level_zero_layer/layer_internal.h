@@ -81,6 +81,8 @@ typedef struct zcl_next {
     ze_pfnImageDestroy_t image_destroy;
     zcl_pfn_image_view_create image_view_create_ext;
     zcl_pfn_image_view_create image_view_create_exp;
+    ze_pfnContextCreate_t context_create;
+    ze_pfnContextCreateEx_t context_create_ex;
     ze_pfnModuleBuildLogDestroy_t build_log_destroy;
     ze_pfnModuleBuildLogGetString_t build_log_get_string;
     /* zeModuleCreate as the loader gave it, before any chained layer: its
@@ -118,6 +120,7 @@ typedef void (*zcl_table_hook)(ze_api_version_t version, void *table);
 void zcl_hook_none(ze_api_version_t version, void *table);
 void zcl_hook_driver(ze_api_version_t version, void *table);
 void zcl_hook_device(ze_api_version_t version, void *table);
+void zcl_hook_context(ze_api_version_t version, void *table);
 void zcl_hook_module_before_chain(ze_api_version_t version, void *table);
 void zcl_hook_module(ze_api_version_t version, void *table);
 void zcl_hook_module_build_log(ze_api_version_t version, void *table);
@@ -271,6 +274,18 @@ bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binar
 #define ZCL_SPARE_MAX ((size_t)8 << 20)
 /* The size of the buffer kept (for tests). */
 size_t zcl_native_check_spare_size(void);
+/* Makes the buffer kept at least size bytes (at most ZCL_SPARE_MAX) now,
+ * before the first hit needs it. */
+void zcl_native_check_reserve(size_t size);
+
+/* ---- layer_warm_up.c: the process's one-time costs, at its first context ---- */
+
+ze_result_t ZE_APICALL zcl_context_create(ze_driver_handle_t driver, const ze_context_desc_t *desc,
+                                          ze_context_handle_t *context);
+ze_result_t ZE_APICALL zcl_context_create_ex(ze_driver_handle_t driver,
+                                             const ze_context_desc_t *desc, uint32_t device_count,
+                                             ze_device_handle_t *devices,
+                                             ze_context_handle_t *context);
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
                                          const ze_module_desc_t *desc, ze_module_handle_t *module,

@@ -34,22 +34,40 @@ static uint8_t *map_populated(size_t size)
     return pages != MAP_FAILED ? pages : NULL;
 }
 
+/* Grows the spare buffer (with spare_lock held) to at least size: to twice
+ * its size when that is more, so that modules of growing sizes, as a process
+ * creates them, do not each pay for a new mapping (12-17 us at 10-40 KB). */
+static void grow_spare(size_t size)
+{
+    if (spare_size >= size)
+        return;
+    size_t grown = spare_size * 2 > size ? spare_size * 2 : size;
+    if (grown > ZCL_SPARE_MAX)
+        grown = ZCL_SPARE_MAX;
+    if (spare != NULL)
+        munmap(spare, spare_size);
+    spare = map_populated(grown);
+    spare_size = spare != NULL ? grown : 0;
+}
+
 /* The spare buffer grown to size, or NULL (then the caller allocates). */
 static uint8_t *take_spare(size_t size)
 {
     if (size == 0 || size > ZCL_SPARE_MAX || pthread_mutex_trylock(&spare_lock) != 0)
         return NULL;
-    if (spare_size < size) {
-        if (spare != NULL)
-            munmap(spare, spare_size);
-        spare = map_populated(size);
-        spare_size = spare != NULL ? size : 0;
-    }
+    grow_spare(size);
     if (spare == NULL) {
         pthread_mutex_unlock(&spare_lock);
         return NULL;
     }
     return spare;
+}
+
+void zcl_native_check_reserve(size_t size)
+{
+    pthread_mutex_lock(&spare_lock);
+    grow_spare(size < ZCL_SPARE_MAX ? size : ZCL_SPARE_MAX);
+    pthread_mutex_unlock(&spare_lock);
 }
 
 size_t zcl_native_check_spare_size(void)

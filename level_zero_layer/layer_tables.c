@@ -16,7 +16,7 @@
 #define ZCL_TABLES(X)                                                                              \
     X(ze, CommandList, command_list, zcl_hook_none, zcl_hook_command_list)                         \
     X(ze, CommandQueue, command_queue, zcl_hook_none, zcl_hook_none)                               \
-    X(ze, Context, context, zcl_hook_none, zcl_hook_none)                                          \
+    X(ze, Context, context, zcl_hook_none, zcl_hook_context)                                       \
     X(ze, DeviceExp, device_exp, zcl_hook_none, zcl_hook_none)                                     \
     X(ze, Device, device, zcl_hook_none, zcl_hook_device)                                          \
     X(ze, Driver, driver, zcl_hook_none, zcl_hook_driver)                                          \

@@ -94,6 +94,9 @@ static void print_settings(const tool_context *tool, const zc_config *config)
     printf("%-31s %-32s ", "NEO_CACHE_RECORD_INPUTS",
            config->record_inputs ? "1 (inputs kept for prewarm)" : "0");
     print_source("NEO_CACHE_RECORD_INPUTS", config->record_inputs_source);
+    printf("%-31s %-32s ", "NEO_CACHE_PREFETCH",
+           config->prefetch ? "1 (a program's last entries loaded early)" : "0");
+    print_source("NEO_CACHE_PREFETCH", config->prefetch_source);
     /* zc_config records no source for these three. */
     printf("%-31s %d\n", "NEO_CACHE_SHARED", config->allow_shared);
     printf("%-31s %d\n", "PrintDebugMessages", config->print_debug_messages);

@@ -35,7 +35,7 @@ static int visit_file(const char *path, const struct stat *st, int flag, struct 
     if (is_zecache_entry_name(name))
         walk.zecache_entries++;
     else if (strcmp(name, "config.file") != 0 && strcmp(name, "stats") != 0 &&
-             !is_zecache_recorded_input_name(name)) {
+             !is_zecache_side_file_name(name)) {
         walk.foreign++;
         if (length > 9 && strcmp(name + length - 9, ".l0_cache") == 0)
             snprintf(walk.driver_entry, sizeof walk.driver_entry, "%s", path);

@@ -109,7 +109,7 @@ static int classify_file(const char *path, const struct stat *st, int flag, stru
         snprintf(entry_path, sizeof entry_path, "%s", path);
     } else if (!(ftw->level == 1 && (strcmp(path + ftw->base, "config.file") == 0 ||
                                      strcmp(path + ftw->base, "stats") == 0)) &&
-               !is_zecache_recorded_input_name(path + ftw->base)) {
+               !is_zecache_side_file_name(path + ftw->base)) {
         cache_others++;
     }
     return 0;

@@ -104,6 +104,30 @@ zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char
                                   zc_compile_fn compile, void *context, zc_artifact **out,
                                   zc_lookup_outcome *outcome);
 
+/* Starts loading, in a background thread, the entries that the last run of
+ * program (any text naming it: the layer gives the executable and its first
+ * argument) used, in the order it first used them, so that lookups reaching
+ * the disk find them loaded (and verified) already; and starts noting this
+ * run's keys for zc_cache_prefetch_save. A prefetched entry counts as a disk
+ * hit when it is asked for, and not at all otherwise. At most once per
+ * cache: ZC_ERR_DISABLED when it ran already, with no disk tier, or with
+ * NEO_CACHE_PREFETCH=0. */
+zc_status zc_cache_prefetch_start(zc_cache *cache, const char *program);
+
+/* Waits until the prefetch has loaded what it will (for tests and
+ * benchmarks: lookups never need to). */
+void zc_cache_prefetch_wait(zc_cache *cache);
+
+/* Saves the keys this process used as its program's list for the next run
+ * (only when they changed). For the end of the process. */
+void zc_cache_prefetch_save(zc_cache *cache);
+
+/* Does now, on the calling thread, the set-up its first disk hit would pay
+ * for (the thread's decompression context), so that an application can have
+ * it done before it times anything. Never fails: the hit path does whatever
+ * is left undone. */
+void zc_cache_prepare_thread(zc_cache *cache);
+
 /* Replaces key's artifact in every tier, for when the driver refused a cached
  * binary and a fresh compile succeeded. A fresh compile below
  * remote_min_compile_ms is not admitted: the remotes' value is removed

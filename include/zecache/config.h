@@ -24,6 +24,9 @@
  * the SPIR-V once per distinct content, and only inputs recorded before an
  * upgrade can be rebuilt after it (zecache prewarm). */
 #define ZC_DEFAULT_RECORD_INPUTS true
+/* On: a warm process finds most entries loaded before it asks, and a wrong
+ * list costs background reads and memory, never a result. */
+#define ZC_DEFAULT_PREFETCH true
 
 typedef enum zc_config_source {
     ZC_SOURCE_DEFAULT = 0,
@@ -60,6 +63,9 @@ typedef struct zc_config {
     bool record_inputs; /* NEO_CACHE_RECORD_INPUTS: keep what rebuilds each new entry (its
                            SPIR-V, flags, constants, device) beside it, recipe.h */
     zc_config_source record_inputs_source;
+    bool prefetch; /* NEO_CACHE_PREFETCH: load the entries a program's last run used, in
+                      the background, from its first context on (cache.h) */
+    zc_config_source prefetch_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;
 } zc_config;

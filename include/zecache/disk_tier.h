@@ -46,6 +46,10 @@ bool zc_disk_tier_is_read_only(const zc_disk_tier *tier);
  * entry is removed and the reason logged. A hit refreshes the entry's
  * recency (its mtime), which works on noatime mounts. */
 zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out);
+/* The same, but a bad entry is left in place (and the reason unlogged): for
+ * a background reader, since removing takes the tier's lock, which a fork
+ * must not find held by a thread the child does not have. */
+zc_status zc_disk_tier_load_leaving_bad(zc_disk_tier *tier, const zc_key *key, zc_artifact **out);
 
 /* Stores key's artifact (skipped, ZC_EXISTS, when it already exists), evicting
  * least recently used entries first when the size limit needs it. trace, when

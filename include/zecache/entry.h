@@ -80,6 +80,10 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
                           uint64_t max_payload, zc_artifact **out, char *reason,
                           size_t reason_size);
 
+/* Creates the calling thread's decompression context, which zc_entry_decode
+ * otherwise creates at the thread's first entry. */
+void zc_entry_prepare_thread(void);
+
 /* Sets ZC_ENTRY_FLAG_SIGNED (and the header checksum) in an encoded entry
  * of at least a header's size; the caller appends the signature. */
 bool zc_entry_set_signed(uint8_t *entry);

@@ -22,6 +22,8 @@
 #include "zecache/recipe.h"
 #include "zecache/remote.h"
 #include "zecache/stats.h"
+#include "prefetch.h"
+#include "zecache/sha256.h"
 
 struct zc_cache {
     zc_memory_tier *memory;
@@ -32,6 +34,9 @@ struct zc_cache {
     uint64_t wait_timeout_ms;       /* for another process compiling the same key; 0: no waiting */
     uint64_t remote_min_compile_ns; /* admission: faster compiles stay out of the remotes */
     zc_cache_counters counters;
+    bool prefetch_on;       /* NEO_CACHE_PREFETCH */
+    size_t prefetch_budget; /* what prefetched entries may hold: the memory tier's budget */
+    zc_prefetch *prefetch;  /* NULL until zc_cache_prefetch_start */
     /* Serialises merges into the stats file, and guards merged: what the
      * counters were at the last merge that succeeded. */
     pthread_mutex_t merge_mutex;
@@ -90,6 +95,8 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
         cache->remote = NULL;
     cache->max_payload = config->max_size;
     cache->compression_level = config->compression_level;
+    cache->prefetch_on = config->prefetch;
+    cache->prefetch_budget = (size_t)config->memory_size;
     cache->wait_timeout_ms = config->wait_timeout_ms;
     /* At most 24 h in milliseconds (config.c): the product fits. */
     cache->remote_min_compile_ns = config->remote_min_compile_ms * UINT64_C(1000000);
@@ -101,6 +108,7 @@ void zc_cache_close(zc_cache *cache)
 {
     if (cache == NULL)
         return;
+    zc_prefetch_stop(cache->prefetch);
     zc_remote_close(cache->remote);
     zc_disk_tier_close(cache->disk);
     zc_memory_tier_destroy(cache->memory);
@@ -153,7 +161,8 @@ typedef struct lookup_context {
 
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
 {
-    if (zc_disk_tier_load(lookup->cache->disk, lookup->key, out) != ZC_OK)
+    if (zc_prefetch_take(lookup->cache->prefetch, lookup->key, out) != ZC_OK &&
+        zc_disk_tier_load(lookup->cache->disk, lookup->key, out) != ZC_OK)
         return false;
     lookup->outcome = ZC_LOOKUP_DISK_HIT;
     return true;
@@ -279,9 +288,8 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
     return status;
 }
 
-static zc_status load_or_compile(void *context, zc_artifact **out)
+static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
 {
-    lookup_context *lookup = context;
     zc_cache *cache = lookup->cache;
     if (cache->disk != NULL && load_from_disk(lookup, out))
         return ZC_OK;
@@ -290,6 +298,15 @@ static zc_status load_or_compile(void *context, zc_artifact **out)
     if (cache->disk == NULL || cache->wait_timeout_ms == 0)
         return compile_unless_another_node_does(lookup, out);
     return compile_unless_another_process_does(lookup, out);
+}
+
+static zc_status load_or_compile(void *context, zc_artifact **out)
+{
+    lookup_context *lookup = context;
+    zc_status status = find_or_compile(lookup, out);
+    if (status == ZC_OK)
+        zc_prefetch_note_use(lookup->cache->prefetch, lookup->key);
+    return status;
 }
 
 static void log_not_admitted(const zc_cache *cache, const char *what, const char *hex,
@@ -359,6 +376,36 @@ static void entry_path_of(const zc_key *key, char *path, size_t path_size)
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
     snprintf(path, path_size, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
+}
+
+zc_status zc_cache_prefetch_start(zc_cache *cache, const char *program)
+{
+    if (cache == NULL || program == NULL)
+        return ZC_ERR_INVALID_ARG;
+    if (cache->disk == NULL || !cache->prefetch_on || cache->prefetch != NULL)
+        return ZC_ERR_DISABLED;
+    uint8_t id[ZC_SHA256_SIZE];
+    if (!zc_sha256_digest(program, strlen(program), id))
+        return ZC_ERR_NOMEM;
+    return zc_prefetch_start(cache->disk, id, cache->prefetch_budget, &cache->prefetch);
+}
+
+void zc_cache_prefetch_wait(zc_cache *cache)
+{
+    if (cache != NULL)
+        zc_prefetch_wait_idle(cache->prefetch);
+}
+
+void zc_cache_prefetch_save(zc_cache *cache)
+{
+    if (cache != NULL)
+        zc_prefetch_save(cache->prefetch);
+}
+
+void zc_cache_prepare_thread(zc_cache *cache)
+{
+    if (cache != NULL && zc_cache_disk_dir(cache) != NULL)
+        zc_entry_prepare_thread();
 }
 
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,

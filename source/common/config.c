@@ -185,6 +185,8 @@ void zc_config_from_env(zc_config *config)
     config->record_inputs_source =
         read_flag("NEO_CACHE_RECORD_INPUTS", getenv("NEO_CACHE_RECORD_INPUTS"),
                   ZC_DEFAULT_RECORD_INPUTS, &config->record_inputs, &complaints);
+    config->prefetch_source = read_flag("NEO_CACHE_PREFETCH", getenv("NEO_CACHE_PREFETCH"),
+                                        ZC_DEFAULT_PREFETCH, &config->prefetch, &complaints);
     read_flag("NEO_CACHE_SHARED", getenv("NEO_CACHE_SHARED"), false, &config->allow_shared,
               &complaints);
     config->max_size_source = read_u64("NEO_CACHE_MAX_SIZE", 0, UINT64_MAX, ZC_DEFAULT_MAX_SIZE,

@@ -120,7 +120,8 @@ static void log_open_failure(const char *rel, int err)
         zc_disk_log_errno("cannot open", rel, err);
 }
 
-zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out)
+static zc_status load_entry(zc_disk_tier *tier, const zc_key *key, bool remove_bad,
+                            zc_artifact **out)
 {
     if (tier == NULL || key == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -150,7 +151,9 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
         zc_disk_log_errno("cannot mark the use of", rel, errno);
     tier->ops->close(fd);
     free(file.data);
-    if (status == ZC_ERR_TOO_LARGE) {
+    if (!remove_bad) {
+        /* Left to the lookup that asks for key. */
+    } else if (status == ZC_ERR_TOO_LARGE) {
         zc_log_info("not using %s: %s (NEO_CACHE_MAX_SIZE)", rel, reason);
     } else if (status == ZC_MISS && tier->read_only) {
         zc_log_info("ignoring bad entry %s: %s", rel, reason);
@@ -159,6 +162,16 @@ zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact *
         remove_bad_entry(tier, key, &file.st);
     }
     return status == ZC_OK ? ZC_OK : ZC_MISS;
+}
+
+zc_status zc_disk_tier_load(zc_disk_tier *tier, const zc_key *key, zc_artifact **out)
+{
+    return load_entry(tier, key, true, out);
+}
+
+zc_status zc_disk_tier_load_leaving_bad(zc_disk_tier *tier, const zc_key *key, zc_artifact **out)
+{
+    return load_entry(tier, key, false, out);
 }
 
 /* Under the lock. The k0/k1 directory is opened without symlinks and all

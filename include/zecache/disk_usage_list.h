@@ -1,0 +1,34 @@
+/* The keys a program used, in the order it first used them, kept in the
+ * cache directory so that its next run can load them before it asks
+ * (cache.h, zc_cache_prefetch_start). One file per program, in the root:
+ * <64 hex of the program's SHA-256 id>.l0_usage, a sealed container
+ * (sealed.h, magic ZC_USAGE_MAGIC, id = the program's id) holding the keys,
+ * 32 bytes each. The list is a hint: a damaged, missing or stale one costs
+ * a prefetch, never a result, since every key it names is still looked up
+ * and verified as any other. The files are not counted in config.file (a
+ * program's file holds at most ZC_USAGE_LIST_MAX keys, 32 KiB). */
+#ifndef ZECACHE_DISK_USAGE_LIST_H
+#define ZECACHE_DISK_USAGE_LIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/disk_tier.h"
+#include "zecache/key.h"
+#include "zecache/status.h"
+
+#define ZC_USAGE_MAGIC "ZCUSAGE" /* with its NUL: 8 bytes */
+#define ZC_USAGE_SUFFIX ".l0_usage"
+#define ZC_USAGE_LIST_MAX 1024u
+
+/* program's list into keys (at most ZC_USAGE_LIST_MAX): ZC_MISS when there
+ * is none, or it does not verify (logged under PrintDebugMessages). */
+zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32], zc_key *keys,
+                                  size_t *count);
+
+/* Replaces program's list (temp file and rename). ZC_ERR_DISABLED in a
+ * read-only directory. */
+zc_status zc_disk_tier_write_usage(zc_disk_tier *tier, const uint8_t program[32],
+                                   const zc_key *keys, size_t count);
+
+#endif

@@ -1,0 +1,287 @@
+/* Prefetching a program's entries (prefetch.h). In the layer the object
+ * lives for the process (the thread may still be loading at exit); a cache
+ * that is closed stops the thread first. */
+#include "prefetch.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zecache/disk_usage_list.h"
+#include "zecache/log.h"
+
+typedef enum slot_state {
+    SLOT_QUEUED,  /* not loaded yet */
+    SLOT_LOADING, /* the thread is loading it: a taker waits */
+    SLOT_READY,   /* loaded, waiting to be taken */
+    SLOT_DONE,    /* taken, failed, or left to the taker's own load */
+} slot_state;
+
+typedef struct prefetch_slot {
+    zc_key key;
+    slot_state state;
+    zc_artifact *artifact; /* SLOT_READY */
+} prefetch_slot;
+
+struct zc_prefetch {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    zc_disk_tier *disk;
+    uint8_t program[32];
+    pid_t owner; /* the process that read the list: only it saves */
+    size_t budget, staged_bytes;
+    bool abandoned; /* a forked child: the thread does not exist there */
+    bool idle;      /* the thread has ended, or waits for room */
+    bool running;   /* the thread has not ended */
+    prefetch_slot slots[ZC_USAGE_LIST_MAX];
+    size_t slot_count;
+    /* Where the application's lookups are in the list: the thread loads from
+     * there on, so that a run asking in another order (or skipping modules)
+     * still finds the thread ahead of it. */
+    size_t follow;
+    zc_key used[ZC_USAGE_LIST_MAX];
+    size_t used_count;
+};
+
+/* The one prefetch of the process, for the fork handlers. */
+static zc_prefetch *active;
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void lock_for_fork(void)
+{
+    if (active != NULL)
+        pthread_mutex_lock(&active->lock);
+}
+
+static void unlock_in_parent(void)
+{
+    if (active != NULL)
+        pthread_mutex_unlock(&active->lock);
+}
+
+/* The child has no loading thread: what it was loading, the child loads
+ * itself. */
+static void abandon_in_child(void)
+{
+    if (active == NULL)
+        return;
+    active->abandoned = true;
+    for (size_t i = 0; i < active->slot_count; i++)
+        if (active->slots[i].state == SLOT_LOADING || active->slots[i].state == SLOT_QUEUED)
+            active->slots[i].state = SLOT_DONE;
+    pthread_mutex_unlock(&active->lock);
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(lock_for_fork, unlock_in_parent, abandon_in_child);
+}
+
+/* The first queued slot from where the application is, wrapping around. */
+static bool next_queued(const zc_prefetch *prefetch, size_t *index)
+{
+    for (size_t i = 0; i < prefetch->slot_count; i++) {
+        size_t at = (prefetch->follow + i) % prefetch->slot_count;
+        if (prefetch->slots[at].state == SLOT_QUEUED) {
+            *index = at;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Claims the next queued slot, waiting while the entries not taken yet hold
+ * the budget; false when no slot is left. */
+static bool claim_next(zc_prefetch *prefetch, size_t *index)
+{
+    for (;;) {
+        if (prefetch->abandoned || !next_queued(prefetch, index))
+            return false;
+        if (prefetch->staged_bytes < prefetch->budget) {
+            prefetch->slots[*index].state = SLOT_LOADING;
+            prefetch->idle = false;
+            return true;
+        }
+        prefetch->idle = true;
+        pthread_cond_broadcast(&prefetch->changed);
+        pthread_cond_wait(&prefetch->changed, &prefetch->lock);
+    }
+}
+
+static void *load_listed(void *context)
+{
+    zc_prefetch *prefetch = context;
+    size_t index;
+    pthread_mutex_lock(&prefetch->lock);
+    while (claim_next(prefetch, &index)) {
+        zc_key key = prefetch->slots[index].key;
+        pthread_mutex_unlock(&prefetch->lock);
+        zc_artifact *artifact = NULL;
+        zc_status status = zc_disk_tier_load_leaving_bad(prefetch->disk, &key, &artifact);
+        pthread_mutex_lock(&prefetch->lock);
+        prefetch_slot *slot = &prefetch->slots[index];
+        if (status == ZC_OK && slot->state == SLOT_LOADING) {
+            slot->state = SLOT_READY;
+            slot->artifact = artifact;
+            prefetch->staged_bytes += zc_artifact_footprint(artifact);
+        } else {
+            slot->state = SLOT_DONE;
+            zc_artifact_unref(artifact);
+        }
+        pthread_cond_broadcast(&prefetch->changed);
+    }
+    prefetch->idle = true;
+    prefetch->running = false;
+    pthread_cond_broadcast(&prefetch->changed);
+    pthread_mutex_unlock(&prefetch->lock);
+    return NULL;
+}
+
+static bool start_thread(zc_prefetch *prefetch)
+{
+    pthread_attr_t attributes;
+    pthread_t thread;
+    if (pthread_attr_init(&attributes) != 0)
+        return false;
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    bool started = pthread_create(&thread, &attributes, load_listed, prefetch) == 0;
+    pthread_attr_destroy(&attributes);
+    return started;
+}
+
+zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_t budget,
+                            zc_prefetch **out)
+{
+    *out = NULL;
+    if (disk == NULL || active != NULL)
+        return ZC_ERR_INVALID_ARG;
+    zc_prefetch *prefetch = calloc(1, sizeof *prefetch);
+    if (prefetch == NULL)
+        return ZC_ERR_NOMEM;
+    pthread_mutex_init(&prefetch->lock, NULL);
+    pthread_cond_init(&prefetch->changed, NULL);
+    prefetch->disk = disk;
+    memcpy(prefetch->program, program, sizeof prefetch->program);
+    prefetch->owner = getpid();
+    prefetch->budget = budget;
+    /* Read into used[], which is empty until the application's first lookup. */
+    if (zc_disk_tier_read_usage(disk, program, prefetch->used, &prefetch->slot_count) != ZC_OK)
+        prefetch->slot_count = 0;
+    for (size_t i = 0; i < prefetch->slot_count; i++)
+        prefetch->slots[i] = (prefetch_slot){.key = prefetch->used[i], .state = SLOT_QUEUED};
+    pthread_once(&fork_handlers_once, register_fork_handlers);
+    active = prefetch;
+    /* Set before the thread exists: from then on it owns them, under lock. */
+    prefetch->running = prefetch->slot_count > 0 && budget > 0;
+    prefetch->idle = !prefetch->running;
+    if (prefetch->running && !start_thread(prefetch)) {
+        prefetch->running = false;
+        prefetch->idle = true;
+        for (size_t i = 0; i < prefetch->slot_count; i++)
+            prefetch->slots[i].state = SLOT_DONE;
+    }
+    zc_log_info("prefetch: %zu entries listed from this program's last run", prefetch->slot_count);
+    *out = prefetch;
+    return ZC_OK;
+}
+
+static prefetch_slot *slot_of(zc_prefetch *prefetch, const zc_key *key)
+{
+    for (size_t i = 0; i < prefetch->slot_count; i++)
+        if (zc_key_equal(&prefetch->slots[i].key, key))
+            return &prefetch->slots[i];
+    return NULL;
+}
+
+zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out)
+{
+    *out = NULL;
+    if (prefetch == NULL)
+        return ZC_MISS;
+    pthread_mutex_lock(&prefetch->lock);
+    prefetch_slot *slot = slot_of(prefetch, key);
+    if (slot != NULL)
+        prefetch->follow = (size_t)(slot - prefetch->slots) + 1;
+    while (slot != NULL && slot->state == SLOT_LOADING)
+        pthread_cond_wait(&prefetch->changed, &prefetch->lock);
+    zc_status status = ZC_MISS;
+    if (slot != NULL && slot->state == SLOT_READY) {
+        *out = slot->artifact;
+        slot->artifact = NULL;
+        prefetch->staged_bytes -= zc_artifact_footprint(*out);
+        status = ZC_OK;
+        pthread_cond_broadcast(&prefetch->changed);
+    }
+    if (slot != NULL)
+        slot->state = SLOT_DONE;
+    pthread_mutex_unlock(&prefetch->lock);
+    return status;
+}
+
+void zc_prefetch_wait_idle(zc_prefetch *prefetch)
+{
+    if (prefetch == NULL)
+        return;
+    pthread_mutex_lock(&prefetch->lock);
+    while (!prefetch->idle && !prefetch->abandoned)
+        pthread_cond_wait(&prefetch->changed, &prefetch->lock);
+    pthread_mutex_unlock(&prefetch->lock);
+}
+
+void zc_prefetch_stop(zc_prefetch *prefetch)
+{
+    if (prefetch == NULL)
+        return;
+    pthread_mutex_lock(&prefetch->lock);
+    prefetch->abandoned = true;
+    pthread_cond_broadcast(&prefetch->changed);
+    while (prefetch->running && prefetch->owner == getpid())
+        pthread_cond_wait(&prefetch->changed, &prefetch->lock);
+    for (size_t i = 0; i < prefetch->slot_count; i++)
+        zc_artifact_unref(prefetch->slots[i].artifact);
+    pthread_mutex_unlock(&prefetch->lock);
+    if (active == prefetch)
+        active = NULL;
+    pthread_cond_destroy(&prefetch->changed);
+    pthread_mutex_destroy(&prefetch->lock);
+    free(prefetch);
+}
+
+void zc_prefetch_note_use(zc_prefetch *prefetch, const zc_key *key)
+{
+    if (prefetch == NULL)
+        return;
+    pthread_mutex_lock(&prefetch->lock);
+    bool known = false;
+    for (size_t i = 0; i < prefetch->used_count && !known; i++)
+        known = zc_key_equal(&prefetch->used[i], key);
+    if (!known && prefetch->used_count < ZC_USAGE_LIST_MAX)
+        prefetch->used[prefetch->used_count++] = *key;
+    pthread_mutex_unlock(&prefetch->lock);
+}
+
+static bool same_as_listed(const zc_prefetch *prefetch)
+{
+    if (prefetch->used_count != prefetch->slot_count)
+        return false;
+    for (size_t i = 0; i < prefetch->used_count; i++)
+        if (!zc_key_equal(&prefetch->used[i], &prefetch->slots[i].key))
+            return false;
+    return true;
+}
+
+void zc_prefetch_save(zc_prefetch *prefetch)
+{
+    if (prefetch == NULL || prefetch->owner != getpid())
+        return;
+    /* At exit: written under the lock, since later uses (other threads may
+     * still run) would change the list while it is written. */
+    pthread_mutex_lock(&prefetch->lock);
+    size_t count = prefetch->used_count;
+    if (count > 0 && !same_as_listed(prefetch) &&
+        zc_disk_tier_write_usage(prefetch->disk, prefetch->program, prefetch->used, count) == ZC_OK)
+        zc_log_info("prefetch: %zu entries listed for this program's next run", count);
+    pthread_mutex_unlock(&prefetch->lock);
+}

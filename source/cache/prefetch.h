@@ -1,0 +1,46 @@
+/* Prefetching a program's entries (cache.h, zc_cache_prefetch_start): a
+ * background thread loads from the disk tier, in order, the keys the
+ * program's last run used, and a lookup that reaches the disk takes its
+ * entry from there instead of reading it. The thread uses the disk tier's
+ * own load, so an entry is verified exactly as on any disk hit, and it never
+ * counts anything: a prefetched entry becomes a disk hit only when the
+ * application asks for it. Meanwhile the keys this run used are noted, to
+ * be saved as the program's list for its next run. */
+#ifndef ZECACHE_PREFETCH_H
+#define ZECACHE_PREFETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/disk_tier.h"
+#include "zecache/key.h"
+#include "zecache/status.h"
+
+typedef struct zc_prefetch zc_prefetch;
+
+/* Reads program's list and starts the thread (none when the list is empty).
+ * Entries waiting to be taken hold at most budget bytes. */
+zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_t budget,
+                            zc_prefetch **out);
+
+/* key's prefetched entry: ZC_OK with one reference, waiting while the
+ * thread is loading it; ZC_MISS when it is not prefetched (the thread will
+ * then not load it either). */
+zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out);
+
+/* Waits until the thread has ended, or waits for entries to be taken. */
+void zc_prefetch_wait_idle(zc_prefetch *prefetch);
+
+/* Stops the thread (waiting for the entry it is loading), drops what was
+ * not taken and frees prefetch. */
+void zc_prefetch_stop(zc_prefetch *prefetch);
+
+/* Notes a key this run used (found or compiled). */
+void zc_prefetch_note_use(zc_prefetch *prefetch, const zc_key *key);
+
+/* Saves the keys used, when they differ from the list read, as program's
+ * list; only in the process that started the prefetch (not a forked child). */
+void zc_prefetch_save(zc_prefetch *prefetch);
+
+#endif

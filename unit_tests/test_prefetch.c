@@ -1,0 +1,333 @@
+/* Prefetching a program's entries (NEO_CACHE_PREFETCH, cache.h): a run
+ * saves the keys it used; the next run of the same program loads them in
+ * the background and its lookups take them from there, as disk hits, with
+ * the same bytes, counted only when asked for. A damaged list, entries gone
+ * or damaged since, another program's list, a fork while loading: each is
+ * still the answer a plain disk lookup gives. Written for both Criterion
+ * and the plain runner (TSan). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "disk_test_support.h"
+#include "zecache/cache.h"
+#include "zecache/disk_usage_list.h"
+#include "zecache/sha256.h"
+#include "zecache/stats.h"
+#include "test_support.h"
+
+enum { KEY_COUNT = 6, ARTIFACT_SIZE = 6000, MANY_KEYS = 200 };
+
+static char scratch[64];
+
+static void scratch_create(void)
+{
+    unsetenv("PrintDebugMessages");
+    snprintf(scratch, sizeof scratch, "/tmp/zc_prefetch_XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch));
+}
+
+static void scratch_remove(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+    cr_assert_eq(system(command), 0);
+}
+
+static zc_cache *open_cache(bool prefetch)
+{
+    zc_config config;
+    memset(&config, 0, sizeof config);
+    config.persistent = true;
+    snprintf(config.dir, sizeof config.dir, "%s/cache", scratch);
+    config.max_size = ZC_DEFAULT_MAX_SIZE;
+    config.memory_size = 64 << 20;
+    config.compression_level = 3;
+    config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
+    config.prefetch = prefetch;
+    zc_cache *cache = NULL;
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
+    return cache;
+}
+
+typedef struct counted_compile {
+    uint64_t seed;
+    atomic_int calls;
+} counted_compile;
+
+static zc_status compile_counted(void *context, zc_artifact **out)
+{
+    counted_compile *compile = context;
+    atomic_fetch_add(&compile->calls, 1);
+    *out = t_artifact(ARTIFACT_SIZE, compile->seed);
+    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+/* Looks up key (module seed) and checks the bytes; returns the outcome. */
+static zc_lookup_outcome look_up(zc_cache *cache, uint64_t seed, atomic_int *compiles)
+{
+    counted_compile compile = {.seed = seed};
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = NULL;
+    zc_lookup_outcome outcome;
+    cr_assert_eq(
+        zc_cache_get_or_compile(cache, &key, NULL, compile_counted, &compile, &artifact, &outcome),
+        ZC_OK);
+    zc_artifact *expected = t_artifact(ARTIFACT_SIZE, seed);
+    size_t size, expected_size;
+    const uint8_t *bytes = zc_artifact_binary(artifact, &size);
+    const uint8_t *expected_bytes = zc_artifact_binary(expected, &expected_size);
+    cr_assert_eq(size, expected_size);
+    cr_assert_eq(memcmp(bytes, expected_bytes, size), 0, "module %llu: other bytes",
+                 (unsigned long long)seed);
+    zc_artifact_unref(expected);
+    zc_artifact_unref(artifact);
+    if (compiles != NULL)
+        atomic_fetch_add(compiles, atomic_load(&compile.calls));
+    return outcome;
+}
+
+/* A first run of program: modules 1..count compiled, stored, listed. */
+static void first_run(const char *program, uint64_t count)
+{
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, program), ZC_OK);
+    for (uint64_t seed = 1; seed <= count; seed++)
+        cr_assert_eq(look_up(cache, seed, NULL), ZC_LOOKUP_COMPILED);
+    zc_cache_prefetch_save(cache);
+    zc_cache_close(cache);
+}
+
+static void entry_path(uint64_t seed, char *path, size_t size)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key key = t_key(seed);
+    zc_key_to_hex(&key, hex);
+    snprintf(path, size, "%s/cache/%c/%c/%s.l0_cache", scratch, hex[0], hex[1], hex);
+}
+
+static void remove_entry(uint64_t seed)
+{
+    char path[256];
+    entry_path(seed, path, sizeof path);
+    cr_assert_eq(unlink(path), 0, "%s: %s", path, strerror(errno));
+}
+
+/* The one .l0_usage file's path; false when there is none. */
+static bool usage_list_path(char *path, size_t size)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    DIR *stream = opendir(dir);
+    cr_assert_not_null(stream);
+    bool found = false;
+    for (struct dirent *entry; (entry = readdir(stream)) != NULL && !found;) {
+        size_t length = strlen(entry->d_name);
+        if (length > 9 && strcmp(entry->d_name + length - 9, ZC_USAGE_SUFFIX) == 0) {
+            snprintf(path, size, "%s/%s", dir, entry->d_name);
+            found = true;
+        }
+    }
+    closedir(stream);
+    return found;
+}
+
+static uint64_t disk_hits(zc_cache *cache)
+{
+    zc_cache_stats stats;
+    zc_cache_get_stats(cache, &stats);
+    return stats.disk_hits;
+}
+
+Test(prefetch, next_run_takes_listed_entries_as_disk_hits, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    char path[256];
+    cr_assert(usage_list_path(path, sizeof path), "the first run saved no list");
+
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+    zc_cache_prefetch_wait(cache);
+    /* Loaded already: taken from the prefetch even with the files gone. */
+    for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
+        remove_entry(seed);
+    atomic_int compiles = 0;
+    for (uint64_t seed = 1; seed <= KEY_COUNT - 1; seed++)
+        cr_assert_eq(look_up(cache, seed, &compiles), ZC_LOOKUP_DISK_HIT);
+    cr_assert_eq(atomic_load(&compiles), 0);
+    cr_assert_eq(disk_hits(cache), KEY_COUNT - 1,
+                 "a prefetched entry not asked for is not counted");
+    /* A second lookup is a memory hit, as after any disk hit. */
+    cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_MEMORY_HIT);
+    zc_cache_close(cache);
+}
+
+Test(prefetch, off_reads_the_disk_at_each_lookup, .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    zc_cache *cache = open_cache(false);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_ERR_DISABLED);
+    remove_entry(1);
+    atomic_int compiles = 0;
+    cr_assert_eq(look_up(cache, 1, &compiles), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(look_up(cache, 2, &compiles), ZC_LOOKUP_DISK_HIT);
+    cr_assert_eq(atomic_load(&compiles), 1);
+    zc_cache_close(cache);
+}
+
+Test(prefetch, another_programs_list_is_not_used, .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-b"), ZC_OK);
+    zc_cache_prefetch_wait(cache);
+    remove_entry(1);
+    atomic_int compiles = 0;
+    cr_assert_eq(look_up(cache, 1, &compiles), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(atomic_load(&compiles), 1);
+    zc_cache_close(cache);
+}
+
+/* The list renamed to another program's name names the other program in
+ * its sealed header: refused. */
+Test(prefetch, list_under_another_programs_name_is_refused, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-b"), ZC_OK);
+    zc_cache_prefetch_save(cache); /* nothing used: nothing written */
+    zc_cache_close(cache);
+    char path_a[256], path_b[300];
+    cr_assert(usage_list_path(path_a, sizeof path_a));
+    uint8_t id[32];
+    cr_assert(zc_sha256_digest("program-b", strlen("program-b"), id));
+    zc_key as_key;
+    memcpy(as_key.bytes, id, sizeof id);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&as_key, hex);
+    snprintf(path_b, sizeof path_b, "%s/cache/%s%s", scratch, hex, ZC_USAGE_SUFFIX);
+    cr_assert_eq(rename(path_a, path_b), 0);
+
+    cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-b"), ZC_OK);
+    zc_cache_prefetch_wait(cache);
+    remove_entry(1);
+    cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_COMPILED);
+    zc_cache_close(cache);
+}
+
+/* Every byte of the list flipped in turn, and the list cut: each damaged
+ * list is ignored and every lookup still gives the right bytes. */
+Test(prefetch, damaged_list_is_ignored, .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", 2);
+    char path[256];
+    cr_assert(usage_list_path(path, sizeof path));
+    size_t size;
+    uint8_t *good = t_read_bytes(path, &size);
+    for (size_t at = 0; at <= size; at++) {
+        FILE *file = fopen(path, "wb");
+        cr_assert_not_null(file);
+        if (at < size) {
+            good[at] ^= 0x20;
+            cr_assert_eq(fwrite(good, 1, size, file), size);
+            good[at] ^= 0x20;
+        } else {
+            cr_assert_eq(fwrite(good, 1, size / 2, file), size / 2);
+        }
+        fclose(file);
+        zc_cache *cache = open_cache(true);
+        cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+        zc_cache_prefetch_wait(cache);
+        remove_entry(1);
+        cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_COMPILED, "byte %zu flipped: used", at);
+        cr_assert_eq(look_up(cache, 2, NULL), ZC_LOOKUP_DISK_HIT);
+        zc_cache_close(cache); /* not saved: the list stays damaged for the next round */
+    }
+    free(good);
+}
+
+/* An entry damaged after the list was saved: the prefetch's load refuses
+ * it as any disk load does, and the lookup compiles. */
+Test(prefetch, entry_damaged_since_is_compiled_again, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    char path[256];
+    entry_path(3, path, sizeof path);
+    FILE *file = fopen(path, "r+b");
+    cr_assert_not_null(file);
+    fseek(file, -5, SEEK_END);
+    fputc(0x5a, file);
+    fclose(file);
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+    atomic_int compiles = 0;
+    for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
+        cr_assert_eq(look_up(cache, seed, &compiles),
+                     seed == 3 ? ZC_LOOKUP_COMPILED : ZC_LOOKUP_DISK_HIT);
+    cr_assert_eq(atomic_load(&compiles), 1);
+    zc_cache_close(cache);
+}
+
+/* The list follows the last run: a run that used other modules replaces it. */
+Test(prefetch, list_follows_the_last_run, .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+    cr_assert_eq(look_up(cache, 100, NULL), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(look_up(cache, 2, NULL), ZC_LOOKUP_DISK_HIT);
+    zc_cache_prefetch_save(cache);
+    zc_cache_close(cache);
+    zc_key listed[ZC_USAGE_LIST_MAX];
+    size_t count = 0;
+    zc_config config;
+    memset(&config, 0, sizeof config);
+    snprintf(config.dir, sizeof config.dir, "%s/cache", scratch);
+    config.persistent = true;
+    zc_disk_tier *disk = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, &disk), ZC_OK);
+    uint8_t id[32];
+    cr_assert(zc_sha256_digest("program-a", strlen("program-a"), id));
+    cr_assert_eq(zc_disk_tier_read_usage(disk, id, listed, &count), ZC_OK);
+    zc_disk_tier_close(disk);
+    cr_assert_eq(count, 2);
+    zc_key first = t_key(100), second = t_key(2);
+    cr_assert(zc_key_equal(&listed[0], &first), "in the order of first use");
+    cr_assert(zc_key_equal(&listed[1], &second));
+}
+
+/* Forked while the thread loads: the child has no thread, and its lookups
+ * of entries being loaded in the parent do not wait for it. */
+Test(prefetch, child_forked_while_loading_looks_up_alone, .init = scratch_create,
+     .fini = scratch_remove, .timeout = 120)
+{
+    first_run("program-a", MANY_KEYS);
+    for (int round = 0; round < 5; round++) {
+        zc_cache *cache = open_cache(true);
+        cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+        pid_t child = fork();
+        cr_assert_neq(child, -1);
+        if (child == 0) {
+            for (uint64_t seed = MANY_KEYS; seed >= 1; seed--)
+                if (look_up(cache, seed, NULL) != ZC_LOOKUP_DISK_HIT)
+                    _exit(2);
+            _exit(0);
+        }
+        int status = 0;
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        zc_cache_prefetch_wait(cache);
+        zc_cache_close(cache);
+    }
+}
