@@ -28,7 +28,8 @@
 #
 # COLD_REPS (default 3), WARM_REPS (5) and REPEAT (passes for (e), 9) can be
 # set in the environment; KERNELS names another directory of .spv modules (say,
-# kernels kept outside the repository, for a held-out check).
+# kernels kept outside the repository, for a held-out check), KEEP a directory
+# to keep every run's output in.
 set -euo pipefail
 
 build=$(cd "${1:-build}" && pwd)
@@ -45,7 +46,8 @@ repeat=${REPEAT:-9}
 module_count=$(find "$kernels" -name '*.spv' | wc -l)
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# KEEP=DIR keeps every run's output (DIR/out) for a closer look.
+trap '[[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp -r "$work/out" "$KEEP"; rm -rf "$work"' EXIT
 mkdir "$work/out" "$work/native" "$work/driver-cache"
 
 source "$(dirname "$0")/../scripts/pretend-device.sh"
@@ -176,7 +178,11 @@ echo "/ median of the runs; 1st-mod: one-time cost a process pays on its first m
 echo "/ floor: in-process rows against the in-process floor ((e): the paired one, in the same"
 echo "process and passes: native creates through the layer bypass it); bytes: all files of the driver's"
 echo "cache directory, the layer's .l0_cache files (its whole directory: $layer_dir_bytes)"
-echo "layer's own one-time cost: $(awk -v d="$layer_once" -v f="$floor_once" \
+echo "start-up, zeInit through zeContextCreate (median ms, where the layer's one-time work is done):
+  driver cache $(cat "$work"/out/b.* | awk '$1 == "start" { print $2 }' | median), layer \
+$(cat "$work"/out/d.* | awk '$1 == "start" { print $2 }' | median), floor \
+$(cat "$work"/out/floor.* | awk '$1 == "start" { print $2 }' | median)
+layer's own one-time cost: $(awk -v d="$layer_once" -v f="$floor_once" \
   'BEGIN { printf "%.3f", d - f }') ms per process (1st-mod of (d) minus the floor's)"
 echo "layer check run: $check"
 c0_total=$(awk '$1 == "total" { print $3 }' "$work/out/c.0")

@@ -47,6 +47,7 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     if (!zcl_layer.options.cache)
         return;
     start_cache();
+    zcl_prefetch_start();
     pthread_atfork(NULL, NULL, zero_counters_in_child);
 }
 

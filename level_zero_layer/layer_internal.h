@@ -278,6 +278,10 @@ size_t zcl_native_check_spare_size(void);
  * before the first hit needs it. */
 void zcl_native_check_reserve(size_t size);
 
+/* ---- layer_prefetch.c: loading this program's entries from zeInit on ---- */
+
+void zcl_prefetch_start(void);
+
 /* ---- layer_warm_up.c: the process's one-time costs, at its first context ---- */
 
 ze_result_t ZE_APICALL zcl_context_create(ze_driver_handle_t driver, const ze_context_desc_t *desc,

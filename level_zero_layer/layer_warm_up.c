@@ -10,12 +10,6 @@
  * taken at the first module: an application may set it after this call.
  * Everything done here is also done lazily by the hit path, so a failure
  * here changes nothing but when the work is done. */
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
-#include <string.h>
-#include <unistd.h>
-
 #include "layer_internal.h"
 
 /* The native check's buffer is made this large up front: larger than the
@@ -44,41 +38,10 @@ static void describe_devices(ze_driver_handle_t driver)
         (void)zcl_device_info_get(devices[i]);
 }
 
-/* What names this program for its usage list: the executable and its first
- * argument (the script, for an interpreter). Empty when unknown. */
-static void program_name(char *name, size_t size)
-{
-    char arguments[4096];
-    ssize_t length = readlink("/proc/self/exe", name, size - 1);
-    int fd = length > 0 ? open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC) : -1;
-    ssize_t got = fd >= 0 ? read(fd, arguments, sizeof arguments - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (length <= 0 || got < 0) {
-        name[0] = '\0';
-        return;
-    }
-    arguments[got] = '\0';
-    /* NUL-separated: argv[1] follows argv[0]'s NUL, when there is one. */
-    size_t first_end = strlen(arguments);
-    const char *first = (ssize_t)first_end < got ? arguments + first_end + 1 : "";
-    snprintf(name + length, size - (size_t)length, "\n%s", first);
-}
-
-static void start_prefetch(void)
-{
-    char name[PATH_MAX + 4096];
-    program_name(name, sizeof name);
-    if (name[0] != '\0')
-        (void)zc_cache_prefetch_start(zcl_layer.cache, name);
-}
-
 static void warm_up(void)
 {
     if (zcl_compiler_identity_get() == NULL)
         return; /* no hits in this process: nothing to prepare */
-    /* First, so the loading thread starts while the rest is done here. */
-    start_prefetch();
     describe_devices(atomic_load(&warm_up_driver));
     zc_cache_prepare_thread(zcl_layer.cache);
     zcl_native_check_reserve(WARM_UP_SPARE_BYTES);

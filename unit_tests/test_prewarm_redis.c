@@ -80,9 +80,12 @@ Test(prewarm_redis, two_nodes_prewarming_at_once_build_each_module_once)
     start_prewarm(&b, in_scratch("node_b"), "node_b");
     int built_a, present_a, built_b, present_b;
     finish_prewarm(&a, &built_a, &present_a);
+    static char out_a[sizeof run.out];
+    memcpy(out_a, run.out, sizeof out_a);
     finish_prewarm(&b, &built_b, &present_b);
-    cr_assert_eq(built_a + built_b, MODULE_COUNT, "built %d + %d: a module was built twice",
-                 built_a, built_b);
+    cr_assert_eq(built_a + built_b, MODULE_COUNT,
+                 "built %d + %d: a module was built twice or not at all\nnode A:\n%s\nnode B:\n%s",
+                 built_a, built_b, out_a, run.out);
     cr_assert_eq(present_a + present_b, MODULE_COUNT);
 
     char node_c[PATH_MAX + 32], library[PATH_MAX + 64];

@@ -41,6 +41,9 @@ struct zc_prefetch {
      * there on, so that a run asking in another order (or skipping modules)
      * still finds the thread ahead of it. */
     size_t follow;
+    /* For the line logged at exit: lookups that found their entry loaded,
+     * that waited for it, and that loaded it themselves (not reached yet). */
+    size_t found_ready, found_loading, found_queued;
     zc_key used[ZC_USAGE_LIST_MAX];
     size_t used_count;
 };
@@ -204,6 +207,12 @@ zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact
     prefetch_slot *slot = slot_of(prefetch, key);
     if (slot != NULL)
         prefetch->follow = (size_t)(slot - prefetch->slots) + 1;
+    if (slot != NULL && slot->state == SLOT_READY)
+        prefetch->found_ready++;
+    else if (slot != NULL && slot->state == SLOT_LOADING)
+        prefetch->found_loading++;
+    else if (slot != NULL && slot->state == SLOT_QUEUED)
+        prefetch->found_queued++;
     while (slot != NULL && slot->state == SLOT_LOADING)
         pthread_cond_wait(&prefetch->changed, &prefetch->lock);
     zc_status status = ZC_MISS;
@@ -279,6 +288,10 @@ void zc_prefetch_save(zc_prefetch *prefetch)
     /* At exit: written under the lock, since later uses (other threads may
      * still run) would change the list while it is written. */
     pthread_mutex_lock(&prefetch->lock);
+    zc_log_info("prefetch: of %zu entries listed, %zu were loaded when asked for, %zu were being "
+                "loaded, %zu were not reached yet",
+                prefetch->slot_count, prefetch->found_ready, prefetch->found_loading,
+                prefetch->found_queued);
     size_t count = prefetch->used_count;
     if (count > 0 && !same_as_listed(prefetch) &&
         zc_disk_tier_write_usage(prefetch->disk, prefetch->program, prefetch->used, count) == ZC_OK)
