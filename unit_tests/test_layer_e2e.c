@@ -445,3 +445,32 @@ Test(e2e, compiler_found_through_ld_so_conf_d_misses_when_its_mtime_changes)
     assert_lookups(1, 0, 0);
     cr_assert_eq(entries_in(sc.cache), 2);
 }
+
+/* The warm process's lookup is served by the prefetch from zeInit on, with
+ * the binary the compile gave; a damaged usage list is ignored; with
+ * NEO_CACHE_PREFETCH=0 nothing is listed or loaded ahead. */
+Test(e2e, warm_process_prefetches_its_programs_entries)
+{
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("cold.bin")));
+    assert_lookups(1, 0, 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("warm.bin")));
+    assert_lookups(0, 1, 0);
+    cr_assert_eq(count_of(run.err, "prefetch: 1 entries listed from this program's last run"), 1,
+                 "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, "prefetch: of 1 entries listed, "), 1, "stderr: %s", run.err);
+    assert_same_file(in_scratch("cold.bin"), in_scratch("warm.bin"));
+
+    char command[2 * PATH_MAX];
+    snprintf(command, sizeof command, "for f in '%s'/*.l0_usage; do printf 'junk' > \"$f\"; done",
+             sc.cache);
+    cr_assert_eq(system(command), 0);
+    probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("after.bin")));
+    assert_module_works("saxpy");
+    assert_lookups(0, 1, 0);
+    cr_assert_eq(count_of(run.err, "ignoring usage list"), 1, "stderr: %s", run.err);
+    assert_same_file(in_scratch("cold.bin"), in_scratch("after.bin"));
+
+    probe_run(true, ENV("NEO_CACHE_PREFETCH=0"), ARGS("--spirv", SAXPY));
+    assert_lookups(0, 1, 0);
+    cr_assert_eq(count_of(run.err, "prefetch:"), 0, "stderr: %s", run.err);
+}

@@ -41,20 +41,25 @@ static void scratch_remove(void)
     cr_assert_eq(system(command), 0);
 }
 
-static zc_cache *open_cache(bool prefetch)
+static zc_cache *open_cache_with_memory(bool prefetch, uint64_t memory_size)
 {
     zc_config config;
     memset(&config, 0, sizeof config);
     config.persistent = true;
     snprintf(config.dir, sizeof config.dir, "%s/cache", scratch);
     config.max_size = ZC_DEFAULT_MAX_SIZE;
-    config.memory_size = 64 << 20;
+    config.memory_size = memory_size;
     config.compression_level = 3;
     config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
     config.prefetch = prefetch;
     zc_cache *cache = NULL;
     cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
+}
+
+static zc_cache *open_cache(bool prefetch)
+{
+    return open_cache_with_memory(prefetch, 64 << 20);
 }
 
 typedef struct counted_compile {
@@ -254,6 +259,28 @@ Test(prefetch, damaged_list_is_ignored, .init = scratch_create, .fini = scratch_
         zc_cache_close(cache); /* not saved: the list stays damaged for the next round */
     }
     free(good);
+}
+
+/* Entries loaded ahead hold at most a quarter of the memory budget: here,
+ * room for one. The thread waits with one loaded; once the files are gone,
+ * only that one is a hit, and the thread, going on after it was taken,
+ * finds the next one gone too. */
+Test(prefetch, entries_loaded_ahead_stay_within_the_budget, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    zc_cache *cache = open_cache_with_memory(true, 4 * (ARTIFACT_SIZE - 1000));
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
+    zc_cache_prefetch_wait(cache);
+    for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
+        remove_entry(seed);
+    atomic_int compiles = 0;
+    cr_assert_eq(look_up(cache, 1, &compiles), ZC_LOOKUP_DISK_HIT);
+    for (uint64_t seed = 2; seed <= KEY_COUNT; seed++)
+        cr_assert_eq(look_up(cache, seed, &compiles), ZC_LOOKUP_COMPILED, "module %llu",
+                     (unsigned long long)seed);
+    cr_assert_eq(atomic_load(&compiles), KEY_COUNT - 1);
+    zc_cache_close(cache);
 }
 
 /* An entry damaged after the list was saved: the prefetch's load refuses

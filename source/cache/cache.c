@@ -35,7 +35,7 @@ struct zc_cache {
     uint64_t remote_min_compile_ns; /* admission: faster compiles stay out of the remotes */
     zc_cache_counters counters;
     bool prefetch_on;       /* NEO_CACHE_PREFETCH */
-    size_t prefetch_budget; /* what prefetched entries may hold: the memory tier's budget */
+    size_t prefetch_budget; /* what prefetched entries not taken yet may hold */
     zc_prefetch *prefetch;  /* NULL until zc_cache_prefetch_start */
     /* Serialises merges into the stats file, and guards merged: what the
      * counters were at the last merge that succeeded. */
@@ -96,7 +96,10 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
     cache->max_payload = config->max_size;
     cache->compression_level = config->compression_level;
     cache->prefetch_on = config->prefetch;
-    cache->prefetch_budget = (size_t)config->memory_size;
+    /* A quarter of the memory tier's: entries a run never asks for (its
+     * program changed) are held until exit, and a thread that has filled it
+     * goes on as the application takes what it loaded. */
+    cache->prefetch_budget = (size_t)(config->memory_size / 4);
     cache->wait_timeout_ms = config->wait_timeout_ms;
     /* At most 24 h in milliseconds (config.c): the product fits. */
     cache->remote_min_compile_ns = config->remote_min_compile_ms * UINT64_C(1000000);
