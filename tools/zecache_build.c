@@ -207,7 +207,11 @@ int main(void)
 {
     static build_context build;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!set_up_report_pipe(&build) || !open_devices(&build)) {
+    /* It builds the modules that are missing: there is nothing to load ahead,
+     * and a list left by another prewarm's helper would only cost reads. Set
+     * before zeInit, where the layer reads it. */
+    if (setenv("NEO_CACHE_PREFETCH", "0", 1) != 0 || !set_up_report_pipe(&build) ||
+        !open_devices(&build)) {
         fprintf(stderr, "zecache-build: no Level Zero device could be opened\n");
         return 1;
     }

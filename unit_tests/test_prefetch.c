@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +44,10 @@ static void scratch_remove(void)
 
 static zc_cache *open_cache_with_memory(bool prefetch, uint64_t memory_size)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s/cache", scratch);
-    config.max_size = ZC_DEFAULT_MAX_SIZE;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
     config.memory_size = memory_size;
-    config.compression_level = 3;
     config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
     config.prefetch = prefetch;
     zc_cache *cache = NULL;
@@ -60,6 +58,15 @@ static zc_cache *open_cache_with_memory(bool prefetch, uint64_t memory_size)
 static zc_cache *open_cache(bool prefetch)
 {
     return open_cache_with_memory(prefetch, 64 << 20);
+}
+
+/* A cache whose prefetch of program's list has loaded what it will. */
+static zc_cache *open_prefetched(const char *program, uint64_t memory_size)
+{
+    zc_cache *cache = open_cache_with_memory(true, memory_size);
+    cr_assert_eq(zc_cache_prefetch_start(cache, program), ZC_OK);
+    zc_cache_prefetch_wait(cache);
+    return cache;
 }
 
 typedef struct counted_compile {
@@ -158,9 +165,7 @@ Test(prefetch, next_run_takes_listed_entries_as_disk_hits, .init = scratch_creat
     char path[256];
     cr_assert(usage_list_path(path, sizeof path), "the first run saved no list");
 
-    zc_cache *cache = open_cache(true);
-    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
-    zc_cache_prefetch_wait(cache);
+    zc_cache *cache = open_prefetched("program-a", 64 << 20);
     /* Loaded already: taken from the prefetch even with the files gone. */
     for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
         remove_entry(seed);
@@ -191,9 +196,7 @@ Test(prefetch, off_reads_the_disk_at_each_lookup, .init = scratch_create, .fini 
 Test(prefetch, another_programs_list_is_not_used, .init = scratch_create, .fini = scratch_remove)
 {
     first_run("program-a", KEY_COUNT);
-    zc_cache *cache = open_cache(true);
-    cr_assert_eq(zc_cache_prefetch_start(cache, "program-b"), ZC_OK);
-    zc_cache_prefetch_wait(cache);
+    zc_cache *cache = open_prefetched("program-b", 64 << 20);
     remove_entry(1);
     atomic_int compiles = 0;
     cr_assert_eq(look_up(cache, 1, &compiles), ZC_LOOKUP_COMPILED);
@@ -222,9 +225,7 @@ Test(prefetch, list_under_another_programs_name_is_refused, .init = scratch_crea
     snprintf(path_b, sizeof path_b, "%s/cache/%s%s", scratch, hex, ZC_USAGE_SUFFIX);
     cr_assert_eq(rename(path_a, path_b), 0);
 
-    cache = open_cache(true);
-    cr_assert_eq(zc_cache_prefetch_start(cache, "program-b"), ZC_OK);
-    zc_cache_prefetch_wait(cache);
+    cache = open_prefetched("program-b", 64 << 20);
     remove_entry(1);
     cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_COMPILED);
     zc_cache_close(cache);
@@ -250,9 +251,7 @@ Test(prefetch, damaged_list_is_ignored, .init = scratch_create, .fini = scratch_
             cr_assert_eq(fwrite(good, 1, size / 2, file), size / 2);
         }
         fclose(file);
-        zc_cache *cache = open_cache(true);
-        cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
-        zc_cache_prefetch_wait(cache);
+        zc_cache *cache = open_prefetched("program-a", 64 << 20);
         remove_entry(1);
         cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_COMPILED, "byte %zu flipped: used", at);
         cr_assert_eq(look_up(cache, 2, NULL), ZC_LOOKUP_DISK_HIT);
@@ -269,9 +268,7 @@ Test(prefetch, entries_loaded_ahead_stay_within_the_budget, .init = scratch_crea
      .fini = scratch_remove)
 {
     first_run("program-a", KEY_COUNT);
-    zc_cache *cache = open_cache_with_memory(true, 4 * (ARTIFACT_SIZE - 1000));
-    cr_assert_eq(zc_cache_prefetch_start(cache, "program-a"), ZC_OK);
-    zc_cache_prefetch_wait(cache);
+    zc_cache *cache = open_prefetched("program-a", 4 * (ARTIFACT_SIZE - 1000));
     for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
         remove_entry(seed);
     atomic_int compiles = 0;

@@ -5,8 +5,10 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -275,5 +277,27 @@ zc_status zc_disk_publish(zc_disk_tier *tier, const void *data, size_t size, int
     }
     if (status != ZC_OK && tier->ops->unlinkat(tier->dir_fd, temp, 0) != 0)
         zc_disk_log_errno("cannot remove", temp, errno);
+    return status;
+}
+
+zc_status zc_disk_read_small_file(zc_disk_tier *tier, int dir_fd, const char *name,
+                                  uint64_t max_size, uint8_t **data, size_t *size)
+{
+    *data = NULL;
+    int fd = tier->ops->openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    struct stat st;
+    zc_status status = ZC_ERR_IO;
+    if (tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max_size) {
+        *data = malloc((size_t)st.st_size + 1);
+        status = *data != NULL ? zc_disk_pread_upto(tier->ops, fd, *data, (size_t)st.st_size, size)
+                               : ZC_ERR_NOMEM;
+    }
+    tier->ops->close(fd);
+    if (status != ZC_OK) {
+        free(*data);
+        *data = NULL;
+    }
     return status;
 }

@@ -95,6 +95,11 @@ int zc_disk_open_parent(zc_disk_tier *tier, const char *rel, const char **name);
 zc_status zc_disk_publish(zc_disk_tier *tier, const void *data, size_t size, int parent_fd,
                           const char *name);
 void zc_disk_log_errno(const char *action, const char *path, int err);
+/* name in dir_fd, whole, into a new buffer (one spare byte): ZC_MISS when
+ * absent, ZC_ERR_IO when it is no regular file of at most max_size bytes or
+ * cannot be read. */
+zc_status zc_disk_read_small_file(zc_disk_tier *tier, int dir_fd, const char *name,
+                                  uint64_t max_size, uint8_t **data, size_t *size);
 
 /* ---- disk_accounting.c ---- */
 

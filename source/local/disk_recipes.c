@@ -16,6 +16,9 @@
 #define BLOB_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_SUFFIX)
 #define RECIPE_NAME_SIZE (2 * ZC_KEY_SIZE + sizeof ZC_RECIPE_SUFFIX)
 
+/* The largest recorded input's file. */
+#define SEALED_FILE_MAX (ZC_SEALED_MAX_CONTENT + ZC_SEALED_HEADER_SIZE)
+
 static void blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE],
                        char name[BLOB_NAME_SIZE])
 {
@@ -41,29 +44,6 @@ static zc_status file_present(zc_disk_tier *tier, int dir_fd, const char *name)
     if (tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return S_ISREG(st.st_mode) ? ZC_OK : ZC_ERR_IO;
     return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
-}
-
-static zc_status read_small_file(zc_disk_tier *tier, int dir_fd, const char *name, uint8_t **data,
-                                 size_t *size)
-{
-    *data = NULL;
-    int fd = tier->ops->openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0)
-        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
-    struct stat st;
-    zc_status status = ZC_ERR_IO;
-    if (tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        (uint64_t)st.st_size <= ZC_SEALED_MAX_CONTENT + ZC_SEALED_HEADER_SIZE) {
-        *data = malloc((size_t)st.st_size + 1);
-        status = *data != NULL ? zc_disk_pread_upto(tier->ops, fd, *data, (size_t)st.st_size, size)
-                               : ZC_ERR_NOMEM;
-    }
-    tier->ops->close(fd);
-    if (status != ZC_OK) {
-        free(*data);
-        *data = NULL;
-    }
-    return status;
 }
 
 /* ---- recording ---- */
@@ -200,7 +180,7 @@ static zc_status read_file_in(zc_disk_tier *tier, const char *dir, const char *n
     int dir_fd = zc_disk_open_dir(tier, dir, false);
     if (dir_fd < 0)
         return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
-    zc_status status = read_small_file(tier, dir_fd, name, data, size);
+    zc_status status = zc_disk_read_small_file(tier, dir_fd, name, SEALED_FILE_MAX, data, size);
     tier->ops->close(dir_fd);
     return status;
 }
@@ -277,7 +257,8 @@ static int note_recipe(void *context, const zc_scan_item *item)
     size_t size = 0;
     zc_recipe recipe;
     char reason[160] = "";
-    zc_status status = read_small_file(census->tier, item->dir_fd, item->name, &data, &size);
+    zc_status status = zc_disk_read_small_file(census->tier, item->dir_fd, item->name,
+                                               SEALED_FILE_MAX, &data, &size);
     if (status == ZC_OK)
         status = zc_recipe_decode(data, size, NULL, &recipe, reason, sizeof reason);
     free(data);

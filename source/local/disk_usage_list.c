@@ -1,11 +1,9 @@
 /* Programs' usage lists on the disk tier (disk_usage_list.h). */
 #include "zecache/disk_usage_list.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "disk_internal.h"
 #include "zecache/log.h"
@@ -22,30 +20,6 @@ static void usage_name_of(const uint8_t program[32], char name[USAGE_NAME_SIZE])
     snprintf(name, USAGE_NAME_SIZE, "%s%s", hex, ZC_USAGE_SUFFIX);
 }
 
-/* The file as stored: ZC_MISS when absent or not a regular file of a
- * plausible size. */
-static zc_status read_usage_file(zc_disk_tier *tier, const char *name, uint8_t **data, size_t *size)
-{
-    *data = NULL;
-    int fd = tier->ops->openat(tier->dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    if (fd < 0)
-        return ZC_MISS;
-    struct stat st;
-    zc_status status = ZC_MISS;
-    uint64_t largest = ZC_SEALED_HEADER_SIZE + 2 * (uint64_t)ZC_USAGE_LIST_MAX * ZC_KEY_SIZE;
-    if (tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= largest) {
-        *data = malloc((size_t)st.st_size + 1);
-        status = *data != NULL ? zc_disk_pread_upto(tier->ops, fd, *data, (size_t)st.st_size, size)
-                               : ZC_ERR_NOMEM;
-    }
-    tier->ops->close(fd);
-    if (status != ZC_OK) {
-        free(*data);
-        *data = NULL;
-    }
-    return status;
-}
-
 zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32], zc_key *keys,
                                   size_t *count)
 {
@@ -56,7 +30,8 @@ zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32],
     usage_name_of(program, name);
     uint8_t *data = NULL, *content = NULL;
     size_t size = 0, content_size = 0;
-    zc_status status = read_usage_file(tier, name, &data, &size);
+    uint64_t largest = ZC_SEALED_HEADER_SIZE + 2 * (uint64_t)ZC_USAGE_LIST_MAX * ZC_KEY_SIZE;
+    zc_status status = zc_disk_read_small_file(tier, tier->dir_fd, name, largest, &data, &size);
     if (status != ZC_OK)
         return status == ZC_ERR_NOMEM ? status : ZC_MISS;
     char reason[160] = "";
