@@ -11,6 +11,7 @@
  * Everything done here is also done lazily by the hit path, so a failure
  * here changes nothing but when the work is done. */
 #include "layer_internal.h"
+#include "zecache/environment.h"
 
 /* The native check's buffer is made this large up front: larger than the
  * native binaries of most single kernels, small enough to keep for the
@@ -44,6 +45,7 @@ static void warm_up(void)
         return; /* no hits in this process: nothing to prepare */
     describe_devices(atomic_load(&warm_up_driver));
     zc_cache_prepare_thread(zcl_layer.cache);
+    zc_environment_rehearse_compiler_part();
     zcl_native_check_reserve(WARM_UP_SPARE_BYTES);
 }
 

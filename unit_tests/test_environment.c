@@ -361,6 +361,22 @@ Test(environment, driver_part_taken_early_keeps_its_values)
               "the driver's part must be the one taken early, the compiler's the first key's");
 }
 
+/* The layer's warm-up rehearses the compiler's part at the first context:
+ * what is set between then and the first key is what the key holds. */
+Test(environment, rehearsal_takes_nothing)
+{
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key expected = fresh_key();
+    cr_assert_eq(unsetenv("IGC_ShaderDumpEnable"), 0);
+
+    zc_environment_forget();
+    zc_environment_rehearse_compiler_part();
+    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
+    zc_key late = key_now();
+    cr_assert(zc_key_equal(&expected, &late), "the rehearsal's values were kept");
+    cr_assert_eq(unsetenv("IGC_ShaderDumpEnable"), 0);
+}
+
 /* The driver reads igdrcl.config (newer drivers also neo.config) from the
  * working directory instead of the environment: its bytes count. */
 Test(environment, driver_settings_files_count)

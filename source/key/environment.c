@@ -302,6 +302,13 @@ void zc_environment_snapshot_driver(void)
     zc_environment_driver_part();
 }
 
+void zc_environment_rehearse_compiler_part(void)
+{
+    zc_environment_part rehearsal = {0};
+    take_compiler_part(&rehearsal);
+    part_free(&rehearsal);
+}
+
 void zc_environment_forget(void)
 {
     snapshot_slot *slots[] = {&driver_slot, &compiler_slot};
