@@ -65,7 +65,9 @@ static void unlock_in_parent(void)
 }
 
 /* The child has no loading thread: what it was loading, the child loads
- * itself. */
+ * itself. The condition variable is made anew: a copy may count a waiter
+ * (the thread, waiting for room) that the child does not have, and a
+ * broadcast would wait for it. */
 static void abandon_in_child(void)
 {
     if (active == NULL)
@@ -74,6 +76,7 @@ static void abandon_in_child(void)
     for (size_t i = 0; i < active->slot_count; i++)
         if (active->slots[i].state == SLOT_LOADING || active->slots[i].state == SLOT_QUEUED)
             active->slots[i].state = SLOT_DONE;
+    pthread_cond_init(&active->changed, NULL);
     pthread_mutex_unlock(&active->lock);
 }
 
