@@ -20,6 +20,7 @@
 #include "disk_test_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_usage_list.h"
+#include "zecache/sealed.h"
 #include "zecache/sha256.h"
 #include "zecache/stats.h"
 #include "test_support.h"
@@ -258,6 +259,40 @@ Test(prefetch, damaged_list_is_ignored, .init = scratch_create, .fini = scratch_
         zc_cache_close(cache); /* not saved: the list stays damaged for the next round */
     }
     free(good);
+}
+
+/* A list declaring more keys than a list may hold (a few hundred bytes of
+ * file, as zstd packs repeated keys) is refused before its content is
+ * decompressed, so a planted list cannot make every process allocate what
+ * it declares. */
+Test(prefetch, list_declaring_too_many_keys_is_refused, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-a", 1);
+    char path[256];
+    cr_assert(usage_list_path(path, sizeof path));
+    uint8_t id[32];
+    cr_assert(zc_sha256_digest("program-a", strlen("program-a"), id));
+    size_t content_size = (ZC_USAGE_LIST_MAX + 1) * ZC_KEY_SIZE;
+    zc_key *keys = calloc(ZC_USAGE_LIST_MAX + 1, sizeof *keys);
+    cr_assert_not_null(keys);
+    for (size_t i = 0; i <= ZC_USAGE_LIST_MAX; i++)
+        keys[i] = t_key(1);
+    uint8_t *sealed = NULL;
+    size_t sealed_size = 0;
+    cr_assert_eq(zc_sealed_encode(ZC_USAGE_MAGIC, id, keys, content_size, 3, &sealed, &sealed_size),
+                 ZC_OK);
+    free(keys);
+    FILE *file = fopen(path, "wb");
+    cr_assert_not_null(file);
+    cr_assert_eq(fwrite(sealed, 1, sealed_size, file), sealed_size);
+    fclose(file);
+    free(sealed);
+
+    zc_cache *cache = open_prefetched("program-a", 64 << 20);
+    remove_entry(1);
+    cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_COMPILED, "the oversized list was used");
+    zc_cache_close(cache);
 }
 
 /* Entries loaded ahead hold at most a quarter of the memory budget: here,

@@ -101,6 +101,32 @@ Test(recipes, every_damage_is_refused_with_a_reason)
     free(bytes);
 }
 
+/* The reader's bound is checked against the declared size before anything
+ * is allocated or decompressed: content one byte over it is refused with
+ * the reason, content at it is returned. */
+Test(recipes, a_container_over_the_readers_bound_is_refused)
+{
+    uint8_t id[32] = {7};
+    uint8_t content[1000] = {0};
+    uint8_t *sealed = NULL, *out = NULL;
+    size_t sealed_size = 0, out_size = 0;
+    cr_assert_eq(
+        zc_sealed_encode(ZC_RECIPE_MAGIC, id, content, sizeof content, 3, &sealed, &sealed_size),
+        ZC_OK);
+    char reason[128] = "";
+    cr_assert_eq(zc_sealed_decode(ZC_RECIPE_MAGIC, sealed, sealed_size, id, sizeof content - 1,
+                                  &out, &out_size, NULL, reason, sizeof reason),
+                 ZC_MISS);
+    cr_assert_null(out);
+    cr_assert_not_null(strstr(reason, "over the limit"), "%s", reason);
+    cr_assert_eq(zc_sealed_decode(ZC_RECIPE_MAGIC, sealed, sealed_size, id, sizeof content, &out,
+                                  &out_size, NULL, reason, sizeof reason),
+                 ZC_OK);
+    cr_assert_eq(out_size, sizeof content);
+    free(out);
+    free(sealed);
+}
+
 Test(recipes, a_spirv_blob_must_hold_the_content_its_name_says)
 {
     uint8_t sha_a[32], sha_b[32], *blob_b = NULL, *spirv = NULL;

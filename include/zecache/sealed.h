@@ -32,10 +32,14 @@ zc_status zc_sealed_encode(const char magic[ZC_SEALED_MAGIC_SIZE],
                            int compression_level, uint8_t **out, size_t *out_size);
 
 /* Checks everything (magic, version, sizes, header checksum, id when
- * expected_id is not NULL, zstd frame and content checksum) and returns the
- * content (malloc'd) and its id. ZC_MISS with a reason when anything is off. */
+ * expected_id is not NULL, a declared content size of at most max_content
+ * (and ZC_SEALED_MAX_CONTENT), zstd frame and content checksum) and returns
+ * the content (malloc'd) and its id. The size is checked before anything is
+ * allocated: a small file cannot make the reader allocate more than
+ * max_content. ZC_MISS with a reason when anything is off. */
 zc_status zc_sealed_decode(const char magic[ZC_SEALED_MAGIC_SIZE], const void *data, size_t size,
-                           const uint8_t *expected_id, uint8_t **content, size_t *content_size,
-                           uint8_t id[ZC_SEALED_ID_SIZE], char *reason, size_t reason_size);
+                           const uint8_t *expected_id, uint64_t max_content, uint8_t **content,
+                           size_t *content_size, uint8_t id[ZC_SEALED_ID_SIZE], char *reason,
+                           size_t reason_size);
 
 #endif

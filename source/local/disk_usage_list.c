@@ -35,10 +35,12 @@ zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32],
     if (status != ZC_OK)
         return status == ZC_ERR_NOMEM ? status : ZC_MISS;
     char reason[160] = "";
-    status = zc_sealed_decode(ZC_USAGE_MAGIC, data, size, program, &content, &content_size, NULL,
-                              reason, sizeof reason);
-    if (status == ZC_OK &&
-        (content_size % ZC_KEY_SIZE != 0 || content_size / ZC_KEY_SIZE > ZC_USAGE_LIST_MAX))
+    /* Bounded before decompressing: a planted list of a few KB could
+     * otherwise declare hundreds of MB, allocated inside zeInit. */
+    status = zc_sealed_decode(ZC_USAGE_MAGIC, data, size, program,
+                              (uint64_t)ZC_USAGE_LIST_MAX * ZC_KEY_SIZE, &content, &content_size,
+                              NULL, reason, sizeof reason);
+    if (status == ZC_OK && content_size % ZC_KEY_SIZE != 0)
         status = zc_explain(ZC_MISS, reason, sizeof reason, "%zu bytes are no list of keys",
                             content_size);
     if (status == ZC_OK) {

@@ -243,9 +243,9 @@ zc_status zc_recipe_decode(const void *data, size_t size, const zc_key *expected
     memset(out, 0, sizeof *out);
     uint8_t *content = NULL;
     size_t content_size = 0;
-    zc_status status =
-        zc_sealed_decode(ZC_RECIPE_MAGIC, data, size, expected != NULL ? expected->bytes : NULL,
-                         &content, &content_size, out->key.bytes, reason, reason_size);
+    zc_status status = zc_sealed_decode(
+        ZC_RECIPE_MAGIC, data, size, expected != NULL ? expected->bytes : NULL,
+        ZC_SEALED_MAX_CONTENT, &content, &content_size, out->key.bytes, reason, reason_size);
     if (status != ZC_OK)
         return status;
     reader r = {.at = content, .left = content_size};
@@ -281,8 +281,8 @@ zc_status zc_spirv_blob_decode(const void *data, size_t size, const uint8_t expe
                                uint8_t **spirv, size_t *spirv_size, char *reason,
                                size_t reason_size)
 {
-    zc_status status = zc_sealed_decode(ZC_SPIRV_MAGIC, data, size, expected, spirv, spirv_size,
-                                        NULL, reason, reason_size);
+    zc_status status = zc_sealed_decode(ZC_SPIRV_MAGIC, data, size, expected, ZC_SEALED_MAX_CONTENT,
+                                        spirv, spirv_size, NULL, reason, reason_size);
     uint8_t digest[32];
     if (status != ZC_OK)
         return status;

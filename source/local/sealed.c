@@ -71,7 +71,8 @@ zc_status zc_sealed_encode(const char magic[ZC_SEALED_MAGIC_SIZE],
 }
 
 static zc_status check_header(const char *magic, const uint8_t *bytes, size_t size,
-                              const uint8_t *expected_id, char *reason, size_t reason_size)
+                              const uint8_t *expected_id, uint64_t max_content, char *reason,
+                              size_t reason_size)
 {
     uint8_t checksum[CHECKSUM_SIZE];
     if (size < ZC_SEALED_HEADER_SIZE)
@@ -91,7 +92,8 @@ static zc_status check_header(const char *magic, const uint8_t *bytes, size_t si
         return zc_explain(ZC_MISS, reason, reason_size, "compressed size %llu but %zu bytes follow",
                           (unsigned long long)zc_get_le64(bytes + OFFSET_COMPRESSED_SIZE),
                           size - ZC_SEALED_HEADER_SIZE);
-    if (zc_get_le64(bytes + OFFSET_CONTENT_SIZE) > ZC_SEALED_MAX_CONTENT)
+    if (zc_get_le64(bytes + OFFSET_CONTENT_SIZE) > max_content ||
+        zc_get_le64(bytes + OFFSET_CONTENT_SIZE) > ZC_SEALED_MAX_CONTENT)
         return zc_explain(ZC_MISS, reason, reason_size, "content size over the limit");
     return ZC_OK;
 }
@@ -120,11 +122,13 @@ static zc_status decompress_frame(const uint8_t *frame, size_t frame_size, size_
 }
 
 zc_status zc_sealed_decode(const char magic[ZC_SEALED_MAGIC_SIZE], const void *data, size_t size,
-                           const uint8_t *expected_id, uint8_t **content, size_t *content_size,
-                           uint8_t id[ZC_SEALED_ID_SIZE], char *reason, size_t reason_size)
+                           const uint8_t *expected_id, uint64_t max_content, uint8_t **content,
+                           size_t *content_size, uint8_t id[ZC_SEALED_ID_SIZE], char *reason,
+                           size_t reason_size)
 {
     const uint8_t *bytes = data;
-    zc_status status = check_header(magic, bytes, size, expected_id, reason, reason_size);
+    zc_status status =
+        check_header(magic, bytes, size, expected_id, max_content, reason, reason_size);
     if (status != ZC_OK)
         return status;
     size_t declared = (size_t)zc_get_le64(bytes + OFFSET_CONTENT_SIZE);
