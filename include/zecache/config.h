@@ -64,7 +64,7 @@ typedef struct zc_config {
                            SPIR-V, flags, constants, device) beside it, recipe.h */
     zc_config_source record_inputs_source;
     bool prefetch; /* NEO_CACHE_PREFETCH: load the entries a program's last run used, in
-                      the background, from its first context on (cache.h) */
+                      the background, from zeInit on (cache.h) */
     zc_config_source prefetch_source;
     zc_config_source persistent_source, dir_source, max_size_source, memory_size_source,
         compression_level_source;

@@ -80,8 +80,9 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
                           uint64_t max_payload, zc_artifact **out, char *reason,
                           size_t reason_size);
 
-/* Creates the calling thread's decompression context, which zc_entry_decode
- * otherwise creates at the thread's first entry. */
+/* Encodes and decodes a small entry on the calling thread: its decompression
+ * context is made, and the decoder's and SHA-256's code and tables are
+ * faulted in, which the thread's first real entry would otherwise pay for. */
 void zc_entry_prepare_thread(void);
 
 /* Sets ZC_ENTRY_FLAG_SIGNED (and the header checksum) in an encoded entry
