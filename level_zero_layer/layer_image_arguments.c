@@ -30,8 +30,7 @@ bool zcl_image_modules_add(ze_module_handle_t module, zcl_image_kernels *kernels
 {
     if (zcl_handle_map_put(&image_modules, module, (uintptr_t)kernels))
         return true;
-    zcl_image_kernels_free(kernels);
-    free(kernels);
+    zcl_image_kernels_destroy(kernels);
     return false;
 }
 
@@ -40,9 +39,7 @@ void zcl_image_modules_remove(ze_module_handle_t module)
     uintptr_t value;
     if (!zcl_handle_map_take(&image_modules, module, &value))
         return;
-    zcl_image_kernels *kernels = (zcl_image_kernels *)value;
-    zcl_image_kernels_free(kernels);
-    free(kernels);
+    zcl_image_kernels_destroy((zcl_image_kernels *)value);
 }
 
 /* Handles are reused once freed: a new handle replaces whatever a handle of

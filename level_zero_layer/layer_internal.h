@@ -223,6 +223,8 @@ zcl_spirv_images zcl_spirv_image_kernels(const void *spirv, size_t size,
 uint64_t zcl_image_kernels_arguments_of(const zcl_image_kernels *kernels, const char *name);
 /* Frees what kernels holds (not kernels itself). */
 void zcl_image_kernels_free(zcl_image_kernels *kernels);
+/* Frees kernels (malloc'd) with what it holds; NULL does nothing. */
+void zcl_image_kernels_destroy(zcl_image_kernels *kernels);
 
 /* ---- layer_module_key.c ---- */
 
@@ -256,9 +258,9 @@ void zcl_report_outcome(const char *outcome, const zc_key *key);
 
 /* layer_module_parity.c: false, with the reason in detail, for a module
  * whose hit (a module made from its native binary) the application could
- * tell apart from the driver's compile. *has_images tells whether a hit must
- * answer for image arguments. */
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
+ * tell apart from the driver's compile. *kernels is NULL, or (malloc'd) the
+ * kernels with image arguments a hit must answer for. */
+bool zcl_hit_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels, char *detail,
                           size_t detail_size);
 /* The kernels with image arguments of every SPIR-V input of desc, added to
  * kernels (NULL: only ask). */

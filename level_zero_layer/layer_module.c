@@ -22,7 +22,7 @@ typedef struct driver_compile {
     ze_module_handle_t *module;            /* the application's */
     ze_module_build_log_handle_t *app_log; /* the application's, or NULL */
     ze_module_build_log_handle_t own_log;  /* used when the application wants none */
-    bool has_images;                       /* a hit must answer for image arguments */
+    zcl_image_kernels *image_kernels;      /* a hit must answer for these; owned */
     bool ran;
     ze_result_t result;
     /* Compiled while the compiler turned out not to be the one keyed: stored
@@ -152,26 +152,18 @@ typedef enum hit_outcome {
 /* Remembers what the hit must answer as the compile would: failed lookups
  * (layer_symbol_lookups.c) and image arguments (layer_image_arguments.c).
  * False when memory runs out. */
-static bool remember_hit(const driver_compile *compile, ze_module_handle_t created,
+static bool remember_hit(driver_compile *compile, ze_module_handle_t created,
                          const char *build_flags)
 {
     unsigned lookups = zcl_hit_lookup_flags(compile->device_info, build_flags);
     if (lookups != ZCL_HIT_LOOKUPS_AS_NATIVE && !zcl_hit_modules_add(created, lookups))
         return false;
-    if (!compile->has_images)
-        return true;
-    zcl_image_kernels *kernels = calloc(1, sizeof(*kernels));
-    zcl_spirv_images images =
-        kernels != NULL ? zcl_module_image_kernels(compile->desc, kernels) : ZCL_SPIRV_NO_MEMORY;
-    if (images == ZCL_SPIRV_IMAGES)
-        return zcl_image_modules_add(created, kernels);
-    zcl_image_kernels_free(kernels);
-    free(kernels);
-    /* zcl_hit_reproducible let through only modules it could walk. */
-    return false;
+    zcl_image_kernels *kernels = compile->image_kernels;
+    compile->image_kernels = NULL; /* taken, even when memory runs out */
+    return kernels == NULL || zcl_image_modules_add(created, kernels);
 }
 
-static hit_outcome create_from_artifact(const driver_compile *compile, const zc_artifact *artifact,
+static hit_outcome create_from_artifact(driver_compile *compile, const zc_artifact *artifact,
                                         ze_result_t *result)
 {
     size_t binary_size, log_size;
@@ -269,8 +261,8 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
 
 /* Whether the request can go through the cache; if not, why. */
 static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_handle_t *module,
-                              bool *has_images, zc_bypass_reason *reason, char *detail,
-                              size_t detail_size)
+                              zcl_image_kernels **image_kernels, zc_bypass_reason *reason,
+                              char *detail, size_t detail_size)
 {
     bool supported;
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
@@ -305,7 +297,7 @@ static bool cacheable_request(const ze_module_desc_t *desc, const ze_module_hand
                  "the driver does not load cached binaries unchanged in this process");
         return false;
     }
-    return zcl_hit_reproducible(desc, has_images, detail, detail_size);
+    return zcl_hit_reproducible(desc, image_kernels, detail, detail_size);
 }
 
 ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_handle_t device,
@@ -317,8 +309,9 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     zc_key key;
     char *trace = NULL;
     const zcl_device_info *device_info = NULL;
-    bool has_images = false;
-    bool cacheable = cacheable_request(desc, module, &has_images, &reason, detail, sizeof(detail));
+    zcl_image_kernels *image_kernels = NULL;
+    bool cacheable =
+        cacheable_request(desc, module, &image_kernels, &reason, detail, sizeof(detail));
     if (cacheable) {
         device_info = zcl_device_info_get(device);
         reason = ZC_BYPASS_CACHE_ERROR;
@@ -342,6 +335,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
         cacheable = status == ZC_OK;
     }
     if (!cacheable) {
+        zcl_image_kernels_destroy(image_kernels);
         zc_cache_count_bypass(zcl_layer.cache, reason, detail);
         zcl_report_outcome("bypass", NULL);
         return zcl_layer.next.module_create(context, device, desc, module, build_log);
@@ -353,7 +347,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
                               .compiler = compiler,
                               .module = module,
                               .app_log = build_log,
-                              .has_images = has_images,
+                              .image_kernels = image_kernels,
                               .outcome = "uncached"};
     ze_result_t result;
     if (zc_compiler_identity_changed()) {
@@ -363,6 +357,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     } else {
         result = look_up(&compile, &key, trace);
     }
+    zcl_image_kernels_destroy(compile.image_kernels); /* unless a hit took them */
     if (compile.unkeyed != NULL)
         store_under_loaded_compiler(&compile);
     zcl_report_outcome(result == ZE_RESULT_SUCCESS ? compile.outcome : "failed", &key);

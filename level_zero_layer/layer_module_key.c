@@ -1,5 +1,7 @@
-/* The key of a module description: every input with its flags and constants,
- * then the compiler, the driver and the hardware, in a fixed order. */
+/* The key of a module description: the compiler, the driver, the hardware
+ * and the environment, then every input with its flags and constants, in a
+ * fixed order. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,18 +82,75 @@ static zc_status add_hardware(zc_key_builder *builder, const zcl_device_info *de
     return status;
 }
 
-static zc_status add_parts(zc_key_builder *builder, const ze_module_desc_t *desc,
-                           const zcl_device_info *device, const zc_compiler_identity *compiler)
+/* The parts every key of this device shares, in the order they are keyed. */
+static zc_status add_common_parts(zc_key_builder *builder, const zcl_device_info *device,
+                                  const zc_compiler_identity *compiler)
 {
-    zc_status status = add_inputs(builder, desc);
-    if (status == ZC_OK)
-        status = zc_key_add_compiler_identity(builder, compiler);
+    zc_status status = zc_key_add_compiler_identity(builder, compiler);
     if (status == ZC_OK)
         status = add_driver(builder, device);
     if (status == ZC_OK)
         status = add_hardware(builder, device);
     if (status == ZC_OK)
         status = zc_key_add_environment(builder);
+    return status;
+}
+
+/* Builders holding a device's common parts, made at its first key and kept
+ * for the process (devices and compiler identities are never freed): a key
+ * then hashes only its inputs. A corrected compiler prediction or tracing
+ * gets a prefix of its own. The lock also serialises copies, which flush a
+ * traced prefix's trace. */
+#define MAX_PREFIXES 16
+
+typedef struct key_prefix {
+    const zcl_device_info *device;
+    const zc_compiler_identity *compiler;
+    bool traced;
+    zc_key_builder *builder;
+} key_prefix;
+
+static struct {
+    pthread_mutex_t lock;
+    key_prefix kept[MAX_PREFIXES];
+    size_t count;
+} prefixes = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const key_prefix *find_prefix(const zcl_device_info *device,
+                                     const zc_compiler_identity *compiler, bool want_trace)
+{
+    for (size_t i = 0; i < prefixes.count; i++) {
+        const key_prefix *prefix = &prefixes.kept[i];
+        if (prefix->device == device && prefix->compiler == compiler &&
+            prefix->traced == want_trace)
+            return prefix;
+    }
+    return NULL;
+}
+
+/* A builder holding the common parts, ready for the inputs; when they cannot
+ * be keyed, a builder holding the refusal (or NULL), with the status. */
+static zc_status start_key(const zcl_device_info *device, const zc_compiler_identity *compiler,
+                           bool want_trace, zc_key_builder **out)
+{
+    pthread_mutex_lock(&prefixes.lock);
+    const key_prefix *kept = find_prefix(device, compiler, want_trace);
+    zc_key_builder *prefix = NULL;
+    zc_status status = ZC_OK;
+    if (kept == NULL) {
+        status = zc_key_builder_create(want_trace, &prefix);
+        if (status == ZC_OK)
+            status = add_common_parts(prefix, device, compiler);
+        if (status == ZC_OK && prefixes.count < MAX_PREFIXES) {
+            prefixes.kept[prefixes.count] = (key_prefix){device, compiler, want_trace, prefix};
+            kept = &prefixes.kept[prefixes.count++];
+        }
+    }
+    if (kept != NULL)
+        status = zc_key_builder_copy(kept->builder, out);
+    pthread_mutex_unlock(&prefixes.lock);
+    if (kept == NULL)
+        *out = prefix; /* refused, or no room to keep it: used once */
     return status;
 }
 
@@ -102,10 +161,11 @@ zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *de
     zc_key_builder *builder = NULL;
     *trace = NULL;
     snprintf(reason, reason_size, "%s", "");
-    zc_status status = zc_key_builder_create(want_trace, &builder);
-    if (status != ZC_OK)
+    zc_status status = start_key(device, compiler, want_trace, &builder);
+    if (builder == NULL)
         return status;
-    status = add_parts(builder, desc, device, compiler);
+    if (status == ZC_OK)
+        status = add_inputs(builder, desc);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);
     if (status == ZC_NOT_CACHEABLE) {

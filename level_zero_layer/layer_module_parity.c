@@ -5,6 +5,7 @@
  * them with the driver code they come from). Modules where that difference
  * can reach the application are not cached. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layer_internal.h"
@@ -58,17 +59,27 @@ zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_imag
 }
 
 /* Modules with image arguments are hits only where every way to set an
- * image argument answers as on the compile (layer_image_arguments.c). */
-static bool images_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
-                                size_t detail_size)
+ * image argument answers as on the compile (layer_image_arguments.c). Their
+ * kernels are found here, once, for the hit to remember. */
+static bool images_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels,
+                                char *detail, size_t detail_size)
 {
-    zcl_spirv_images images = zcl_module_image_kernels(desc, NULL);
-    *has_images = images != ZCL_SPIRV_NO_IMAGES;
+    zcl_image_kernels found = {0};
+    zcl_spirv_images images = zcl_module_image_kernels(desc, &found);
+    if (images == ZCL_SPIRV_IMAGES && zcl_image_hits_possible(detail, detail_size)) {
+        *kernels = malloc(sizeof(found));
+        if (*kernels != NULL) {
+            **kernels = found;
+            return true;
+        }
+        images = ZCL_SPIRV_NO_MEMORY;
+    }
+    zcl_image_kernels_free(&found);
     switch (images) {
     case ZCL_SPIRV_NO_IMAGES:
         return true;
     case ZCL_SPIRV_IMAGES:
-        return zcl_image_hits_possible(detail, detail_size);
+        return false; /* detail says why */
     case ZCL_SPIRV_IMAGE_ARGUMENT_TOO_FAR:
         snprintf(detail, detail_size, "an image argument after the 64th");
         return false;
@@ -81,17 +92,17 @@ static bool images_reproducible(const ze_module_desc_t *desc, bool *has_images, 
     }
 }
 
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, bool *has_images, char *detail,
+bool zcl_hit_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels, char *detail,
                           size_t detail_size)
 {
     bool supported;
     const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
-    *has_images = false;
+    *kernels = NULL;
     if (program != NULL && (program->pInputModules == NULL || program->inputSizes == NULL))
         return true; /* the key builder refuses these */
     if (program != NULL && !program_reproducible(desc, program, detail, detail_size))
         return false;
-    return images_reproducible(desc, has_images, detail, detail_size);
+    return images_reproducible(desc, kernels, detail, detail_size);
 }
 
 const char *zcl_native_build_flags(const ze_module_desc_t *desc)

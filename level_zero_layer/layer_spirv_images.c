@@ -4,8 +4,8 @@
  *
  * Modules without images must pay nothing new for this: types come before
  * the first function, so a module that has declared no image type by then is
- * answered there, as cheaply as before images were cached. Only modules with
- * images are walked to the end. */
+ * answered there by a scan that allocates nothing. Only modules with images
+ * are walked to the end. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +150,24 @@ static zcl_spirv_images visit(image_walk *walk, const spirv_words *words, size_t
     return ZCL_SPIRV_IMAGES;
 }
 
+/* Whether an image type comes before the first function: the whole answer
+ * for a module without images, found without allocating anything. */
+static zcl_spirv_images scan_types(const spirv_words *words)
+{
+    for (size_t at = SPIRV_HEADER_WORDS; at < words->count;) {
+        uint32_t word = word_at(words, at);
+        uint32_t length = word >> 16, opcode = word & 0xffffu;
+        if (length == 0 || length > words->count - at)
+            return ZCL_SPIRV_UNREADABLE;
+        if (opcode == OP_TYPE_IMAGE)
+            return ZCL_SPIRV_IMAGES;
+        if (opcode == OP_FUNCTION)
+            break;
+        at += length;
+    }
+    return ZCL_SPIRV_NO_IMAGES;
+}
+
 /* Walks every instruction; stops at the first function when no image type
  * was declared before it. */
 static zcl_spirv_images walk_module(const spirv_words *words, image_walk *walk)
@@ -200,8 +218,11 @@ zcl_spirv_images zcl_spirv_image_kernels(const void *spirv, size_t size, zcl_ima
     spirv_words words;
     if (!open_words(spirv, size, &words))
         return ZCL_SPIRV_UNREADABLE;
+    zcl_spirv_images status = scan_types(&words);
+    if (status != ZCL_SPIRV_IMAGES)
+        return status;
     image_walk walk = {0};
-    zcl_spirv_images status = walk_module(&words, &walk);
+    status = walk_module(&words, &walk);
     if (status == ZCL_SPIRV_IMAGES && walk.too_far)
         status = ZCL_SPIRV_IMAGE_ARGUMENT_TOO_FAR;
     if (status == ZCL_SPIRV_IMAGES && kernels != NULL)
@@ -226,4 +247,10 @@ void zcl_image_kernels_free(zcl_image_kernels *kernels)
         free(kernels->kernels[i].name);
     if (kernels != NULL)
         free(kernels->kernels);
+}
+
+void zcl_image_kernels_destroy(zcl_image_kernels *kernels)
+{
+    zcl_image_kernels_free(kernels);
+    free(kernels);
 }

@@ -259,7 +259,7 @@ Test(environment, variables_are_keyed_by_name_whatever_their_order)
     cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
     cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
     const char *trace = zc_key_builder_trace(builder);
-    const char *expected = "---- format ----\nversion: 2\n"
+    const char *expected = "---- format ----\nversion: 3\n"
                            "---- environment ----\nvariables: 7\n"
                            "Aa=1\nAa0=1\nBb=1\nNEOReadDebugKeys=1\n"
                            "IGC_A=1\nIGC_A0=1\nIGC_B=1\n"
@@ -341,6 +341,34 @@ Test(environment, compiler_settings_changed_after_the_first_key_are_not_cacheabl
     cr_assert_eq(setenv("HOME", "/elsewhere", 1), 0);
     zc_key after_others = key_now();
     cr_assert(zc_key_equal(&first, &after_others));
+}
+
+/* A builder copied after the environment was added checks it again when
+ * finished: the copy may be made long after (the layer keeps one per
+ * device for the whole process). */
+Test(environment, a_copy_finished_after_a_compiler_setting_changed_is_not_cacheable)
+{
+    cr_assert_eq(setenv("IGC_A", "1", 1), 0);
+    zc_key first = fresh_key();
+    zc_key_builder *prefix, *copy;
+    cr_assert_eq(zc_key_builder_create(false, &prefix), ZC_OK);
+    cr_assert_eq(zc_key_add_environment(prefix), ZC_OK);
+    zc_key key;
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(setenv("IGC_A", "2", 1), 0);
+        cr_assert_eq(zc_key_builder_copy(prefix, &copy), ZC_OK);
+        cr_assert_eq(zc_key_finish(copy, &key), ZC_NOT_CACHEABLE);
+        cr_assert_str_eq(zc_key_builder_reason(copy),
+                         "IGC_* variables changed since the process's first module (IGC reads "
+                         "them once, at its first compile)");
+        zc_key_builder_destroy(copy);
+        cr_assert_eq(setenv("IGC_A", "1", 1), 0);
+        cr_assert_eq(zc_key_builder_copy(prefix, &copy), ZC_OK);
+        cr_assert_eq(zc_key_finish(copy, &key), ZC_OK);
+        cr_assert(zc_key_equal(&first, &key));
+        zc_key_builder_destroy(copy);
+    }
+    zc_key_builder_destroy(prefix);
 }
 
 /* The layer takes the driver's part when the driver has read its settings;

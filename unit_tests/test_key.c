@@ -818,7 +818,7 @@ Test(key, trace_shows_every_part)
     zc_key_to_hex(&key, hex);
     char expected[4096];
     snprintf(expected, sizeof expected,
-             "---- format ----\nversion: 2\n"
+             "---- format ----\nversion: 3\n"
              "---- spirv 0 ----\nsize: 24\n"
              "sha256: ac41d620b9d1e40bb4b65c4125a682fc6d9397cf41d8fda33a6bdaf4a68fd9e6\n"
              "flags: NULL\nspec constants: 0\n"
@@ -854,6 +854,92 @@ Test(key, trace_shows_every_part)
     free(header_only.bytes);
 }
 
+/* The parts common to many keys, in the order the layer adds them. */
+static void add_common_parts(zc_key_builder *builder, key_inputs *in)
+{
+    zc_compiler_identity compiler = sample_compiler();
+    cr_assert_eq(zc_key_add_compiler_identity(builder, &compiler), ZC_OK);
+    cr_assert_eq(zc_key_add_driver(builder, &in->driver_library, in->driver_version, in->uuid),
+                 ZC_OK);
+    cr_assert_eq(zc_key_add_hardware(builder, in->hardware_name, in->hardware, sizeof in->hardware),
+                 ZC_OK);
+    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
+}
+
+/* Finishes builder after one input of body; the key, and its trace in
+ * *trace (malloc'd) when traced. */
+static zc_key finish_with_input(zc_key_builder *builder, const char *body, char **trace)
+{
+    test_spirv spirv = spirv_with_body(body, strlen(body));
+    cr_assert_eq(zc_key_add_spirv(builder, spirv.bytes, spirv.size, "-x", NULL), ZC_OK);
+    free(spirv.bytes);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK, "%s", zc_key_builder_reason(builder));
+    const char *text = zc_key_builder_trace(builder);
+    *trace = text != NULL ? strdup(text) : NULL;
+    zc_key_builder_destroy(builder);
+    return key;
+}
+
+/* Copies of a builder holding the common parts give, with or without a
+ * trace, the keys and traces of builders given every part; the copied one
+ * is not changed by them. */
+Test(key, a_copy_continues_exactly_where_its_original_stood)
+{
+    key_inputs in;
+    base_inputs(&in);
+    const char *bodies[] = {"one", "two", "one"};
+    for (int want_trace = 0; want_trace < 2; want_trace++) {
+        zc_key_builder *prefix;
+        cr_assert_eq(zc_key_builder_create(want_trace, &prefix), ZC_OK);
+        add_common_parts(prefix, &in);
+        zc_key copied[3];
+        for (int i = 0; i < 3; i++) {
+            zc_key_builder *copy, *whole;
+            cr_assert_eq(zc_key_builder_copy(prefix, &copy), ZC_OK);
+            cr_assert_eq(zc_key_builder_create(want_trace, &whole), ZC_OK);
+            add_common_parts(whole, &in);
+            char *copy_trace, *whole_trace;
+            copied[i] = finish_with_input(copy, bodies[i], &copy_trace);
+            zc_key expected = finish_with_input(whole, bodies[i], &whole_trace);
+            cr_assert(zc_key_equal(&copied[i], &expected));
+            cr_assert_eq(copy_trace != NULL, want_trace);
+            if (want_trace)
+                cr_assert_str_eq(copy_trace, whole_trace);
+            free(copy_trace);
+            free(whole_trace);
+        }
+        cr_assert_not(zc_key_equal(&copied[0], &copied[1]));
+        cr_assert(zc_key_equal(&copied[0], &copied[2]));
+        zc_key_builder_destroy(prefix);
+    }
+    free(in.spirv);
+}
+
+Test(key, a_copy_keeps_the_refusal_and_a_finished_builder_is_not_copied)
+{
+    zc_key_builder *prefix, *copy;
+    cr_assert_eq(zc_key_builder_create(false, &prefix), ZC_OK);
+    cr_assert_eq(zc_key_add_compiler_identity(prefix, NULL), ZC_ERR_INVALID_ARG);
+    cr_assert_eq(zc_key_builder_copy(prefix, &copy), ZC_OK);
+    test_spirv spirv = spirv_with_body("abc", 3);
+    cr_assert_eq(zc_key_add_spirv(copy, spirv.bytes, spirv.size, NULL, NULL), ZC_NOT_CACHEABLE);
+    zc_key key;
+    cr_assert_eq(zc_key_finish(copy, &key), ZC_NOT_CACHEABLE);
+    cr_assert_str_eq(zc_key_builder_reason(copy), "the compiler is not identified");
+    zc_key_builder_destroy(copy);
+    zc_key_builder_destroy(prefix);
+
+    cr_assert_eq(zc_key_builder_create(false, &prefix), ZC_OK);
+    cr_assert_eq(zc_key_finish(prefix, &key), ZC_OK);
+    copy = prefix;
+    cr_assert_eq(zc_key_builder_copy(prefix, &copy), ZC_ERR_INVALID_ARG);
+    cr_assert_null(copy);
+    cr_assert_eq(zc_key_builder_copy(NULL, &copy), ZC_ERR_INVALID_ARG);
+    zc_key_builder_destroy(prefix);
+    free(spirv.bytes);
+}
+
 Test(key, long_hardware_bytes_wrap_in_the_trace)
 {
     uint8_t bytes[40];
@@ -863,7 +949,7 @@ Test(key, long_hardware_bytes_wrap_in_the_trace)
     cr_assert_eq(zc_key_builder_create(true, &builder), ZC_OK);
     cr_assert_eq(zc_key_add_hardware(builder, "props", bytes, sizeof bytes), ZC_OK);
     cr_assert_str_eq(zc_key_builder_trace(builder),
-                     "---- format ----\nversion: 2\n"
+                     "---- format ----\nversion: 3\n"
                      "---- hardware: props ----\nsize: 40\nbytes: "
                      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
                      "  2021222324252627\n");

@@ -13,8 +13,10 @@
 
 #define ZC_KEY_SIZE 32
 #define ZC_KEY_HEX_SIZE 65 /* 64 hex digits and a NUL */
-/* 2: flags byte for byte; driver settings and settings files keyed. */
-#define ZC_KEY_FORMAT_VERSION 2
+/* 2: flags byte for byte; driver settings and settings files keyed.
+ * 3: the parts common to a device's keys (compiler, driver, hardware,
+ *    environment) come before the inputs, so they can be hashed once. */
+#define ZC_KEY_FORMAT_VERSION 3
 
 typedef struct zc_key {
     uint8_t bytes[ZC_KEY_SIZE];
@@ -38,6 +40,13 @@ typedef struct zc_key_builder zc_key_builder;
 /* want_trace: also keep a readable trace of every part (BinaryCacheTrace). */
 zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out);
 void zc_key_builder_destroy(zc_key_builder *builder);
+/* A builder that continues from where from is now, so parts common to many
+ * keys (the compiler, the driver, the hardware, the environment) are hashed
+ * once. from is left as it was, but a traced one has its trace flushed: copy
+ * a traced builder from one thread at a time. A refusal is copied with the
+ * rest; a copy of a builder that recorded the environment checks again, at
+ * zc_key_finish, that the IGC_* variables are still the snapshot's. */
+zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out);
 
 /* Parts are recorded in the order added; callers add them in a fixed order.
  * Every function returns ZC_NOT_CACHEABLE (with zc_key_builder_reason) when the

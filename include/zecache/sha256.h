@@ -15,6 +15,8 @@ typedef struct zc_sha256 zc_sha256;
 /* NULL when out of memory. */
 zc_sha256 *zc_sha256_create(void);
 void zc_sha256_destroy(zc_sha256 *hash);
+/* A hash that continues from where hash is now; NULL when memory runs out. */
+zc_sha256 *zc_sha256_copy(const zc_sha256 *hash);
 bool zc_sha256_update(zc_sha256 *hash, const void *bytes, size_t size);
 /* Writes the digest; the hash is then spent. */
 bool zc_sha256_finish(zc_sha256 *hash, uint8_t digest[ZC_SHA256_SIZE]);

@@ -33,6 +33,14 @@ zc_sha256 *zc_sha256_create(void)
     return hash;
 }
 
+zc_sha256 *zc_sha256_copy(const zc_sha256 *hash)
+{
+    zc_sha256 *copy = malloc(sizeof *copy);
+    if (copy != NULL)
+        *copy = *hash;
+    return copy;
+}
+
 void zc_sha256_destroy(zc_sha256 *hash)
 {
     free(hash);

@@ -6,10 +6,6 @@
  * hash call per tiny field; it is never held whole.
  *
  *   FORMAT          u32 ZC_KEY_FORMAT_VERSION (always first)
- *   SPIRV           u64 size, SHA-256 of the SPIR-V bytes    } per input,
- *   BUILD_FLAGS     u8 0 (NULL) | u8 1, the flags' bytes     } in the
- *   SPEC_CONSTANTS  u32 count                                } order added
- *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
  *   LIBRARY         library encoding (below), per compiler library found
  *   DRIVER          library encoding, u32 version, uuid[16]
  *   HARDWARE        u32 name length, name, bytes
@@ -17,6 +13,14 @@
  *                   driver's settings by name, then the compiler's by name
  *   SETTINGS_FILE   u32 path length, path, u8 present, SHA-256 if present;
  *                   the driver's files, then the compiler's
+ *   SPIRV           u64 size, SHA-256 of the SPIR-V bytes    } per input,
+ *   BUILD_FLAGS     u8 0 (NULL) | u8 1, the flags' bytes     } in the
+ *   SPEC_CONSTANTS  u32 count                                } order added
+ *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
+ *
+ * Fields are recorded in the order the caller adds them; the layer adds them
+ * as listed, so the parts common to a device come first and a copy of the
+ * builder holding them (zc_key_builder_copy) serves all of its keys.
  *
  * Library encoding: u32 name length, name, u8 found, u64 size, i64 mtime
  * seconds, i64 mtime nanoseconds, u32 build-id length, build-id. The path is
@@ -30,6 +34,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +76,10 @@ struct zc_key_builder {
     char *trace_text;
     size_t trace_size;
     unsigned spirv_inputs;
+    bool environment_added;
+    /* A copy of a builder that recorded the environment checks at finish
+     * that the compiler's variables are still the snapshot's. */
+    bool environment_recheck;
     size_t pending_size;
     uint8_t pending[512];
 };
@@ -203,6 +212,10 @@ static zc_status check_usable(const zc_key_builder *builder)
     return builder->refused ? ZC_NOT_CACHEABLE : ZC_OK;
 }
 
+static const char *const environment_changed_reason =
+    "IGC_* variables changed since the process's first module (IGC reads them once, at its "
+    "first compile)";
+
 zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out)
 {
     if (out == NULL)
@@ -221,6 +234,41 @@ zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out)
     record_u32_field(builder, TAG_FORMAT, ZC_KEY_FORMAT_VERSION);
     trace(builder, "---- format ----\nversion: %d\n", ZC_KEY_FORMAT_VERSION);
     *out = builder;
+    return ZC_OK;
+}
+
+/* The trace so far goes with the copy, so a traced key reads the same
+ * whether its common parts were added to it or copied. */
+static bool copy_trace(zc_key_builder *from, zc_key_builder *copy)
+{
+    if (from->trace == NULL)
+        return true;
+    copy->trace = open_memstream(&copy->trace_text, &copy->trace_size);
+    const char *text = zc_key_builder_trace(from);
+    return copy->trace != NULL && text != NULL && fputs(text, copy->trace) >= 0;
+}
+
+zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out)
+{
+    if (out == NULL)
+        return ZC_ERR_INVALID_ARG;
+    *out = NULL;
+    if (from == NULL || from->finished)
+        return ZC_ERR_INVALID_ARG;
+    zc_key_builder *copy = malloc(sizeof *copy);
+    if (copy == NULL)
+        return ZC_ERR_NOMEM;
+    memcpy(copy, from, offsetof(zc_key_builder, pending) + from->pending_size);
+    copy->trace = NULL;
+    copy->trace_text = NULL;
+    copy->trace_size = 0;
+    copy->record = zc_sha256_copy(from->record);
+    copy->environment_recheck = from->environment_added;
+    if (copy->record == NULL || !copy_trace(from, copy)) {
+        zc_key_builder_destroy(copy);
+        return ZC_ERR_NOMEM;
+    }
+    *out = copy;
     return ZC_OK;
 }
 
@@ -519,9 +567,8 @@ zc_status zc_key_add_environment(zc_key_builder *builder)
         return refuse(builder, ZC_NOT_CACHEABLE,
                       "the driver's or the compiler's settings could not be read");
     if (!zc_environment_compiler_unchanged(parts[1]))
-        return refuse(builder, ZC_NOT_CACHEABLE,
-                      "IGC_* variables changed since the process's first module (IGC reads "
-                      "them once, at its first compile)");
+        return refuse(builder, ZC_NOT_CACHEABLE, "%s", environment_changed_reason);
+    builder->environment_added = true;
     size_t count = parts[0]->count + parts[1]->count;
     record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)count);
     trace(builder, "---- environment ----\nvariables: %zu\n", count);
@@ -540,6 +587,9 @@ zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
     zc_status status = check_usable(builder);
     if (status == ZC_ERR_INVALID_ARG || key == NULL)
         return ZC_ERR_INVALID_ARG;
+    if (status == ZC_OK && builder->environment_recheck &&
+        !zc_environment_compiler_unchanged(zc_environment_compiler_part()))
+        status = refuse(builder, ZC_NOT_CACHEABLE, "%s", environment_changed_reason);
     builder->finished = true;
     if (status != ZC_OK)
         return ZC_NOT_CACHEABLE;
