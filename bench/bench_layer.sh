@@ -105,7 +105,7 @@ layer_dir_bytes=$(find "$work/layer-cache-0" -type f -printf '%s\n' | awk '{ s +
 for ((rep = 0; rep < warm_reps; rep++)); do
   r=$(rotation "$rep")
   # shellcheck disable=SC2086
-  run b "$rep" $driver_cache -- --repeat "$repeat" --rotate "$r" "$kernels"
+  run b "$rep" $driver_cache -- --repeat "$repeat" --pair-native --rotate "$r" "$kernels"
   # shellcheck disable=SC2046
   run d "$rep" $(with_layer "$work/layer-cache-0") -- --repeat "$repeat" --pair-native \
     --rotate "$r" "$kernels"

@@ -15,7 +15,7 @@
  *   --repeat K         after the first pass over all modules, time K more
  *                      passes in the same process (the layer's memory hits)
  *   --pair-native      after each of those passes, time a pass creating
- *                      the modules from the native binaries the first pass
+ *                      the modules from the native binaries the second pass
  *                      made: the floor in the same process, under the same
  *                      load (through the layer, a bypass)
  *   --rotate R         start the list at its R-th module (R mod count), so
@@ -250,7 +250,9 @@ static void run_pass(const ze_common_device *l0, module_input *modules, size_t c
             input->repeat_ms[pass - 1] = elapsed;
         if (pass == 0 && options->save_native_dir != NULL)
             save_native(options->save_native_dir, input, module);
-        if (pass == 0 && options->pair_native)
+        /* Not in the first pass, the one compared across processes: reading
+         * the binary there would change what the next create costs. */
+        if (pass == 1 && options->pair_native)
             input->native = native_binary_of(module, &input->native_size);
         zeModuleDestroy(module);
     }

@@ -5,11 +5,12 @@
  * buffer. Every module needs a context, so a process that creates modules
  * always passes here first; one that only queries devices pays nothing.
  *
- * Only what does not depend on the moment is done here. The compiler's
- * environment (IGC_* variables, read by IGC at its first compile) is still
- * taken at the first module: an application may set it after this call.
- * Everything done here is also done lazily by the hit path, so a failure
- * here changes nothing but when the work is done. */
+ * Only what does not depend on the moment is final here. The compiler's
+ * environment (IGC_* variables, read by IGC at its first compile) is only
+ * proposed: the first module keeps it when the variables are the same, and
+ * takes it again when the application set them after this call. Everything
+ * done here is also done lazily by the hit path, so a failure here changes
+ * nothing but when the work is done. */
 #include "layer_internal.h"
 #include "zecache/environment.h"
 
@@ -45,7 +46,7 @@ static void warm_up(void)
         return; /* no hits in this process: nothing to prepare */
     describe_devices(atomic_load(&warm_up_driver));
     zc_cache_prepare_thread(zcl_layer.cache);
-    zc_environment_rehearse_compiler_part();
+    zc_environment_propose_compiler_part();
     zcl_native_check_reserve(WARM_UP_SPARE_BYTES);
 }
 

@@ -389,19 +389,55 @@ Test(environment, driver_part_taken_early_keeps_its_values)
               "the driver's part must be the one taken early, the compiler's the first key's");
 }
 
-/* The layer's warm-up rehearses the compiler's part at the first context:
- * what is set between then and the first key is what the key holds. */
-Test(environment, rehearsal_takes_nothing)
+static const char *const options_file = "/tmp/IntelIGC/debugFlags/Options.txt";
+
+static void set_or_unset(const char *name, const char *value)
+{
+    cr_assert_eq(value != NULL ? setenv(name, value, 1) : unsetenv(name), 0);
+}
+
+/* The layer's warm-up proposes the compiler's part at the first context:
+ * IGC_* variables set, changed or unset between then and the first key are
+ * what the key holds. */
+Test(environment, a_proposal_is_taken_again_when_a_variable_changed)
+{
+    const char *before[] = {NULL, "1", "1"}, *after[] = {"1", "2", NULL};
+    for (int i = 0; i < 3; i++) {
+        set_or_unset("IGC_ShaderDumpEnable", after[i]);
+        zc_key expected = fresh_key();
+        set_or_unset("IGC_ShaderDumpEnable", before[i]);
+        zc_environment_forget();
+        zc_environment_propose_compiler_part();
+        set_or_unset("IGC_ShaderDumpEnable", after[i]);
+        zc_key late = key_now();
+        cr_assert(zc_key_equal(&expected, &late), "round %d: the proposal's values were kept", i);
+    }
+    set_or_unset("IGC_ShaderDumpEnable", NULL);
+}
+
+/* With the variables unchanged, the first key keeps the proposal, options
+ * file included: it is not opened again. */
+Test(environment, a_proposal_is_kept_when_the_variables_are_the_same)
 {
     cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
-    zc_key expected = fresh_key();
-    cr_assert_eq(unsetenv("IGC_ShaderDumpEnable"), 0);
-
+    zc_key absent = fresh_key();
     zc_environment_forget();
-    zc_environment_rehearse_compiler_part();
-    cr_assert_eq(setenv("IGC_ShaderDumpEnable", "1", 1), 0);
-    zc_key late = key_now();
-    cr_assert(zc_key_equal(&expected, &late), "the rehearsal's values were kept");
+    zc_environment_propose_compiler_part();
+    bool made_top = mkdir("/tmp/IntelIGC", 0755) == 0;
+    bool made_flags = mkdir("/tmp/IntelIGC/debugFlags", 0755) == 0;
+    bool planted = access(options_file, F_OK) != 0;
+    if (planted)
+        t_write_file(options_file, "", 0); /* empty: nothing for a concurrent IGC */
+    zc_key kept = key_now();
+    zc_key present = fresh_key();
+    if (planted)
+        cr_assert_eq(unlink(options_file), 0);
+    if (made_flags)
+        cr_assert_eq(rmdir("/tmp/IntelIGC/debugFlags"), 0);
+    if (made_top)
+        cr_assert_eq(rmdir("/tmp/IntelIGC"), 0);
+    cr_assert(!planted || zc_key_equal(&absent, &kept), "the options file was read again");
+    cr_assert(!planted || !zc_key_equal(&kept, &present));
     cr_assert_eq(unsetenv("IGC_ShaderDumpEnable"), 0);
 }
 

@@ -51,6 +51,11 @@ typedef struct snapshot_slot {
 
 static snapshot_slot driver_slot;
 static snapshot_slot compiler_slot;
+/* The compiler's part taken ahead of the first key (a layer's warm-up). */
+static struct {
+    bool held;
+    zc_environment_part part;
+} proposal;
 static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
 
 extern char **environ;
@@ -276,9 +281,24 @@ const zc_environment_part *zc_environment_driver_part(void)
     return part_of(&driver_slot, take_driver_part);
 }
 
+/* The proposal when the IGC_* variables are still its own, else a new
+ * part: what is set between the proposal and the first key is keyed. */
+static void take_or_adopt_compiler_part(zc_environment_part *part)
+{
+    if (proposal.held && !proposal.part.failed &&
+        zc_environment_compiler_unchanged(&proposal.part)) {
+        *part = proposal.part;
+    } else {
+        part_free(&proposal.part);
+        take_compiler_part(part);
+    }
+    proposal.part = (zc_environment_part){0};
+    proposal.held = false;
+}
+
 const zc_environment_part *zc_environment_compiler_part(void)
 {
-    return part_of(&compiler_slot, take_compiler_part);
+    return part_of(&compiler_slot, take_or_adopt_compiler_part);
 }
 
 /* Each IGC_* variable now is in the snapshot with the same value, and there
@@ -302,11 +322,14 @@ void zc_environment_snapshot_driver(void)
     zc_environment_driver_part();
 }
 
-void zc_environment_rehearse_compiler_part(void)
+void zc_environment_propose_compiler_part(void)
 {
-    zc_environment_part rehearsal = {0};
-    take_compiler_part(&rehearsal);
-    part_free(&rehearsal);
+    pthread_mutex_lock(&snapshot_lock);
+    if (!atomic_load(&compiler_slot.taken) && !proposal.held) {
+        take_compiler_part(&proposal.part);
+        proposal.held = true;
+    }
+    pthread_mutex_unlock(&snapshot_lock);
 }
 
 void zc_environment_forget(void)
@@ -316,4 +339,6 @@ void zc_environment_forget(void)
         part_free(&slots[i]->part);
         atomic_store(&slots[i]->taken, false);
     }
+    part_free(&proposal.part);
+    proposal.held = false;
 }
