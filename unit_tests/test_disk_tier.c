@@ -20,6 +20,7 @@
 #include "test_support.h"
 #include "zecache/disk_tier.h"
 #include "zecache/disk_maintenance.h"
+#include "zecache/disk_usage_list.h"
 
 static char test_root[256];
 static char cache_dir[512]; /* short, so paths built from it fit PATH_MAX */
@@ -1416,7 +1417,19 @@ Test(disk, clear_removes_everything_and_zeroes_the_total)
     t_write_file(path, "driver entry", 12);
     path_in_cache(path, ZC_TEMP_PREFIX "0011223344556677");
     t_write_file(path, "young temp", 10);
+    uint8_t program[32] = {7};
+    zc_key listed = t_key(210);
+    cr_assert_eq(zc_disk_tier_write_usage(tier, program, &listed, 1), ZC_OK);
+    uint64_t entries, bytes;
+    cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, &entries, &bytes), ZC_OK);
+    zc_key read[ZC_USAGE_LIST_MAX];
+    size_t count = 0;
+    cr_assert_eq(zc_disk_tier_read_usage(tier, program, read, &count), ZC_OK,
+                 "trim kept the usage list");
+    cr_assert_eq(count, 1);
     cr_assert_eq(zc_disk_tier_clear(tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_read_usage(tier, program, read, &count), ZC_MISS,
+                 "clear left the usage list");
     assert_accounting_exact();
     cr_assert_eq(walked_entries, 0);
     cr_assert_eq(count_temp_files(), 0);

@@ -58,7 +58,8 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);
 zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,
                             uint64_t *removed_entries, uint64_t *removed_bytes);
 
-/* Under the lock: removes every entry and trace, sets config.file to 0. */
+/* Under the lock: removes every entry, trace and usage list (disk_usage_list.h),
+ * sets config.file to 0. */
 zc_status zc_disk_tier_clear(zc_disk_tier *tier);
 
 /* config.file's value (ZC_MISS when missing or malformed), and the real total

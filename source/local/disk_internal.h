@@ -151,6 +151,7 @@ typedef enum zc_scan_kind {
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
     ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
     ZC_SCAN_MARK,    /* *.failed: not-stored marks (disk_claim.c), empty, never counted */
+    ZC_SCAN_USAGE,   /* *.l0_usage in the root: programs' usage lists, removed by clear only */
 } zc_scan_kind;
 
 typedef struct zc_scan_item {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "disk_internal.h"
+#include "zecache/disk_usage_list.h"
 #include "zecache/recipe.h"
 
 enum { MAX_DEPTH = 2 };
@@ -42,6 +43,8 @@ static bool classify(const char *name, int depth, zc_scan_kind *kind)
         *kind = ZC_SCAN_LOCK;
     else if (zc_disk_has_suffix(name, ZC_FAILED_SUFFIX))
         *kind = ZC_SCAN_MARK;
+    else if (depth == 0 && zc_disk_has_suffix(name, ZC_USAGE_SUFFIX))
+        *kind = ZC_SCAN_USAGE;
     else
         return false;
     return true;
