@@ -9,7 +9,14 @@
  * process-wide state the application may rely on. SHA256_Init and friends
  * touch none of that (30 us for the first digest) and run the same
  * CPU-specific code. They are deprecated in OpenSSL 3 but kept: hence the
- * suppression, confined to this file. */
+ * suppression, confined to this file.
+ *
+ * They come from libcrypto's static archive (CMakeLists.txt): dlopening the
+ * shared library from the layer, inside zeInit, cost 0.7 ms (Debian 12) to
+ * 1.2 ms (Debian 13) of relocations, more than every hit of a typical
+ * program together. The layer exports none of their symbols
+ * (level_zero_layer/exports.map), so an application's own libcrypto is
+ * untouched. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "zecache/sha256.h"
 
