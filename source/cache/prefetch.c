@@ -103,7 +103,7 @@ static bool next_queued(const zc_prefetch *prefetch, size_t *index)
 static bool claim_next(zc_prefetch *prefetch, size_t *index)
 {
     for (;;) {
-        if (prefetch->abandoned || !next_queued(prefetch, index))
+        if (prefetch->abandoned || prefetch->budget == 0 || !next_queued(prefetch, index))
             return false;
         if (prefetch->staged_bytes < prefetch->budget) {
             prefetch->slots[*index].state = SLOT_LOADING;
@@ -116,10 +116,30 @@ static bool claim_next(zc_prefetch *prefetch, size_t *index)
     }
 }
 
+/* The list is read here, not by zc_prefetch_start, so that the reading is
+ * off the application's path too (the constructor's, inside zeInit). Until
+ * its slots are published, lookups find none and load for themselves. */
+static void read_list(zc_prefetch *prefetch)
+{
+    zc_key *listed = malloc(ZC_USAGE_LIST_MAX * sizeof *listed);
+    size_t count = 0;
+    if (listed == NULL ||
+        zc_disk_tier_read_usage(prefetch->disk, prefetch->program, listed, &count) != ZC_OK)
+        count = 0;
+    pthread_mutex_lock(&prefetch->lock);
+    for (size_t i = 0; i < count; i++)
+        prefetch->slots[i] = (prefetch_slot){.key = listed[i], .state = SLOT_QUEUED};
+    prefetch->slot_count = prefetch->abandoned ? 0 : count;
+    pthread_mutex_unlock(&prefetch->lock);
+    free(listed);
+    zc_log_info("prefetch: %zu entries listed from this program's last run", count);
+}
+
 static void *load_listed(void *context)
 {
     zc_prefetch *prefetch = context;
     size_t index;
+    read_list(prefetch);
     pthread_mutex_lock(&prefetch->lock);
     while (claim_next(prefetch, &index)) {
         zc_key key = prefetch->slots[index].key;
@@ -172,23 +192,16 @@ zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_
     memcpy(prefetch->program, program, sizeof prefetch->program);
     prefetch->owner = getpid();
     prefetch->budget = budget;
-    /* Read into used[], which is empty until the application's first lookup. */
-    if (zc_disk_tier_read_usage(disk, program, prefetch->used, &prefetch->slot_count) != ZC_OK)
-        prefetch->slot_count = 0;
-    for (size_t i = 0; i < prefetch->slot_count; i++)
-        prefetch->slots[i] = (prefetch_slot){.key = prefetch->used[i], .state = SLOT_QUEUED};
     pthread_once(&fork_handlers_once, register_fork_handlers);
     active = prefetch;
-    /* Set before the thread exists: from then on it owns them, under lock. */
-    prefetch->running = prefetch->slot_count > 0 && budget > 0;
-    prefetch->idle = !prefetch->running;
+    /* Set before the thread exists: from then on it owns them, under lock.
+     * With no budget it only reads the list, which lookups then skip. */
+    prefetch->running = true;
+    prefetch->idle = false;
     if (prefetch->running && !start_thread(prefetch)) {
         prefetch->running = false;
         prefetch->idle = true;
-        for (size_t i = 0; i < prefetch->slot_count; i++)
-            prefetch->slots[i].state = SLOT_DONE;
     }
-    zc_log_info("prefetch: %zu entries listed from this program's last run", prefetch->slot_count);
     *out = prefetch;
     return ZC_OK;
 }
