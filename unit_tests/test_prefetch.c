@@ -17,8 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../source/cache/prefetch.h"
 #include "disk_test_support.h"
 #include "zecache/cache.h"
+#include "zecache/disk_tier.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/sealed.h"
 #include "zecache/sha256.h"
@@ -179,6 +181,36 @@ Test(prefetch, next_run_takes_listed_entries_as_disk_hits, .init = scratch_creat
     /* A second lookup is a memory hit, as after any disk hit. */
     cr_assert_eq(look_up(cache, 1, NULL), ZC_LOOKUP_MEMORY_HIT);
     zc_cache_close(cache);
+}
+
+/* Whether program's prefetch, with budget, decodes the lookups' entries
+ * (zc_cache_prepare_thread then leaves the calling thread alone). */
+static bool serves(const char *program, size_t budget)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    zc_disk_tier *disk = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, &disk), ZC_OK);
+    uint8_t id[ZC_SHA256_SIZE];
+    cr_assert(zc_sha256_digest(program, strlen(program), id));
+    zc_prefetch *prefetch = NULL;
+    cr_assert_eq(zc_prefetch_start(disk, id, budget, &prefetch), ZC_OK);
+    zc_prefetch_wait_idle(prefetch);
+    bool result = zc_prefetch_serves(prefetch);
+    zc_prefetch_stop(prefetch);
+    zc_disk_tier_close(disk);
+    return result;
+}
+
+Test(prefetch, serves_only_with_a_list_read_and_a_budget, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    cr_assert_not(serves("program-a", 1 << 20), "no list yet");
+    first_run("program-a", KEY_COUNT);
+    cr_assert(serves("program-a", 1 << 20));
+    cr_assert_not(serves("program-a", 0));
+    cr_assert_not(serves("program-b", 1 << 20));
 }
 
 Test(prefetch, off_reads_the_disk_at_each_lookup, .init = scratch_create, .fini = scratch_remove)

@@ -124,8 +124,9 @@ void zc_cache_prefetch_save(zc_cache *cache);
 
 /* Does now, on the calling thread, the set-up its first disk hit would pay
  * for (the thread's decompression context), so that an application can have
- * it done before it times anything. Never fails: the hit path does whatever
- * is left undone. */
+ * it done before it times anything; nothing when the prefetch decodes the
+ * program's entries instead (its thread has read a list). Never fails: the
+ * hit path does whatever is left undone. */
 void zc_cache_prepare_thread(zc_cache *cache);
 
 /* Replaces key's artifact in every tier, for when the driver refused a cached

@@ -245,6 +245,16 @@ zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact
     return status;
 }
 
+bool zc_prefetch_serves(zc_prefetch *prefetch)
+{
+    if (prefetch == NULL)
+        return false;
+    pthread_mutex_lock(&prefetch->lock);
+    bool serves = prefetch->slot_count > 0 && prefetch->budget > 0 && !prefetch->abandoned;
+    pthread_mutex_unlock(&prefetch->lock);
+    return serves;
+}
+
 void zc_prefetch_wait_idle(zc_prefetch *prefetch)
 {
     if (prefetch == NULL)

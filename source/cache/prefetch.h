@@ -19,8 +19,9 @@
 
 typedef struct zc_prefetch zc_prefetch;
 
-/* Reads program's list and starts the thread (none when the list is empty).
- * Entries waiting to be taken hold at most budget bytes. */
+/* Starts the thread, which reads program's list and loads its entries.
+ * Entries waiting to be taken hold at most budget bytes (0: the list is read
+ * but nothing is loaded). */
 zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_t budget,
                             zc_prefetch **out);
 
@@ -28,6 +29,10 @@ zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_
  * thread is loading it; ZC_MISS when it is not prefetched (the thread will
  * then not load it either). */
 zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out);
+
+/* Whether the thread decodes listed entries for the lookups (the list is
+ * read and not empty, and there is a budget). */
+bool zc_prefetch_serves(zc_prefetch *prefetch);
 
 /* Waits until the thread has ended, or waits for entries to be taken. */
 void zc_prefetch_wait_idle(zc_prefetch *prefetch);
