@@ -107,15 +107,9 @@ static zc_spec_constants constants_of(key_inputs *in)
 
 static zc_compiler_identity sample_compiler(void);
 
-static zc_key compute_key(key_inputs *in)
+/* The parts common to many keys, in the order the layer adds them. */
+static void add_common_parts(zc_key_builder *builder, key_inputs *in)
 {
-    zc_key_builder *builder;
-    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
-    zc_spec_constants constants = constants_of(in);
-    cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, in->flags, &constants), ZC_OK,
-                 "%s", zc_key_builder_reason(builder));
-    if (in->second_input)
-        cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, NULL, NULL), ZC_OK);
     zc_compiler_identity compiler = sample_compiler();
     cr_assert_eq(zc_key_add_compiler_identity(builder, &compiler), ZC_OK);
     cr_assert_eq(zc_key_add_driver(builder, &in->driver_library, in->driver_version, in->uuid),
@@ -123,6 +117,18 @@ static zc_key compute_key(key_inputs *in)
     cr_assert_eq(zc_key_add_hardware(builder, in->hardware_name, in->hardware, sizeof in->hardware),
                  ZC_OK);
     cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
+}
+
+static zc_key compute_key(key_inputs *in)
+{
+    zc_key_builder *builder;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    add_common_parts(builder, in);
+    zc_spec_constants constants = constants_of(in);
+    cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, in->flags, &constants), ZC_OK,
+                 "%s", zc_key_builder_reason(builder));
+    if (in->second_input)
+        cr_assert_eq(zc_key_add_spirv(builder, in->spirv, in->spirv_size, NULL, NULL), ZC_OK);
     zc_key key;
     cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
     cr_assert_null(zc_key_builder_reason(builder));
@@ -852,18 +858,6 @@ Test(key, trace_shows_every_part)
     free(in.spirv);
     free(abc.bytes);
     free(header_only.bytes);
-}
-
-/* The parts common to many keys, in the order the layer adds them. */
-static void add_common_parts(zc_key_builder *builder, key_inputs *in)
-{
-    zc_compiler_identity compiler = sample_compiler();
-    cr_assert_eq(zc_key_add_compiler_identity(builder, &compiler), ZC_OK);
-    cr_assert_eq(zc_key_add_driver(builder, &in->driver_library, in->driver_version, in->uuid),
-                 ZC_OK);
-    cr_assert_eq(zc_key_add_hardware(builder, in->hardware_name, in->hardware, sizeof in->hardware),
-                 ZC_OK);
-    cr_assert_eq(zc_key_add_environment(builder), ZC_OK);
 }
 
 /* Finishes builder after one input of body; the key, and its trace in
