@@ -100,7 +100,8 @@ static zc_status add_common_parts(zc_key_builder *builder, const zcl_device_info
  * for the process (devices and compiler identities are never freed): a key
  * then hashes only its inputs. A corrected compiler prediction or tracing
  * gets a prefix of its own. The lock also serialises copies, which flush a
- * traced prefix's trace. */
+ * traced prefix's trace. Kept prefixes are never removed, so a pointer found
+ * under the lock stays valid. */
 #define MAX_PREFIXES 16
 
 typedef struct key_prefix {
@@ -128,30 +129,76 @@ static const key_prefix *find_prefix(const zcl_device_info *device,
     return NULL;
 }
 
-/* A builder holding the common parts, ready for the inputs; when they cannot
- * be keyed, a builder holding the refusal (or NULL), with the status. */
-static zc_status start_key(const zcl_device_info *device, const zc_compiler_identity *compiler,
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void lock_prefixes(void)
+{
+    pthread_mutex_lock(&prefixes.lock);
+}
+
+static void unlock_prefixes(void)
+{
+    pthread_mutex_unlock(&prefixes.lock);
+}
+
+static void register_fork_handlers(void)
+{
+    (void)pthread_atfork(lock_prefixes, unlock_prefixes, unlock_prefixes);
+}
+
+/* A copy of the kept prefix for these parts; NULL (status ZC_OK) when none
+ * is kept. */
+static zc_status copy_kept(const zcl_device_info *device, const zc_compiler_identity *compiler,
                            bool want_trace, zc_key_builder **out)
 {
     pthread_mutex_lock(&prefixes.lock);
     const key_prefix *kept = find_prefix(device, compiler, want_trace);
-    zc_key_builder *prefix = NULL;
-    zc_status status = ZC_OK;
-    if (kept == NULL) {
-        status = zc_key_builder_create(want_trace, &prefix);
-        if (status == ZC_OK)
-            status = add_common_parts(prefix, device, compiler);
-        if (status == ZC_OK && prefixes.count < MAX_PREFIXES) {
-            prefixes.kept[prefixes.count] = (key_prefix){device, compiler, want_trace, prefix};
-            kept = &prefixes.kept[prefixes.count++];
-        }
-    }
-    if (kept != NULL)
-        status = zc_key_builder_copy(kept->builder, out);
+    zc_status status = kept != NULL ? zc_key_builder_copy(kept->builder, out) : ZC_OK;
     pthread_mutex_unlock(&prefixes.lock);
-    if (kept == NULL)
-        *out = prefix; /* refused, or no room to keep it: used once */
     return status;
+}
+
+/* Keeps prefix unless another thread kept one for the same parts meanwhile
+ * (then prefix is destroyed) or there is no room (then *left is prefix). */
+static void keep_prefix(const zcl_device_info *device, const zc_compiler_identity *compiler,
+                        bool want_trace, zc_key_builder *prefix, zc_key_builder **left)
+{
+    *left = NULL;
+    pthread_mutex_lock(&prefixes.lock);
+    if (find_prefix(device, compiler, want_trace) != NULL)
+        zc_key_builder_destroy(prefix);
+    else if (prefixes.count < MAX_PREFIXES)
+        prefixes.kept[prefixes.count++] = (key_prefix){device, compiler, want_trace, prefix};
+    else
+        *left = prefix;
+    pthread_mutex_unlock(&prefixes.lock);
+}
+
+/* A builder holding the common parts, ready for the inputs; when they cannot
+ * be keyed, a builder holding the refusal (or NULL), with the status. A new
+ * prefix is made outside the lock: it reads files (identities, settings),
+ * and a fork waits for the lock. */
+static zc_status start_key(const zcl_device_info *device, const zc_compiler_identity *compiler,
+                           bool want_trace, zc_key_builder **out)
+{
+    pthread_once(&fork_handlers_once, register_fork_handlers);
+    *out = NULL;
+    zc_status status = copy_kept(device, compiler, want_trace, out);
+    if (*out != NULL || status != ZC_OK)
+        return status;
+    zc_key_builder *prefix = NULL;
+    status = zc_key_builder_create(want_trace, &prefix);
+    if (status == ZC_OK)
+        status = add_common_parts(prefix, device, compiler);
+    if (status != ZC_OK) {
+        *out = prefix; /* refused (or NULL): used once, never kept */
+        return status;
+    }
+    keep_prefix(device, compiler, want_trace, prefix, out);
+    if (*out != NULL)
+        return ZC_OK;
+    status = copy_kept(device, compiler, want_trace, out);
+    return status == ZC_OK && *out == NULL ? ZC_ERR_NOMEM : status;
 }
 
 zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *device,
@@ -163,7 +210,7 @@ zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *de
     snprintf(reason, reason_size, "%s", "");
     zc_status status = start_key(device, compiler, want_trace, &builder);
     if (builder == NULL)
-        return status;
+        return status != ZC_OK ? status : ZC_ERR_NOMEM;
     if (status == ZC_OK)
         status = add_inputs(builder, desc);
     if (status == ZC_OK)

@@ -35,6 +35,7 @@ struct zc_prefetch {
     bool abandoned; /* a forked child: the thread does not exist there */
     bool idle;      /* the thread has ended, or waits for room */
     bool running;   /* the thread has not ended */
+    bool list_read; /* the thread has published the slots */
     prefetch_slot slots[ZC_USAGE_LIST_MAX];
     size_t slot_count;
     /* Where the application's lookups are in the list: the thread loads from
@@ -119,6 +120,23 @@ static bool claim_next(zc_prefetch *prefetch, size_t *index)
 /* The list is read here, not by zc_prefetch_start, so that the reading is
  * off the application's path too (the constructor's, inside zeInit). Until
  * its slots are published, lookups find none and load for themselves. */
+static bool used_already(const zc_prefetch *prefetch, const zc_key *key)
+{
+    for (size_t i = 0; i < prefetch->used_count; i++)
+        if (zc_key_equal(&prefetch->used[i], key))
+            return true;
+    return false;
+}
+
+/* Under the lock. */
+static void note_used(zc_prefetch *prefetch, const zc_key *key)
+{
+    if (!used_already(prefetch, key) && prefetch->used_count < ZC_USAGE_LIST_MAX)
+        prefetch->used[prefetch->used_count++] = *key;
+}
+
+/* Keys looked up before the list was read were loaded by their lookups:
+ * loading them again would hold memory nobody takes. */
 static void read_list(zc_prefetch *prefetch)
 {
     zc_key *listed = malloc(ZC_USAGE_LIST_MAX * sizeof *listed);
@@ -128,8 +146,11 @@ static void read_list(zc_prefetch *prefetch)
         count = 0;
     pthread_mutex_lock(&prefetch->lock);
     for (size_t i = 0; i < count; i++)
-        prefetch->slots[i] = (prefetch_slot){.key = listed[i], .state = SLOT_QUEUED};
+        prefetch->slots[i] =
+            (prefetch_slot){.key = listed[i],
+                            .state = used_already(prefetch, &listed[i]) ? SLOT_DONE : SLOT_QUEUED};
     prefetch->slot_count = prefetch->abandoned ? 0 : count;
+    prefetch->list_read = true;
     pthread_mutex_unlock(&prefetch->lock);
     free(listed);
     zc_log_info("prefetch: %zu entries listed from this program's last run", count);
@@ -220,6 +241,8 @@ zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact
     if (prefetch == NULL)
         return ZC_MISS;
     pthread_mutex_lock(&prefetch->lock);
+    if (!prefetch->list_read)
+        note_used(prefetch, key); /* its lookup loads it; read_list skips it */
     prefetch_slot *slot = slot_of(prefetch, key);
     if (slot != NULL)
         prefetch->follow = (size_t)(slot - prefetch->slots) + 1;
@@ -289,11 +312,7 @@ void zc_prefetch_note_use(zc_prefetch *prefetch, const zc_key *key)
     if (prefetch == NULL)
         return;
     pthread_mutex_lock(&prefetch->lock);
-    bool known = false;
-    for (size_t i = 0; i < prefetch->used_count && !known; i++)
-        known = zc_key_equal(&prefetch->used[i], key);
-    if (!known && prefetch->used_count < ZC_USAGE_LIST_MAX)
-        prefetch->used[prefetch->used_count++] = *key;
+    note_used(prefetch, key);
     pthread_mutex_unlock(&prefetch->lock);
 }
 

@@ -36,6 +36,7 @@
  * first compile (LoadRegistryKeys). */
 #include "environment_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -226,7 +227,7 @@ static bool hash_settings_file(zc_settings_file *file, const char *path)
     if (stream == NULL)
         return true;
     zc_sha256 *hash = zc_sha256_create();
-    bool ok = hash != NULL;
+    bool ok = hash != NULL && fstat(fileno(stream), &file->seen) == 0;
     uint8_t buffer[4096];
     size_t got;
     while (ok && (got = fread(buffer, 1, sizeof buffer, stream)) > 0)
@@ -281,12 +282,38 @@ const zc_environment_part *zc_environment_driver_part(void)
     return part_of(&driver_slot, take_driver_part);
 }
 
-/* The proposal when the IGC_* variables are still its own, else a new
- * part: what is set between the proposal and the first key is keyed. */
+/* Whether the file is as it was when hashed (or still absent): the same
+ * inode, size, modification and change times. */
+static bool settings_file_unchanged(const zc_settings_file *file)
+{
+    struct stat now;
+    if (stat(file->path, &now) != 0)
+        return !file->present && errno == ENOENT;
+    const struct stat *then = &file->seen;
+    return file->present && now.st_dev == then->st_dev && now.st_ino == then->st_ino &&
+           now.st_size == then->st_size && now.st_mtim.tv_sec == then->st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == then->st_mtim.tv_nsec &&
+           now.st_ctim.tv_sec == then->st_ctim.tv_sec &&
+           now.st_ctim.tv_nsec == then->st_ctim.tv_nsec;
+}
+
+static bool proposal_still_holds(void)
+{
+    if (!proposal.held || proposal.part.failed ||
+        !zc_environment_compiler_unchanged(&proposal.part))
+        return false;
+    for (size_t i = 0; i < proposal.part.file_count; i++)
+        if (!settings_file_unchanged(&proposal.part.files[i]))
+            return false;
+    return true;
+}
+
+/* The proposal when the IGC_* variables are still its own and its settings
+ * file is untouched (a stat, not a read), else a new part: what changed
+ * between the proposal and the first key is keyed. */
 static void take_or_adopt_compiler_part(zc_environment_part *part)
 {
-    if (proposal.held && !proposal.part.failed &&
-        zc_environment_compiler_unchanged(&proposal.part)) {
+    if (proposal_still_holds()) {
         *part = proposal.part;
     } else {
         part_free(&proposal.part);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "zecache/environment.h"
 #include "zecache/sha256.h"
@@ -19,6 +20,7 @@ typedef struct zc_settings_file {
     const char *path;
     bool present;
     uint8_t sha256[ZC_SHA256_SIZE];
+    struct stat seen; /* when present: the file hashed, to tell whether it changed since */
 } zc_settings_file;
 
 /* One part of the snapshot (the driver's or the compiler's). */
