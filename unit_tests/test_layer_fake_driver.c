@@ -1051,6 +1051,7 @@ typedef struct held_map {
     pthread_mutex_t ready_lock;
     pthread_cond_t ready;
     bool holding;
+    bool forked; /* the thread lives until then, so that no child sees it ended unjoined */
 } held_map;
 
 static void *hold_map_a_while(void *argument)
@@ -1063,6 +1064,10 @@ static void *hold_map_a_while(void *argument)
     pthread_mutex_unlock(&held->ready_lock);
     usleep(200 * 1000);
     pthread_mutex_unlock(&held->map->lock);
+    pthread_mutex_lock(&held->ready_lock);
+    while (!held->forked)
+        pthread_cond_wait(&held->ready, &held->ready_lock);
+    pthread_mutex_unlock(&held->ready_lock);
     return NULL;
 }
 
@@ -1070,7 +1075,7 @@ Test(layer, handle_maps_stay_usable_in_a_forked_child)
 {
     static zcl_handle_map map = ZCL_HANDLE_MAP_INIT;
     cr_assert(zcl_handle_map_put(&map, (void *)0x1000, 1));
-    held_map held = {&map, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    held_map held = {&map, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
     pthread_t thread;
     cr_assert_eq(pthread_create(&thread, NULL, hold_map_a_while, &held), 0);
     pthread_mutex_lock(&held.ready_lock);
@@ -1083,6 +1088,10 @@ Test(layer, handle_maps_stay_usable_in_a_forked_child)
         alarm(5);
         _exit(zcl_handle_map_put(&map, (void *)0x2000, 2) ? 0 : 1);
     }
+    pthread_mutex_lock(&held.ready_lock);
+    held.forked = true;
+    pthread_cond_signal(&held.ready);
+    pthread_mutex_unlock(&held.ready_lock);
     int status = 0;
     cr_assert_eq(waitpid(child, &status, 0), child);
     pthread_join(thread, NULL);
