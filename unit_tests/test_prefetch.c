@@ -213,6 +213,38 @@ Test(prefetch, serves_only_with_a_list_read_and_a_budget, .init = scratch_create
     cr_assert_not(serves("program-b", 1 << 20));
 }
 
+/* Lookups made before the thread has read its list load their entries
+ * themselves: the thread must not load them again, to hold memory nobody
+ * takes. Started and asked at once, many rounds: some lookups come first. */
+Test(prefetch, entries_looked_up_before_the_list_is_read_are_not_loaded_again,
+     .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", KEY_COUNT);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    zc_disk_tier *disk = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, &disk), ZC_OK);
+    uint8_t id[ZC_SHA256_SIZE];
+    cr_assert(zc_sha256_digest("program-a", strlen("program-a"), id));
+    for (int round = 0; round < 20; round++) {
+        zc_prefetch *prefetch = NULL;
+        cr_assert_eq(zc_prefetch_start(disk, id, 1 << 20, &prefetch), ZC_OK);
+        for (uint64_t seed = 1; seed <= KEY_COUNT; seed++) {
+            zc_key key = t_key(seed);
+            zc_artifact *artifact = NULL;
+            if (zc_prefetch_take(prefetch, &key, &artifact) != ZC_OK)
+                cr_assert_eq(zc_disk_tier_load(disk, &key, &artifact), ZC_OK);
+            zc_artifact_unref(artifact);
+            zc_prefetch_note_use(prefetch, &key);
+        }
+        zc_prefetch_wait_idle(prefetch);
+        cr_assert_eq(zc_prefetch_staged_bytes(prefetch), 0, "round %d", round);
+        zc_prefetch_stop(prefetch);
+    }
+    zc_disk_tier_close(disk);
+}
+
 Test(prefetch, off_reads_the_disk_at_each_lookup, .init = scratch_create, .fini = scratch_remove)
 {
     first_run("program-a", KEY_COUNT);

@@ -278,6 +278,16 @@ bool zc_prefetch_serves(zc_prefetch *prefetch)
     return serves;
 }
 
+size_t zc_prefetch_staged_bytes(zc_prefetch *prefetch)
+{
+    if (prefetch == NULL)
+        return 0;
+    pthread_mutex_lock(&prefetch->lock);
+    size_t bytes = prefetch->staged_bytes;
+    pthread_mutex_unlock(&prefetch->lock);
+    return bytes;
+}
+
 void zc_prefetch_wait_idle(zc_prefetch *prefetch)
 {
     if (prefetch == NULL)
@@ -334,9 +344,9 @@ void zc_prefetch_save(zc_prefetch *prefetch)
      * still run) would change the list while it is written. */
     pthread_mutex_lock(&prefetch->lock);
     zc_log_info("prefetch: of %zu entries listed, %zu were loaded when asked for, %zu were being "
-                "loaded, %zu were not reached yet",
+                "loaded, %zu were not reached yet; %zu bytes were loaded and never taken",
                 prefetch->slot_count, prefetch->found_ready, prefetch->found_loading,
-                prefetch->found_queued);
+                prefetch->found_queued, prefetch->staged_bytes);
     size_t count = prefetch->used_count;
     if (count > 0 && !same_as_listed(prefetch) &&
         zc_disk_tier_write_usage(prefetch->disk, prefetch->program, prefetch->used, count) == ZC_OK)

@@ -34,6 +34,9 @@ zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact
  * read and not empty, and there is a budget). */
 bool zc_prefetch_serves(zc_prefetch *prefetch);
 
+/* What loaded entries not taken yet hold (also in the exit log line). */
+size_t zc_prefetch_staged_bytes(zc_prefetch *prefetch);
+
 /* Waits until the thread has ended, or waits for entries to be taken. */
 void zc_prefetch_wait_idle(zc_prefetch *prefetch);
 
