@@ -183,17 +183,25 @@ Test(prefetch, next_run_takes_listed_entries_as_disk_hits, .init = scratch_creat
     zc_cache_close(cache);
 }
 
-/* Whether program's prefetch, with budget, decodes the lookups' entries
- * (zc_cache_prepare_thread then leaves the calling thread alone). */
-static bool serves(const char *program, size_t budget)
+/* The cache's disk tier alone, for the prefetch's own functions; program's
+ * id into id, as zc_cache_prefetch_start makes it. */
+static zc_disk_tier *open_disk(const char *program, uint8_t id[ZC_SHA256_SIZE])
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/cache", scratch);
     zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
     zc_disk_tier *disk = NULL;
     cr_assert_eq(zc_disk_tier_open(&config, &disk), ZC_OK);
-    uint8_t id[ZC_SHA256_SIZE];
     cr_assert(zc_sha256_digest(program, strlen(program), id));
+    return disk;
+}
+
+/* Whether program's prefetch, with budget, decodes the lookups' entries
+ * (zc_cache_prepare_thread then leaves the calling thread alone). */
+static bool serves(const char *program, size_t budget)
+{
+    uint8_t id[ZC_SHA256_SIZE];
+    zc_disk_tier *disk = open_disk(program, id);
     zc_prefetch *prefetch = NULL;
     cr_assert_eq(zc_prefetch_start(disk, id, budget, &prefetch), ZC_OK);
     zc_prefetch_wait_idle(prefetch);
@@ -220,13 +228,8 @@ Test(prefetch, entries_looked_up_before_the_list_is_read_are_not_loaded_again,
      .init = scratch_create, .fini = scratch_remove)
 {
     first_run("program-a", KEY_COUNT);
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/cache", scratch);
-    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
-    zc_disk_tier *disk = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &disk), ZC_OK);
     uint8_t id[ZC_SHA256_SIZE];
-    cr_assert(zc_sha256_digest("program-a", strlen("program-a"), id));
+    zc_disk_tier *disk = open_disk("program-a", id);
     for (int round = 0; round < 20; round++) {
         zc_prefetch *prefetch = NULL;
         cr_assert_eq(zc_prefetch_start(disk, id, 1 << 20, &prefetch), ZC_OK);
