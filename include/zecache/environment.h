@@ -4,8 +4,8 @@
  *
  * The driver's part is taken when zc_environment_snapshot_driver is first
  * called or at the first key, whichever comes first; the compiler's part at
- * the first key (or proposed earlier, see below). zc_key_add_environment (key.h) puts both in a
- * key. */
+ * the first key (or proposed earlier, see below). zc_key_add_environment
+ * (key.h) puts both in a key. */
 #ifndef ZECACHE_ENVIRONMENT_H
 #define ZECACHE_ENVIRONMENT_H
 

@@ -117,9 +117,6 @@ static bool claim_next(zc_prefetch *prefetch, size_t *index)
     }
 }
 
-/* The list is read here, not by zc_prefetch_start, so that the reading is
- * off the application's path too (the constructor's, inside zeInit). Until
- * its slots are published, lookups find none and load for themselves. */
 static bool used_already(const zc_prefetch *prefetch, const zc_key *key)
 {
     for (size_t i = 0; i < prefetch->used_count; i++)
@@ -135,8 +132,11 @@ static void note_used(zc_prefetch *prefetch, const zc_key *key)
         prefetch->used[prefetch->used_count++] = *key;
 }
 
-/* Keys looked up before the list was read were loaded by their lookups:
- * loading them again would hold memory nobody takes. */
+/* The list is read here, not by zc_prefetch_start, so that the reading is
+ * off the application's path too (the constructor's, inside zeInit). Until
+ * its slots are published, lookups find none and load for themselves; keys
+ * looked up before then were loaded by their lookups, and loading them again
+ * would hold memory nobody takes. */
 static void read_list(zc_prefetch *prefetch)
 {
     zc_key *listed = malloc(ZC_USAGE_LIST_MAX * sizeof *listed);

@@ -212,9 +212,18 @@ static zc_status check_usable(const zc_key_builder *builder)
     return builder->refused ? ZC_NOT_CACHEABLE : ZC_OK;
 }
 
-static const char *const environment_changed_reason =
-    "IGC_* variables changed since the process's first module (IGC reads them once, at its "
-    "first compile)";
+/* IGC reads its variables once, at its first compile: a key made after
+ * they changed is refused, whether the environment was just added or
+ * recorded in the builder a copy came from. */
+static zc_status refuse_if_compiler_settings_changed(zc_key_builder *builder,
+                                                     const zc_environment_part *compiler_part)
+{
+    if (zc_environment_compiler_unchanged(compiler_part))
+        return ZC_OK;
+    return refuse(builder, ZC_NOT_CACHEABLE,
+                  "IGC_* variables changed since the process's first module (IGC reads them "
+                  "once, at its first compile)");
+}
 
 zc_status zc_key_builder_create(bool want_trace, zc_key_builder **out)
 {
@@ -566,8 +575,9 @@ zc_status zc_key_add_environment(zc_key_builder *builder)
     if (parts[0]->failed || parts[1]->failed)
         return refuse(builder, ZC_NOT_CACHEABLE,
                       "the driver's or the compiler's settings could not be read");
-    if (!zc_environment_compiler_unchanged(parts[1]))
-        return refuse(builder, ZC_NOT_CACHEABLE, "%s", environment_changed_reason);
+    status = refuse_if_compiler_settings_changed(builder, parts[1]);
+    if (status != ZC_OK)
+        return status;
     builder->environment_added = true;
     size_t count = parts[0]->count + parts[1]->count;
     record_u32_field(builder, TAG_ENVIRONMENT, (uint32_t)count);
@@ -587,9 +597,8 @@ zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
     zc_status status = check_usable(builder);
     if (status == ZC_ERR_INVALID_ARG || key == NULL)
         return ZC_ERR_INVALID_ARG;
-    if (status == ZC_OK && builder->environment_recheck &&
-        !zc_environment_compiler_unchanged(zc_environment_compiler_part()))
-        status = refuse(builder, ZC_NOT_CACHEABLE, "%s", environment_changed_reason);
+    if (status == ZC_OK && builder->environment_recheck)
+        status = refuse_if_compiler_settings_changed(builder, zc_environment_compiler_part());
     builder->finished = true;
     if (status != ZC_OK)
         return ZC_NOT_CACHEABLE;
