@@ -1,0 +1,238 @@
+/* The tool's bundle code in this process: `zecache import` reads a stream the
+ * test controls, which changes its bytes once the tool has read up to a
+ * chosen point, as a file someone else can write may change under the tool
+ * between (or during) its reads. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "disk_test_support.h"
+#include "test_support.h"
+#include "tool.h"
+#include "tool_inputs.h"
+#include "zecache/bundle.h"
+#include "zecache/disk_tier.h"
+#include "zecache/remote_tag.h"
+
+/* tool_cli.c's help names the whole tool's (zecache_main.c, not linked). */
+void tool_print_main_help(void) {}
+
+static char scratch[128];
+static char cache_dir[192];
+
+static void scratch_create(void)
+{
+    t_make_scratch(scratch, sizeof scratch, "/tmp/zc_tool_bundle.XXXXXX", cache_dir,
+                   sizeof cache_dir);
+}
+
+static void scratch_remove(void)
+{
+    unsetenv("NEO_CACHE_REMOTE_SECRET_FILE");
+    unsetenv("NEO_CACHE_DIR");
+    t_remove_tree(scratch);
+}
+
+TestSuite(tool_bundle, .init = scratch_create, .fini = scratch_remove, .timeout = 120);
+
+/* ---- a file that changes under its reader ---- */
+
+/* Reads give the genuine bytes until the reader has reached swap_at, the
+ * forged ones (of the same length) from then on, after any seek too. */
+typedef struct rewritten_file {
+    const uint8_t *genuine, *forged;
+    size_t size, swap_at, at;
+    bool swapped;
+} rewritten_file;
+
+static ssize_t rewritten_read(void *cookie, char *buffer, size_t size)
+{
+    rewritten_file *file = cookie;
+    if (!file->swapped && file->at >= file->swap_at)
+        file->swapped = true;
+    size_t end = file->swapped ? file->size : file->swap_at;
+    size_t count = file->at < end ? end - file->at : 0;
+    if (count > size)
+        count = size;
+    memcpy(buffer, (file->swapped ? file->forged : file->genuine) + file->at, count);
+    file->at += count;
+    return (ssize_t)count;
+}
+
+static int rewritten_seek(void *cookie, off64_t *offset, int whence)
+{
+    rewritten_file *file = cookie;
+    off64_t base = whence == SEEK_SET   ? 0
+                   : whence == SEEK_CUR ? (off64_t)file->at
+                                        : (off64_t)file->size;
+    if (base + *offset < 0)
+        return -1;
+    file->at = (size_t)(base + *offset);
+    *offset = (off64_t)file->at;
+    return 0;
+}
+
+/* ---- bundles ---- */
+
+enum { ENTRY_COUNT = 3, BINARY_SIZE = 6000, FORGED_INDEX = 1 };
+
+static zc_key entry_key(int i)
+{
+    return t_key(4200 + (uint64_t)i);
+}
+
+/* A bundle of ENTRY_COUNT entries (artifact seeds seed + i), the one at
+ * FORGED_INDEX from forged_seed instead when forged_seed is not 0. */
+static uint8_t *bundle_of(uint64_t seed, uint64_t forged_seed, const zc_bundle_signer *signer,
+                          size_t *size)
+{
+    char *bytes = NULL;
+    FILE *out = open_memstream(&bytes, size);
+    cr_assert_not_null(out);
+    zc_bundle_writer writer;
+    cr_assert_eq(zc_bundle_write_start_signed(&writer, out, signer), ZC_OK);
+    for (int i = 0; i < ENTRY_COUNT; i++) {
+        zc_key key = entry_key(i);
+        uint64_t artifact_seed =
+            i == FORGED_INDEX && forged_seed != 0 ? forged_seed : seed + (uint64_t)i;
+        zc_artifact *artifact = t_artifact(BINARY_SIZE, artifact_seed);
+        uint8_t *entry;
+        size_t entry_size;
+        cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
+        cr_assert_eq(zc_bundle_write_entry(&writer, &key, entry, entry_size), ZC_OK);
+        free(entry);
+        zc_artifact_unref(artifact);
+    }
+    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
+    zc_bundle_writer_close(&writer);
+    cr_assert_eq(fclose(out), 0);
+    return (uint8_t *)bytes;
+}
+
+/* The signer of the secret the tool is given (NEO_CACHE_REMOTE_SECRET_FILE). */
+static zc_bundle_signer secret_signer(zc_remote_secret *secret)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/secret", scratch);
+    t_write_secret(path, "a secret of sixteen bytes or more");
+    cr_assert_eq(setenv("NEO_CACHE_REMOTE_SECRET_FILE", path, 1), 0);
+    zc_config config;
+    zc_config_from_env(&config);
+    zc_bundle_signer signer;
+    bool failed;
+    char reason[256];
+    cr_assert_not_null(
+        tool_bundle_signer(&config, secret, &signer, &failed, reason, sizeof reason));
+    cr_assert(!failed, "%s", reason);
+    return signer;
+}
+
+/* ---- running import ---- */
+
+/* `zecache import --dir DIR -` with standard input reading file; its
+ * standard error in *err (the caller frees it). The exit status. */
+static int import_from(rewritten_file *file, const char *dir, char **err)
+{
+    cookie_io_functions_t functions = {.read = rewritten_read, .seek = rewritten_seek};
+    FILE *stream = fopencookie(file, "rb", functions);
+    cr_assert_not_null(stream);
+    char err_path[PATH_MAX];
+    snprintf(err_path, sizeof err_path, "%s/stderr", scratch);
+    int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(err_fd, 0);
+    fflush(stderr);
+    int saved_err = dup(2);
+    cr_assert_geq(dup2(err_fd, 2), 0);
+    close(err_fd);
+    FILE *saved_in = stdin;
+    stdin = stream;
+    char *argv[] = {"import", "--dir", (char *)dir, "-", NULL};
+    optind = 0;
+    tool_context tool = {.command = &tool_cmd_import};
+    int status = tool_cmd_import.run(&tool, 4, argv);
+    stdin = saved_in;
+    fclose(stream);
+    fflush(stderr);
+    dup2(saved_err, 2);
+    close(saved_err);
+    size_t size;
+    *err = (char *)t_read_bytes(err_path, &size);
+    cr_assert_not_null(*err);
+    *err = realloc(*err, size + 1);
+    (*err)[size] = '\0';
+    return status;
+}
+
+/* The entries dir holds of the bundle's keys: each must be the genuine one
+ * (seed + i); returns how many there are. */
+static int genuine_entries_in(const char *dir, uint64_t seed)
+{
+    zc_config config = t_disk_config(dir, 0, 3);
+    zc_disk_tier *tier;
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    int found = 0;
+    for (int i = 0; i < ENTRY_COUNT; i++) {
+        zc_key key = entry_key(i);
+        zc_artifact *loaded = NULL;
+        if (zc_disk_tier_load(tier, &key, &loaded) != ZC_OK)
+            continue;
+        zc_artifact *genuine = t_artifact(BINARY_SIZE, seed + (uint64_t)i);
+        cr_assert(t_same_artifact(loaded, genuine), "entry %d is not the one signed", i);
+        zc_artifact_unref(genuine);
+        zc_artifact_unref(loaded);
+        found++;
+    }
+    zc_disk_tier_close(tier);
+    return found;
+}
+
+/* A signed bundle whose file is rewritten at any point of the import, by
+ * someone without the secret, with another module's native code in place of
+ * one entry. Whenever it happens, what is stored is what the signature
+ * covers: rewritten before the tool has read it all, the import fails on the
+ * signature and stores nothing; rewritten after (between a check and a
+ * second read, the defect), the signed bundle is imported and the forged
+ * bytes never are. */
+Test(tool_bundle, a_signed_bundle_rewritten_during_its_import_stores_only_signed_bytes)
+{
+    zc_remote_secret secret;
+    zc_bundle_signer signer = secret_signer(&secret);
+    static const char attacker_key[] = "not the secret, but as long";
+    zc_bundle_signer attacker = {zc_hmac_sha256, attacker_key, sizeof attacker_key - 1};
+    size_t size, forged_size;
+    uint8_t *genuine = bundle_of(100, 0, &signer, &size);
+    uint8_t *forged = bundle_of(100, 999, &attacker, &forged_size);
+    cr_assert_eq(forged_size, size, "incompressible binaries of one size: entries of one size");
+    cr_assert_neq(memcmp(genuine, forged, size), 0);
+    /* From the header's end to the end of the file, in steps that land
+     * inside the header, every record and the tag. */
+    size_t points[] = {
+        ZC_BUNDLE_HEADER_SIZE, 100, size / 3, size / 2, size - 80, size - 40, size - 1, size};
+    for (size_t p = 0; p < sizeof points / sizeof points[0]; p++) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/cache%zu", scratch, p);
+        rewritten_file file = {genuine, forged, size, points[p], 0, false};
+        char *err;
+        int status = import_from(&file, dir, &err);
+        int kept = genuine_entries_in(dir, 100);
+        if (points[p] == size) {
+            cr_assert_eq(status, 0, "rewritten after the end: %s", err);
+            cr_assert_eq(kept, ENTRY_COUNT, "%s", err);
+            cr_assert_not_null(strstr(err, "imported 3 entries, 0 bad"), "%s", err);
+        } else {
+            cr_assert_eq(status, 1, "rewritten at %zu: %s", points[p], err);
+            cr_assert_eq(kept, 0, "rewritten at %zu: %s", points[p], err);
+            cr_assert_not_null(strstr(err, "signature does not match"), "at %zu: %s", points[p],
+                               err);
+            cr_assert_not_null(strstr(err, "nothing imported"), "at %zu: %s", points[p], err);
+        }
+        cr_assert_eq(t_count_entries(dir), (size_t)kept, "at %zu", points[p]);
+        free(err);
+    }
+    free(genuine);
+    free(forged);
+}
