@@ -63,6 +63,14 @@ static prewarm_job_read read_inputs(FILE *in, prewarm_job *job, char *reason, si
             return PREWARM_JOB_BAD;
         }
         zc_recipe_input *input = &job->recipe.inputs[i];
+        uint64_t declared = 0;
+        /* Nothing is decompressed beyond what the recipe declares. */
+        if (result == PREWARM_JOB_READY &&
+            (!zc_sealed_declared_size(blob, size, &declared) || declared != input->spirv_size)) {
+            snprintf(reason, reason_size, "SPIR-V input %u is not of the size its recipe declares",
+                     i);
+            result = PREWARM_JOB_UNREADY;
+        }
         if (result == PREWARM_JOB_READY &&
             (zc_spirv_blob_decode(blob, size, input->spirv_sha256, &job->spirv[i], &spirv_size,
                                   reason, reason_size) != ZC_OK ||

@@ -1,7 +1,8 @@
 /* The tool's bundle code in this process: `zecache import` reads a stream the
  * test controls, which changes its bytes once the tool has read up to a
  * chosen point, as a file someone else can write may change under the tool
- * between (or during) its reads. */
+ * between (or during) its reads; `prewarm --from` collects a bundle's
+ * recorded inputs, counting the SPIR-V it decodes. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "disk_test_support.h"
+#include "prewarm_collect.h"
 #include "test_support.h"
 #include "tool.h"
 #include "tool_inputs.h"
@@ -235,4 +237,111 @@ Test(tool_bundle, a_signed_bundle_rewritten_during_its_import_stores_only_signed
     }
     free(genuine);
     free(forged);
+}
+
+/* ---- prewarm --from ---- */
+
+enum { SHARING_RECIPES = 20 };
+
+/* A recipe of key naming one SPIR-V of the size given. */
+static uint8_t *recipe_naming(const zc_key *key, const uint8_t sha256[32], uint64_t spirv_size,
+                              size_t *size)
+{
+    zc_recipe_input input = {.spirv_size = spirv_size};
+    memcpy(input.spirv_sha256, sha256, 32);
+    zc_recipe recipe = {.key = *key,
+                        .device_name = "Intel(R) Graphics [0xff20]",
+                        .driver_version = "1.3.29735",
+                        .input_count = 1,
+                        .inputs = &input};
+    uint8_t *bytes;
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, size), ZC_OK);
+    return bytes;
+}
+
+static void write_item(zc_bundle_writer *writer, const uint8_t id[32], uint8_t *bytes, size_t size)
+{
+    zc_key key;
+    memcpy(key.bytes, id, 32);
+    cr_assert_eq(zc_bundle_write_entry(writer, &key, bytes, size), ZC_OK);
+    free(bytes);
+}
+
+static void write_recipe(zc_bundle_writer *writer, const zc_key *key, const uint8_t sha256[32],
+                         uint64_t spirv_size)
+{
+    size_t size;
+    uint8_t *bytes = recipe_naming(key, sha256, spirv_size, &size);
+    write_item(writer, key->bytes, bytes, size);
+}
+
+/* A SPIR-V of size bytes (seeded), sealed; its SHA-256 in sha256. */
+static uint8_t *sealed_spirv(size_t size, uint8_t seed, uint8_t sha256[32], size_t *sealed_size)
+{
+    uint8_t *spirv = calloc(size, 1);
+    cr_assert_not_null(spirv);
+    for (size_t i = 0; i < size; i += 4096)
+        spirv[i] = (uint8_t)(seed + i / 4096);
+    uint8_t *sealed;
+    cr_assert_eq(zc_spirv_blob_encode(spirv, size, 3, sha256, &sealed, sealed_size), ZC_OK);
+    free(spirv);
+    return sealed;
+}
+
+/* One large SPIR-V named by twenty recipes is decoded once, for the first;
+ * the others share it. A planted recipe naming another SPIR-V with a smaller
+ * size than its container holds is refused before anything of it is
+ * decompressed, and does not keep an honest recipe of that SPIR-V out. */
+Test(tool_bundle, prewarm_from_a_bundle_decodes_each_spirv_once)
+{
+    enum { SHARED_SIZE = 32 << 20, OTHER_SIZE = 1 << 20, PLANTED_SIZE = 4096 };
+    uint8_t shared_sha[32], other_sha[32];
+    size_t shared_size, other_size;
+    uint8_t *shared = sealed_spirv(SHARED_SIZE, 1, shared_sha, &shared_size);
+    uint8_t *other = sealed_spirv(OTHER_SIZE, 2, other_sha, &other_size);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/inputs.zcb", scratch);
+    FILE *out = fopen(path, "wb");
+    cr_assert_not_null(out);
+    zc_bundle_writer writer;
+    cr_assert_eq(zc_bundle_write_start(&writer, out), ZC_OK);
+    write_item(&writer, shared_sha, shared, shared_size);
+    write_item(&writer, other_sha, other, other_size);
+    zc_key planted_key = t_key(700), honest_key = t_key(701);
+    write_recipe(&writer, &planted_key, other_sha, PLANTED_SIZE);
+    for (int i = 0; i < SHARING_RECIPES; i++) {
+        zc_key key = t_key(800 + (uint64_t)i);
+        write_recipe(&writer, &key, shared_sha, SHARED_SIZE);
+    }
+    write_recipe(&writer, &honest_key, other_sha, OTHER_SIZE);
+    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
+    zc_bundle_writer_close(&writer);
+    cr_assert_eq(fclose(out), 0);
+
+    zc_config config;
+    zc_config_from_env(&config);
+    prewarm_filter filter = {0};
+    prewarm_list list = {0};
+    char reason[512];
+    cr_assert(prewarm_collect_bundle(path, &config, &filter, &list, reason, sizeof reason), "%s",
+              reason);
+    cr_assert_eq(list.count, SHARING_RECIPES + 1);
+    cr_assert_eq(list.spirv_decodes, 2, "each SPIR-V once, the planted recipe's never");
+    cr_assert_eq(list.problem_count, 1);
+    char planted_hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&planted_key, planted_hex);
+    cr_assert_not_null(strstr(list.problems[0], planted_hex), "%s", list.problems[0]);
+    cr_assert_not_null(strstr(list.problems[0], "holds 1048576 bytes, not the 4096 its recipe "
+                                                "declares"),
+                       "%s", list.problems[0]);
+    /* Every item names the pool's one copy of its SPIR-V. */
+    long shared_at = tool_blob_pool_find(&list.blobs, shared_sha);
+    cr_assert_geq(shared_at, 0);
+    for (size_t i = 0; i < list.count; i++) {
+        cr_assert_eq(list.items[i].blob_count, 1);
+        bool names_shared = memcmp(list.items[i].recorded_key.bytes, honest_key.bytes, 32) != 0;
+        if (names_shared)
+            cr_assert_eq(list.items[i].blobs[0], list.blobs.bytes[shared_at]);
+    }
+    prewarm_list_free(&list);
 }
