@@ -13,6 +13,7 @@
 
 #include "disk_test_support.h"
 #include "prewarm_collect.h"
+#include "prewarm_job.h"
 #include "test_support.h"
 #include "tool.h"
 #include "tool_inputs.h"
@@ -344,4 +345,62 @@ Test(tool_bundle, prewarm_from_a_bundle_decodes_each_spirv_once)
             cr_assert_eq(list.items[i].blobs[0], list.blobs.bytes[shared_at]);
     }
     prewarm_list_free(&list);
+}
+
+/* The build helper's side: jobs of one SPIR-V, handed out one after another,
+ * decode it once; a job whose container holds another size than its recipe
+ * declares is refused before it is decoded. */
+Test(tool_bundle, build_jobs_sharing_a_spirv_decode_it_once)
+{
+    enum { SPIRV_SIZE = 8 << 20 };
+    uint8_t sha[32], other_sha[32];
+    size_t sealed_size, other_size, recipe_size;
+    uint8_t *sealed = sealed_spirv(SPIRV_SIZE, 3, sha, &sealed_size);
+    uint8_t *other = sealed_spirv(4096, 4, other_sha, &other_size);
+    char *stream = NULL;
+    size_t stream_size = 0;
+    FILE *out = open_memstream(&stream, &stream_size);
+    cr_assert_not_null(out);
+    for (uint32_t id = 0; id < SHARING_RECIPES; id++) {
+        zc_key key = t_key(900 + id);
+        uint8_t *recipe = recipe_naming(&key, sha, SPIRV_SIZE, &recipe_size);
+        cr_assert(prewarm_job_write(out, id, recipe, recipe_size, &sealed, &sealed_size, 1));
+        free(recipe);
+    }
+    zc_key key = t_key(999);
+    uint8_t *lying = recipe_naming(&key, other_sha, 1024, &recipe_size);
+    cr_assert(prewarm_job_write(out, SHARING_RECIPES, lying, recipe_size, &other, &other_size, 1));
+    free(lying);
+    cr_assert_eq(fclose(out), 0);
+
+    FILE *in = fmemopen(stream, stream_size, "rb");
+    cr_assert_not_null(in);
+    prewarm_job previous = {0}, job;
+    char reason[256] = "";
+    uint32_t decoded = 0;
+    uint8_t *expected = calloc(SPIRV_SIZE, 1);
+    cr_assert_not_null(expected);
+    for (size_t i = 0; i < SPIRV_SIZE; i += 4096)
+        expected[i] = (uint8_t)(3 + i / 4096);
+    for (uint32_t id = 0; id < SHARING_RECIPES; id++) {
+        cr_assert_eq(prewarm_job_read_next(in, &previous, &job, reason, sizeof reason),
+                     PREWARM_JOB_READY, "%s", reason);
+        prewarm_job_free(&previous);
+        cr_assert_eq(job.id, id);
+        cr_assert_eq(memcmp(job.spirv[0], expected, SPIRV_SIZE), 0);
+        decoded += job.decoded;
+        previous = job;
+    }
+    cr_assert_eq(decoded, 1);
+    cr_assert_eq(prewarm_job_read_next(in, &previous, &job, reason, sizeof reason),
+                 PREWARM_JOB_UNREADY);
+    cr_assert_str_eq(reason, "SPIR-V input 0 is not of the size its recipe declares");
+    prewarm_job_free(&previous);
+    prewarm_job_free(&job);
+    cr_assert_eq(prewarm_job_read_next(in, NULL, &job, reason, sizeof reason), PREWARM_JOB_END);
+    fclose(in);
+    free(expected);
+    free(stream);
+    free(sealed);
+    free(other);
 }
