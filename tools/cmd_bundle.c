@@ -393,6 +393,10 @@ const tool_command tool_cmd_import = {
                "as they are. Bad entries are reported and left out; entries larger than the\n"
                "size limit are reported and skipped.\n"
                "\n"
+               "With NEO_CACHE_REMOTE_SECRET_FILE set, the bundle must be signed with that\n"
+               "secret: it is read once into a private temporary file (in $TMPDIR, else\n"
+               "/tmp), and nothing of it is stored unless its signature holds.\n"
+               "\n"
                "Exit status: 0 the whole bundle was read and every entry was good, 1 some\n"
                "were bad, the bundle is truncated or malformed, or the cache cannot be\n"
                "written.\n",
