@@ -285,9 +285,12 @@ static FILE *checked_copy(FILE *in, char *reason, size_t reason_size)
             break;
     }
     zc_bundle_reader_close(&reader);
-    if (status == ZC_OK && item == ZC_BUNDLE_END && fflush(copy) != 0)
+    bool checked = status == ZC_OK && item == ZC_BUNDLE_END;
+    if (checked && (fflush(copy) != 0 || fseek(copy, 0, SEEK_SET) != 0)) {
         snprintf(reason, reason_size, "cannot make a private copy of it: %s", strerror(errno));
-    else if (status == ZC_OK && item == ZC_BUNDLE_END && fseek(copy, 0, SEEK_SET) == 0)
+        checked = false;
+    }
+    if (checked)
         return copy;
     fclose(copy);
     return NULL;
