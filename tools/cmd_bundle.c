@@ -189,23 +189,30 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
     zc_key_to_hex(key, hex);
     zc_recipe recipe;
     zc_input_blob blobs[ZC_RECIPE_MAX_INPUTS];
-    zc_status status = zc_recipe_decode(bytes, size, key, &recipe, reason, sizeof reason);
+    zc_status decoded = zc_recipe_decode(bytes, size, key, &recipe, reason, sizeof reason);
+    zc_status status = decoded;
     for (uint32_t i = 0; status == ZC_OK && i < recipe.input_count; i++) {
         long found = tool_blob_pool_find(&tally->blobs, recipe.inputs[i].spirv_sha256);
         if (found < 0)
             status = zc_explain(ZC_MISS, reason, sizeof reason, "SPIR-V input %u is not there", i);
+        else if (tally->blobs.spirv_sizes[found] != recipe.inputs[i].spirv_size)
+            status = zc_explain(ZC_MISS, reason, sizeof reason,
+                                "SPIR-V input %u holds %llu bytes, not the %llu it declares", i,
+                                (unsigned long long)tally->blobs.spirv_sizes[found],
+                                (unsigned long long)recipe.inputs[i].spirv_size);
         else
             blobs[i] = (zc_input_blob){.bytes = tally->blobs.bytes[found],
                                        .size = tally->blobs.sizes[found]};
-        if (found >= 0)
+        if (status == ZC_OK)
             memcpy(blobs[i].sha256, recipe.inputs[i].spirv_sha256, 32);
     }
     if (status == ZC_OK) {
         status = zc_disk_tier_record(tier, key, bytes, size, blobs, recipe.input_count);
-        zc_recipe_free(&recipe);
         if (status != ZC_OK && status != ZC_EXISTS)
             snprintf(reason, sizeof reason, "%s", zc_status_name(status));
     }
+    if (decoded == ZC_OK)
+        zc_recipe_free(&recipe);
     if (status == ZC_OK || status == ZC_EXISTS) {
         tally->inputs++;
     } else {
@@ -214,15 +221,21 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
     }
 }
 
-/* Keeps a verified SPIR-V for the recipes that follow. */
+/* Keeps a verified SPIR-V, with its size, for the recipes that follow; one
+ * the bundle gave already is not decoded again. */
 static void keep_blob(const zc_key *sha, uint8_t *bytes, size_t size, bundle_tally *tally)
 {
     uint8_t *spirv = NULL;
     size_t spirv_size = 0;
     char reason[REASON_SIZE] = "", hex[ZC_KEY_HEX_SIZE];
+    if (tool_blob_pool_find(&tally->blobs, sha->bytes) >= 0) {
+        free(bytes);
+        return;
+    }
     if (zc_spirv_blob_decode(bytes, size, sha->bytes, &spirv, &spirv_size, reason, sizeof reason) ==
             ZC_OK &&
         tool_blob_pool_add(&tally->blobs, sha->bytes, bytes, size)) {
+        tally->blobs.spirv_sizes[tally->blobs.count - 1] = spirv_size;
         free(spirv);
         return;
     }

@@ -404,3 +404,61 @@ Test(tool_bundle, build_jobs_sharing_a_spirv_decode_it_once)
     free(sealed);
     free(other);
 }
+
+/* How many files under dir end in suffix. */
+static size_t files_ending_in(const char *dir, const char *suffix)
+{
+    char command[PATH_MAX + 128];
+    snprintf(command, sizeof command, "find '%s' -type f -name '*%s' 2>/dev/null | wc -l", dir,
+             suffix);
+    FILE *pipe = popen(command, "r");
+    cr_assert_not_null(pipe);
+    unsigned long count = 0;
+    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
+    pclose(pipe);
+    return count;
+}
+
+/* An imported recipe is recorded only when every SPIR-V it names is in the
+ * bundle with the size it declares: one declaring another size is reported
+ * and left out (prewarm would refuse it for good), its entry imported. */
+Test(tool_bundle, import_leaves_out_a_recipe_declaring_another_spirv_size)
+{
+    uint8_t sha[32];
+    size_t sealed_size, entry_size, recipe_size, size;
+    uint8_t *sealed = sealed_spirv(4096, 5, sha, &sealed_size);
+    zc_key key = t_key(4300);
+    zc_artifact *artifact = t_artifact(BINARY_SIZE, 4300);
+    uint8_t *entry;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
+    zc_artifact_unref(artifact);
+    uint8_t *recipe = recipe_naming(&key, sha, 5000, &recipe_size);
+    char *bundle = NULL;
+    FILE *out = open_memstream(&bundle, &size);
+    cr_assert_not_null(out);
+    zc_bundle_writer writer;
+    cr_assert_eq(zc_bundle_write_start(&writer, out), ZC_OK);
+    write_item(&writer, key.bytes, entry, entry_size);
+    write_item(&writer, sha, sealed, sealed_size);
+    write_item(&writer, key.bytes, recipe, recipe_size);
+    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
+    zc_bundle_writer_close(&writer);
+    cr_assert_eq(fclose(out), 0);
+
+    rewritten_file file = {(uint8_t *)bundle, (uint8_t *)bundle, size, size, 0, false};
+    char *err;
+    cr_assert_eq(import_from(&file, cache_dir, &err), 1, "%s", err);
+    char hex[ZC_KEY_HEX_SIZE], says[256];
+    zc_key_to_hex(&key, hex);
+    snprintf(says, sizeof says,
+             "bad      the recorded inputs of %s: SPIR-V input 0 holds 4096 bytes, not the 5000 "
+             "it declares",
+             hex);
+    cr_assert_not_null(strstr(err, says), "%s", err);
+    cr_assert_not_null(strstr(err, "imported 1 entries, 0 bad"), "%s", err);
+    cr_assert_eq(files_ending_in(cache_dir, ".l0_cache"), 1);
+    cr_assert_eq(files_ending_in(cache_dir, ".recipe"), 0);
+    cr_assert_eq(files_ending_in(cache_dir, ".spirv"), 0);
+    free(err);
+    free(bundle);
+}
