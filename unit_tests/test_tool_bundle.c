@@ -405,20 +405,6 @@ Test(tool_bundle, build_jobs_sharing_a_spirv_decode_it_once)
     free(other);
 }
 
-/* How many files under dir end in suffix. */
-static size_t files_ending_in(const char *dir, const char *suffix)
-{
-    char command[PATH_MAX + 128];
-    snprintf(command, sizeof command, "find '%s' -type f -name '*%s' 2>/dev/null | wc -l", dir,
-             suffix);
-    FILE *pipe = popen(command, "r");
-    cr_assert_not_null(pipe);
-    unsigned long count = 0;
-    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
-    pclose(pipe);
-    return count;
-}
-
 /* An imported recipe is recorded only when every SPIR-V it names is in the
  * bundle with the size it declares: one declaring another size is reported
  * and left out (prewarm would refuse it for good), its entry imported. */
@@ -456,9 +442,9 @@ Test(tool_bundle, import_leaves_out_a_recipe_declaring_another_spirv_size)
              hex);
     cr_assert_not_null(strstr(err, says), "%s", err);
     cr_assert_not_null(strstr(err, "imported 1 entries, 0 bad"), "%s", err);
-    cr_assert_eq(files_ending_in(cache_dir, ".l0_cache"), 1);
-    cr_assert_eq(files_ending_in(cache_dir, ".recipe"), 0);
-    cr_assert_eq(files_ending_in(cache_dir, ".spirv"), 0);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".l0_cache"), 1);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".recipe"), 0);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".spirv"), 0);
     free(err);
     free(bundle);
 }
