@@ -4,7 +4,9 @@
  * it always stops (END or BAD) within the input; a bundle it reads to END
  * is canonical, i.e. writing its entries back gives exactly the input; and
  * every entry it hands out is either refused by zc_entry_decode with a
- * reason or decodes under its record's key. */
+ * reason or decodes under its record's key. Read with a copy (as a signed
+ * import reads), the copy holds exactly the bytes read: a prefix of the
+ * input, the whole input when it was read to END. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     read_entry entries[MAX_ENTRIES];
     size_t count = 0, bytes_handed_out = 0;
     zc_bundle_item item = ZC_BUNDLE_BAD;
-    if (zc_bundle_read_start(&reader, in, reason, sizeof reason) == ZC_OK) {
+    char *copied = NULL;
+    size_t copied_size = 0;
+    FILE *copy = open_memstream(&copied, &copied_size);
+    FUZZ_CHECK(copy != NULL);
+    if (zc_bundle_read_start_copying(&reader, in, NULL, copy, reason, sizeof reason) == ZC_OK) {
         while (count < MAX_ENTRIES) {
             read_entry *entry = &entries[count];
             item = zc_bundle_read_next(&reader, &entry->key, &entry->bytes, &entry->size, reason,
@@ -84,6 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     zc_bundle_reader_close(&reader);
     fclose(in);
+    FUZZ_CHECK(fclose(copy) == 0);
+    FUZZ_CHECK(copied_size <= size && memcmp(copied, data, copied_size) == 0);
+    FUZZ_CHECK(item != ZC_BUNDLE_END || copied_size == size);
+    free(copied);
     /* Writers write the newest version only: older ones read, not rewritten. */
     if (item == ZC_BUNDLE_END && reader.version == ZC_BUNDLE_FORMAT_VERSION)
         check_canonical(data, size, entries, count);

@@ -201,15 +201,33 @@ static hit_outcome create_from_artifact(driver_compile *compile, const zc_artifa
     return HIT_CREATED;
 }
 
+/* After a compile the cache stored under key: its inputs, recorded only
+ * once the entry is stored, so no inputs are kept without the entry they
+ * rebuild. */
+static void record_compiled(driver_compile *compile, const zc_key *key, const zc_artifact *fresh)
+{
+    if (zcl_layer.config.record_inputs)
+        zcl_record_inputs(compile->desc, compile->device_info, key,
+                          zc_artifact_meta_of(fresh)->compile_ns);
+}
+
 /* Compiles as usual and puts the result in key's place: when the driver
- * refused a verified entry (say, hardware the key did not tell apart), and
- * when hits are off because the compiler is not the one predicted. */
+ * refused a verified entry (say, hardware the key did not tell apart: then
+ * the compile is the lookup's miss, counted and recorded as one), and when
+ * hits are off because the compiler is not the one predicted. */
 static ze_result_t compile_and_replace(driver_compile *compile, const zc_key *key,
-                                       const char *trace)
+                                       const char *trace, bool as_miss)
 {
     zc_artifact *fresh = NULL;
-    if (compile_with_driver(compile, &fresh) == ZC_OK) {
+    zc_status status = compile_with_driver(compile, &fresh);
+    if (as_miss) {
+        zc_cache_count_miss(zcl_layer.cache, status, fresh);
+        compile->outcome = status == ZC_OK ? "built" : "failed";
+    }
+    if (status == ZC_OK) {
         (void)zc_cache_replace(zcl_layer.cache, key, fresh, trace);
+        if (as_miss)
+            record_compiled(compile, key, fresh);
         zc_artifact_unref(fresh);
     }
     return finish_compile(compile);
@@ -218,14 +236,12 @@ static ze_result_t compile_and_replace(driver_compile *compile, const zc_key *ke
 static ze_result_t look_up(driver_compile *compile, const zc_key *key, const char *trace)
 {
     zc_artifact *artifact = NULL;
+    zc_lookup_outcome lookup = ZC_LOOKUP_COMPILED;
     zc_status status = zc_cache_get_or_compile(zcl_layer.cache, key, trace, compile_with_driver,
-                                               compile, &artifact, NULL);
+                                               compile, &artifact, &lookup);
     if (compile->ran) {
-        /* Recorded only once the entry is stored, so no inputs are kept
-         * without the entry they rebuild. */
-        if (status == ZC_OK && zcl_layer.config.record_inputs)
-            zcl_record_inputs(compile->desc, compile->device_info, key,
-                              zc_artifact_meta_of(artifact)->compile_ns);
+        if (status == ZC_OK)
+            record_compiled(compile, key, artifact);
         zc_artifact_unref(artifact);
         compile->outcome = status == ZC_OK ? "built" : "failed";
         return finish_compile(compile);
@@ -237,6 +253,8 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
     }
     ze_result_t result;
     hit_outcome outcome = create_from_artifact(compile, artifact, &result);
+    if (outcome != HIT_CREATED)
+        zc_cache_uncount_hit(zcl_layer.cache, lookup, artifact); /* nothing saved */
     zc_artifact_unref(artifact);
     if (outcome == HIT_CREATED) {
         compile->outcome = "present";
@@ -256,7 +274,7 @@ static ze_result_t look_up(driver_compile *compile, const zc_key *key, const cha
     char detail[64];
     snprintf(detail, sizeof(detail), "the driver returned 0x%x; compiling", (unsigned)result);
     zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_REJECTED_BINARY, detail);
-    return compile_and_replace(compile, key, trace);
+    return compile_and_replace(compile, key, trace, true);
 }
 
 /* Whether the request can go through the cache; if not, why. */
@@ -353,7 +371,7 @@ ze_result_t ZE_APICALL zcl_module_create(ze_context_handle_t context, ze_device_
     if (zc_compiler_identity_changed()) {
         zc_cache_count_bypass(zcl_layer.cache, ZC_BYPASS_COMPILER_CHANGED,
                               "the compiler loaded is not the one predicted: no hits, compiling");
-        result = compile_and_replace(&compile, &key, trace);
+        result = compile_and_replace(&compile, &key, trace, false);
     } else {
         result = look_up(&compile, &key, trace);
     }

@@ -3,9 +3,11 @@
  * machine. "-" is standard output or input. Problems go to standard error,
  * so an export to standard output stays a clean bundle. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 #include "tool_inputs.h"
@@ -187,23 +189,30 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
     zc_key_to_hex(key, hex);
     zc_recipe recipe;
     zc_input_blob blobs[ZC_RECIPE_MAX_INPUTS];
-    zc_status status = zc_recipe_decode(bytes, size, key, &recipe, reason, sizeof reason);
+    zc_status decoded = zc_recipe_decode(bytes, size, key, &recipe, reason, sizeof reason);
+    zc_status status = decoded;
     for (uint32_t i = 0; status == ZC_OK && i < recipe.input_count; i++) {
         long found = tool_blob_pool_find(&tally->blobs, recipe.inputs[i].spirv_sha256);
         if (found < 0)
             status = zc_explain(ZC_MISS, reason, sizeof reason, "SPIR-V input %u is not there", i);
+        else if (tally->blobs.spirv_sizes[found] != recipe.inputs[i].spirv_size)
+            status = zc_explain(ZC_MISS, reason, sizeof reason,
+                                "SPIR-V input %u holds %llu bytes, not the %llu it declares", i,
+                                (unsigned long long)tally->blobs.spirv_sizes[found],
+                                (unsigned long long)recipe.inputs[i].spirv_size);
         else
             blobs[i] = (zc_input_blob){.bytes = tally->blobs.bytes[found],
                                        .size = tally->blobs.sizes[found]};
-        if (found >= 0)
+        if (status == ZC_OK)
             memcpy(blobs[i].sha256, recipe.inputs[i].spirv_sha256, 32);
     }
     if (status == ZC_OK) {
         status = zc_disk_tier_record(tier, key, bytes, size, blobs, recipe.input_count);
-        zc_recipe_free(&recipe);
         if (status != ZC_OK && status != ZC_EXISTS)
             snprintf(reason, sizeof reason, "%s", zc_status_name(status));
     }
+    if (decoded == ZC_OK)
+        zc_recipe_free(&recipe);
     if (status == ZC_OK || status == ZC_EXISTS) {
         tally->inputs++;
     } else {
@@ -212,15 +221,21 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
     }
 }
 
-/* Keeps a verified SPIR-V for the recipes that follow. */
+/* Keeps a verified SPIR-V, with its size, for the recipes that follow; one
+ * the bundle gave already is not decoded again. */
 static void keep_blob(const zc_key *sha, uint8_t *bytes, size_t size, bundle_tally *tally)
 {
     uint8_t *spirv = NULL;
     size_t spirv_size = 0;
     char reason[REASON_SIZE] = "", hex[ZC_KEY_HEX_SIZE];
+    if (tool_blob_pool_find(&tally->blobs, sha->bytes) >= 0) {
+        free(bytes);
+        return;
+    }
     if (zc_spirv_blob_decode(bytes, size, sha->bytes, &spirv, &spirv_size, reason, sizeof reason) ==
             ZC_OK &&
         tool_blob_pool_add(&tally->blobs, sha->bytes, bytes, size)) {
+        tally->blobs.spirv_sizes[tally->blobs.count - 1] = spirv_size;
         free(spirv);
         return;
     }
@@ -230,8 +245,10 @@ static void keep_blob(const zc_key *sha, uint8_t *bytes, size_t size, bundle_tal
     fprintf(stderr, "bad      SPIR-V %s: %s\n", hex, reason[0] != '\0' ? reason : "no memory");
 }
 
-/* The reader, requiring a signature when NEO_CACHE_REMOTE_SECRET_FILE is set. */
-static zc_status start_reader(zc_bundle_reader *reader, FILE *in, char *reason, size_t reason_size)
+/* The reader, requiring a signature when NEO_CACHE_REMOTE_SECRET_FILE is set;
+ * copying what it reads to copy unless NULL. */
+static zc_status start_reader(zc_bundle_reader *reader, FILE *in, FILE *copy, char *reason,
+                              size_t reason_size)
 {
     zc_config config;
     zc_config_from_env(&config);
@@ -241,39 +258,35 @@ static zc_status start_reader(zc_bundle_reader *reader, FILE *in, char *reason, 
     const zc_bundle_signer *sign =
         tool_bundle_signer(&config, &secret, &signer, &failed, reason, reason_size);
     return failed ? ZC_ERR_INVALID_ARG
-                  : zc_bundle_read_start_signed(reader, in, sign, reason, reason_size);
+                  : zc_bundle_read_start_copying(reader, in, sign, copy, reason, reason_size);
 }
 
-/* A stream that can be read twice: in itself when it can seek, else (standard
- * input, a pipe) a temporary copy of it; NULL when it cannot be copied. */
-static FILE *rereadable(FILE *in, bool *copied)
+/* A file with no name in $TMPDIR (else /tmp): no other process can open it,
+ * let alone write it. NULL when there is none to be had. */
+static FILE *private_file(void)
 {
-    *copied = fseek(in, 0, SEEK_SET) != 0;
-    if (!*copied)
-        return in;
-    FILE *copy = tmpfile();
-    char buffer[64 * 1024];
-    size_t got;
-    while (copy != NULL && (got = fread(buffer, 1, sizeof buffer, in)) > 0) {
-        if (fwrite(buffer, 1, got, copy) != got) {
-            fclose(copy);
-            return NULL;
-        }
-    }
-    if (copy != NULL && (ferror(in) || fflush(copy) != 0 || fseek(copy, 0, SEEK_SET) != 0)) {
-        fclose(copy);
+    const char *dir = getenv("TMPDIR");
+    int fd =
+        open(dir != NULL && dir[0] != '\0' ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    FILE *file = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    if (file == NULL && fd >= 0)
+        close(fd);
+    return file != NULL ? file : tmpfile();
+}
+
+/* Reads the bundle in once, through its end, into a private copy: its
+ * signature covers every byte and comes last, and whoever can write the file
+ * could change it between two reads, so what is imported is that copy, whose
+ * bytes are exactly those checked. The copy, at its start, or NULL. */
+static FILE *checked_copy(FILE *in, char *reason, size_t reason_size)
+{
+    FILE *copy = private_file();
+    if (copy == NULL) {
+        snprintf(reason, reason_size, "cannot make a private copy of it: %s", strerror(errno));
         return NULL;
     }
-    return copy;
-}
-
-/* Reads the whole bundle through its end: its signature covers every byte
- * and comes last, so nothing of a forged bundle may be stored before it has
- * been checked. Leaves in at its start. */
-static zc_status check_whole_bundle(FILE *in, char *reason, size_t reason_size)
-{
     zc_bundle_reader reader = {0};
-    zc_status status = start_reader(&reader, in, reason, reason_size);
+    zc_status status = start_reader(&reader, in, copy, reason, reason_size);
     zc_bundle_item item = ZC_BUNDLE_BAD;
     while (status == ZC_OK) {
         zc_key key;
@@ -285,13 +298,15 @@ static zc_status check_whole_bundle(FILE *in, char *reason, size_t reason_size)
             break;
     }
     zc_bundle_reader_close(&reader);
-    if (status == ZC_OK && item != ZC_BUNDLE_END)
-        status = ZC_MISS;
-    if (status == ZC_OK && fseek(in, 0, SEEK_SET) != 0) {
-        snprintf(reason, reason_size, "cannot read the bundle again");
-        status = ZC_ERR_IO;
+    bool checked = status == ZC_OK && item == ZC_BUNDLE_END;
+    if (checked && (fflush(copy) != 0 || fseek(copy, 0, SEEK_SET) != 0)) {
+        snprintf(reason, reason_size, "cannot make a private copy of it: %s", strerror(errno));
+        checked = false;
     }
-    return status;
+    if (checked)
+        return copy;
+    fclose(copy);
+    return NULL;
 }
 
 static int import_checked_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in,
@@ -299,7 +314,7 @@ static int import_checked_entries(const tool_context *tool, zc_disk_tier *tier, 
 {
     char reason[REASON_SIZE];
     zc_bundle_reader reader = {0};
-    if (start_reader(&reader, in, reason, sizeof reason) != ZC_OK) {
+    if (start_reader(&reader, in, NULL, reason, sizeof reason) != ZC_OK) {
         zc_bundle_reader_close(&reader);
         return tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
     }
@@ -355,18 +370,12 @@ static int import_entries(const tool_context *tool, zc_disk_tier *tier, FILE *in
     if (!signature_required())
         return import_checked_entries(tool, tier, in, file);
     char reason[REASON_SIZE];
-    const char *name = is_stdio(file) ? "standard input" : file;
-    bool copied;
-    FILE *stream = rereadable(in, &copied);
-    if (stream == NULL)
-        return tool_fail(tool, "%s: cannot copy it to a temporary file", name);
-    int result;
-    if (check_whole_bundle(stream, reason, sizeof reason) != ZC_OK)
-        result = tool_fail(tool, "%s: %s; nothing imported", name, reason);
-    else
-        result = import_checked_entries(tool, tier, stream, file);
-    if (copied)
-        fclose(stream);
+    FILE *copy = checked_copy(in, reason, sizeof reason);
+    if (copy == NULL)
+        return tool_fail(tool, "%s: %s; nothing imported", is_stdio(file) ? "standard input" : file,
+                         reason);
+    int result = import_checked_entries(tool, tier, copy, file);
+    fclose(copy);
     return result;
 }
 
@@ -399,6 +408,10 @@ const tool_command tool_cmd_import = {
                "entries to stay within NEO_CACHE_MAX_SIZE). Entries already present are kept\n"
                "as they are. Bad entries are reported and left out; entries larger than the\n"
                "size limit are reported and skipped.\n"
+               "\n"
+               "With NEO_CACHE_REMOTE_SECRET_FILE set, the bundle must be signed with that\n"
+               "secret: it is read once into a private temporary file (in $TMPDIR, else\n"
+               "/tmp), and nothing of it is stored unless its signature holds.\n"
                "\n"
                "Exit status: 0 the whole bundle was read and every entry was good, 1 some\n"
                "were bad, the bundle is truncated or malformed, or the cache cannot be\n"

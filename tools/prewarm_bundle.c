@@ -50,8 +50,9 @@ static zc_bundle_item read_all(zc_bundle_reader *reader, tool_blob_pool *blobs,
     }
 }
 
-/* A copy of each SPIR-V the recipe names (the list takes them), NULL for
- * one the bundle lacks: prewarm_list_add reports it. */
+/* A copy of each SPIR-V the recipe names (the list takes them) that the
+ * list's pool does not have yet; NULL for the others, and for one the
+ * bundle lacks: prewarm_list_add reports it. */
 static bool add_recipe(prewarm_list *list, const prewarm_filter *filter, const tool_blob_pool *pool,
                        uint8_t *bytes, size_t size)
 {
@@ -67,7 +68,7 @@ static bool add_recipe(prewarm_list *list, const prewarm_filter *filter, const t
     bool ok = blobs != NULL && sizes != NULL;
     for (uint32_t i = 0; ok && i < count; i++) {
         long found = tool_blob_pool_find(pool, recipe.inputs[i].spirv_sha256);
-        if (found < 0)
+        if (found < 0 || tool_blob_pool_find(&list->blobs, recipe.inputs[i].spirv_sha256) >= 0)
             continue;
         blobs[i] = malloc(pool->sizes[found]);
         ok = blobs[i] != NULL;

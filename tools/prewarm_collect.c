@@ -44,47 +44,88 @@ bool prewarm_filter_wants(const prewarm_filter *filter, const zc_recipe *recipe)
     return filter->keys == NULL;
 }
 
-/* ZC_OK when every blob holds the SPIR-V the recipe names. */
-static zc_status check_blobs(const zc_recipe *recipe, uint8_t **blobs, const size_t *sizes,
-                             uint32_t count, char *reason, size_t reason_size)
+/* Input i's SPIR-V in the list's pool, decoded and verified once however
+ * many recipes name it: blob (taken; NULL when the caller left it to the
+ * pool) is decoded only when the pool lacks its SHA-256, and only when its
+ * container declares the size the recipe does, so that no recipe has more
+ * decompressed than it declares. One that does not verify stays in the pool
+ * as refused (bytes NULL), not to be decoded again. The pool's index; -1
+ * with reason for a missing, refused or other-sized SPIR-V; -2 when out of
+ * memory. */
+static long pooled_blob(prewarm_list *list, const zc_recipe_input *input, uint32_t i, uint8_t *blob,
+                        size_t size, char *reason, size_t reason_size)
 {
-    if (count != recipe->input_count)
-        return zc_explain(ZC_MISS, reason, reason_size, "%u SPIR-V inputs for %u in its recipe",
-                          count, recipe->input_count);
-    for (uint32_t i = 0; i < count; i++) {
-        uint8_t *spirv = NULL;
-        size_t size = 0;
-        char why[200] = "";
-        if (blobs[i] == NULL)
-            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u is missing", i);
-        zc_status status = zc_spirv_blob_decode(blobs[i], sizes[i], recipe->inputs[i].spirv_sha256,
-                                                &spirv, &size, why, sizeof why);
-        free(spirv);
-        if (status == ZC_OK && size != recipe->inputs[i].spirv_size)
-            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u has another size", i);
-        if (status != ZC_OK)
-            return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u: %s", i, why);
+    tool_blob_pool *pool = &list->blobs;
+    long found = tool_blob_pool_find(pool, input->spirv_sha256);
+    uint64_t declared = 0;
+    if (found >= 0 || blob == NULL) {
+        free(blob);
+        if (found < 0)
+            (void)zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u is missing", i);
+        else if (pool->spirv_sizes[found] != input->spirv_size)
+            (void)zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u has another size", i);
+        else if (pool->bytes[found] == NULL)
+            (void)zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u does not verify", i);
+        return found >= 0 && pool->spirv_sizes[found] == input->spirv_size &&
+                       pool->bytes[found] != NULL
+                   ? found
+                   : -1;
     }
-    return ZC_OK;
+    if (!zc_sealed_declared_size(blob, size, &declared) || declared != input->spirv_size) {
+        free(blob);
+        (void)zc_explain(ZC_MISS, reason, reason_size,
+                         "SPIR-V input %u holds %llu bytes, not the %llu its recipe declares", i,
+                         (unsigned long long)declared, (unsigned long long)input->spirv_size);
+        return -1;
+    }
+    uint8_t *spirv = NULL;
+    size_t spirv_size = 0;
+    char why[200] = "";
+    list->spirv_decodes++;
+    zc_status status =
+        zc_spirv_blob_decode(blob, size, input->spirv_sha256, &spirv, &spirv_size, why, sizeof why);
+    free(spirv);
+    if (status != ZC_OK) {
+        free(blob);
+        blob = NULL;
+        size = 0;
+    }
+    if (!tool_blob_pool_add(pool, input->spirv_sha256, blob, size)) {
+        free(blob);
+        return -2;
+    }
+    pool->spirv_sizes[pool->count - 1] = input->spirv_size;
+    if (status == ZC_OK)
+        return (long)pool->count - 1;
+    (void)zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u: %s", i, why);
+    return -1;
 }
 
-/* Puts each of blobs in the list's pool, or, when the pool has its SPIR-V
- * already, frees it for the pool's. Takes every blob either way (a
- * failure frees what the pool did not take); false when out of memory. */
-static bool share_blobs(prewarm_list *list, const zc_recipe *recipe, uint8_t **blobs,
-                        const size_t *sizes, uint32_t count)
+/* Puts blobs (taken, each freed or the pool's) in the list's pool, leaving
+ * in blobs and sizes the pool's: 0, -1 with reason when one is not usable,
+ * -2 when out of memory. */
+static int pool_blobs(prewarm_list *list, const zc_recipe *recipe, uint8_t **blobs, size_t *sizes,
+                      uint32_t count, char *reason, size_t reason_size)
 {
-    bool ok = true;
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *sha256 = recipe->inputs[i].spirv_sha256;
-        long found = tool_blob_pool_find(&list->blobs, sha256);
-        if (found < 0 && ok && tool_blob_pool_add(&list->blobs, sha256, blobs[i], sizes[i]))
-            continue;
-        free(blobs[i]);
-        blobs[i] = found >= 0 ? list->blobs.bytes[found] : NULL;
-        ok = ok && found >= 0;
+    long result = 0;
+    if (count != recipe->input_count) {
+        (void)zc_explain(ZC_MISS, reason, reason_size, "%u SPIR-V inputs for %u in its recipe",
+                         count, recipe->input_count);
+        result = -1;
     }
-    return ok;
+    for (uint32_t i = 0; i < count; i++) {
+        long found = -1;
+        if (result >= 0)
+            found =
+                pooled_blob(list, &recipe->inputs[i], i, blobs[i], sizes[i], reason, reason_size);
+        else
+            free(blobs[i]);
+        blobs[i] = found >= 0 ? list->blobs.bytes[found] : NULL;
+        sizes[i] = found >= 0 ? list->blobs.sizes[found] : 0;
+        if (result >= 0 && found < 0)
+            result = found;
+    }
+    return (int)result;
 }
 
 static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, size_t size,
@@ -119,15 +160,14 @@ bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t 
     } else if (prewarm_filter_wants(filter, &recipe)) {
         char hex[ZC_KEY_HEX_SIZE];
         zc_key_to_hex(&recipe.key, hex);
-        status = check_blobs(&recipe, blobs, blob_sizes, count, reason, sizeof reason);
-        if (status != ZC_OK)
+        int pooled = pool_blobs(list, &recipe, blobs, blob_sizes, count, reason, sizeof reason);
+        if (pooled == -1)
             ok = prewarm_list_problem(list, hex, reason);
-        else if (!(ok = share_blobs(list, &recipe, blobs, blob_sizes, count)))
-            count = 0; /* each blob is the pool's or freed */
-        else if ((ok = append(list, &recipe, recipe_bytes, recipe_size, blobs, blob_sizes, count)))
+        else if (pooled == 0 &&
+                 (ok = append(list, &recipe, recipe_bytes, recipe_size, blobs, blob_sizes, count)))
             recipe_bytes = NULL, blobs = NULL, blob_sizes = NULL; /* taken */
-        else
-            count = 0; /* the pool's */
+        ok = ok && pooled != -2;
+        count = 0; /* each blob is the pool's or freed */
     }
     if (status == ZC_OK)
         zc_recipe_free(&recipe);
@@ -143,16 +183,18 @@ typedef struct cache_walk {
     bool skip_listed; /* not the first directory: skip keys already listed */
 } cache_walk;
 
-/* The blobs a recipe names, as stored (verified by prewarm_list_add). */
-static bool read_blobs(zc_disk_tier *tier, const zc_recipe *recipe, uint8_t ***blobs,
-                       size_t **sizes)
+/* The blobs a recipe names, as stored (verified by prewarm_list_add), but
+ * for those the list's pool has already (left NULL). */
+static bool read_blobs(zc_disk_tier *tier, const prewarm_list *list, const zc_recipe *recipe,
+                       uint8_t ***blobs, size_t **sizes)
 {
     *blobs = calloc(recipe->input_count, sizeof **blobs);
     *sizes = calloc(recipe->input_count, sizeof **sizes);
     if (*blobs == NULL || *sizes == NULL)
         return false;
     for (uint32_t i = 0; i < recipe->input_count; i++)
-        if (zc_disk_tier_read_blob(tier, recipe->inputs[i].spirv_sha256, &(*blobs)[i],
+        if (tool_blob_pool_find(&list->blobs, recipe->inputs[i].spirv_sha256) >= 0 ||
+            zc_disk_tier_read_blob(tier, recipe->inputs[i].spirv_sha256, &(*blobs)[i],
                                    &(*sizes)[i]) != ZC_OK)
             (*blobs)[i] = NULL;
     return true;
@@ -190,7 +232,7 @@ static int collect_entry(void *context, const zc_disk_entry_info *info)
     }
     uint32_t count = recipe.input_count;
     bool read = prewarm_filter_wants(walk->filter, &recipe) &&
-                read_blobs(walk->tier, &recipe, &blobs, &sizes);
+                read_blobs(walk->tier, walk->list, &recipe, &blobs, &sizes);
     zc_recipe_free(&recipe);
     if (read)
         walk->out_of_memory =

@@ -30,8 +30,11 @@ typedef struct prewarm_list {
     size_t problem_count;
     size_t without_inputs; /* entries that have none */
     /* Each SPIR-V once, however many items name it: thousands of keys may
-     * share one large module's SPIR-V. */
+     * share one large module's SPIR-V. Decoded and verified once too, when
+     * its first recipe is added (spirv_sizes: its size; bytes NULL: it did
+     * not verify). */
     tool_blob_pool blobs;
+    uint64_t spirv_decodes; /* SPIR-V decoded to verify them */
 } prewarm_list;
 
 typedef struct prewarm_filter {
@@ -52,7 +55,9 @@ bool prewarm_collect_cache(zc_disk_tier *tier, const prewarm_filter *filter, pre
 bool prewarm_collect_bundle(const char *path, const zc_config *config, const prewarm_filter *filter,
                             prewarm_list *list, char *reason, size_t reason_size);
 /* Verifies a recipe and its blobs and adds them as an item, or as a
- * problem. Takes the buffers. False when out of memory. */
+ * problem. Takes the buffers. A blob may be NULL when the list's pool has
+ * its SPIR-V already (found by tool_blob_pool_find on list->blobs). False
+ * when out of memory. */
 bool prewarm_list_add(prewarm_list *list, const prewarm_filter *filter, uint8_t *recipe,
                       size_t recipe_size, uint8_t **blobs, size_t *blob_sizes, uint32_t count);
 /* From the Redis storages of config's NEO_CACHE_REMOTE, their signatures

@@ -49,31 +49,66 @@ static uint8_t *read_sized(FILE *in, size_t *size)
     return data;
 }
 
-static prewarm_job_read read_inputs(FILE *in, prewarm_job *job, char *reason, size_t reason_size)
+/* previous's decoded SPIR-V of that SHA-256 and size, taken from it; NULL
+ * when it has none. */
+static uint8_t *take_decoded(prewarm_job *previous, const zc_recipe_input *input)
+{
+    for (uint32_t j = 0;
+         previous != NULL && previous->spirv != NULL && j < previous->recipe.input_count; j++) {
+        const zc_recipe_input *had = &previous->recipe.inputs[j];
+        uint8_t *spirv = previous->spirv[j];
+        if (spirv != NULL && had->spirv_size == input->spirv_size &&
+            memcmp(had->spirv_sha256, input->spirv_sha256, 32) == 0) {
+            previous->spirv[j] = NULL;
+            return spirv;
+        }
+    }
+    return NULL;
+}
+
+/* Decodes one input's blob, never past the size its recipe declares. */
+static bool decode_input(const uint8_t *blob, size_t size, const zc_recipe_input *input, uint32_t i,
+                         uint8_t **spirv, char *reason, size_t reason_size)
+{
+    uint64_t declared = 0;
+    size_t spirv_size = 0;
+    if (!zc_sealed_declared_size(blob, size, &declared) || declared != input->spirv_size) {
+        snprintf(reason, reason_size, "SPIR-V input %u is not of the size its recipe declares", i);
+        return false;
+    }
+    return zc_spirv_blob_decode(blob, size, input->spirv_sha256, spirv, &spirv_size, reason,
+                                reason_size) == ZC_OK &&
+           spirv_size == input->spirv_size;
+}
+
+static prewarm_job_read read_inputs(FILE *in, prewarm_job *previous, prewarm_job *job, char *reason,
+                                    size_t reason_size)
 {
     job->spirv = calloc(job->recipe.input_count, sizeof *job->spirv);
     if (job->spirv == NULL)
         return PREWARM_JOB_BAD;
     prewarm_job_read result = PREWARM_JOB_READY;
     for (uint32_t i = 0; i < job->recipe.input_count; i++) {
-        size_t size = 0, spirv_size = 0;
+        size_t size = 0;
         uint8_t *blob = read_sized(in, &size);
         if (blob == NULL) {
             snprintf(reason, reason_size, "job stream cut short");
             return PREWARM_JOB_BAD;
         }
-        zc_recipe_input *input = &job->recipe.inputs[i];
+        const zc_recipe_input *input = &job->recipe.inputs[i];
         if (result == PREWARM_JOB_READY &&
-            (zc_spirv_blob_decode(blob, size, input->spirv_sha256, &job->spirv[i], &spirv_size,
-                                  reason, reason_size) != ZC_OK ||
-             spirv_size != input->spirv_size))
-            result = PREWARM_JOB_UNREADY;
+            (job->spirv[i] = take_decoded(previous, input)) == NULL) {
+            job->decoded++;
+            if (!decode_input(blob, size, input, i, &job->spirv[i], reason, reason_size))
+                result = PREWARM_JOB_UNREADY;
+        }
         free(blob);
     }
     return result;
 }
 
-prewarm_job_read prewarm_job_read_next(FILE *in, prewarm_job *job, char *reason, size_t reason_size)
+prewarm_job_read prewarm_job_read_next(FILE *in, prewarm_job *previous, prewarm_job *job,
+                                       char *reason, size_t reason_size)
 {
     memset(job, 0, sizeof *job);
     uint8_t id[4];
@@ -95,7 +130,7 @@ prewarm_job_read prewarm_job_read_next(FILE *in, prewarm_job *job, char *reason,
     zc_status status = zc_recipe_decode(recipe, size, NULL, &job->recipe, reason, reason_size);
     free(recipe);
     /* Without a recipe the number of blobs that follow is unknown. */
-    return status == ZC_OK ? read_inputs(in, job, reason, reason_size) : PREWARM_JOB_BAD;
+    return status == ZC_OK ? read_inputs(in, previous, job, reason, reason_size) : PREWARM_JOB_BAD;
 }
 
 void prewarm_job_free(prewarm_job *job)

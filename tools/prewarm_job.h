@@ -21,7 +21,8 @@
 typedef struct prewarm_job {
     uint32_t id;
     zc_recipe recipe;
-    uint8_t **spirv; /* recipe.input_count modules */
+    uint8_t **spirv;  /* recipe.input_count modules */
+    uint32_t decoded; /* of them, how many were decoded (not the previous job's) */
 } prewarm_job;
 
 /* Writes job id with the sealed recipe and blobs; false when out fails. */
@@ -35,8 +36,12 @@ typedef enum prewarm_job_read {
     PREWARM_JOB_UNREADY, /* read but not verified: reason (id valid) */
 } prewarm_job_read;
 
-prewarm_job_read prewarm_job_read_next(FILE *in, prewarm_job *job, char *reason,
-                                       size_t reason_size);
+/* previous (NULL: none) is the job read before, not freed yet: a SPIR-V it
+ * has decoded (same SHA-256 and size) is taken from it instead of decoded
+ * again, so that jobs of one module's SPIR-V, handed out one after another,
+ * decode it once. */
+prewarm_job_read prewarm_job_read_next(FILE *in, prewarm_job *previous, prewarm_job *job,
+                                       char *reason, size_t reason_size);
 void prewarm_job_free(prewarm_job *job);
 
 #endif

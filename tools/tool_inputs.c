@@ -19,13 +19,18 @@ bool tool_blob_pool_add(tool_blob_pool *pool, const uint8_t sha256[32], uint8_t 
         if (all != NULL)
             pool->bytes = all;
         void *sizes = all != NULL ? realloc(pool->sizes, capacity * sizeof *pool->sizes) : NULL;
-        if (sizes == NULL)
+        if (sizes != NULL)
+            pool->sizes = sizes;
+        void *spirv_sizes =
+            sizes != NULL ? realloc(pool->spirv_sizes, capacity * sizeof *pool->spirv_sizes) : NULL;
+        if (spirv_sizes == NULL)
             return false;
-        pool->sizes = sizes;
+        pool->spirv_sizes = spirv_sizes;
         pool->capacity = capacity;
     }
     memcpy(pool->sha256[pool->count], sha256, 32);
     pool->bytes[pool->count] = bytes;
+    pool->spirv_sizes[pool->count] = 0;
     pool->sizes[pool->count++] = size;
     return true;
 }
@@ -45,6 +50,7 @@ void tool_blob_pool_free(tool_blob_pool *pool)
     free(pool->sha256);
     free(pool->bytes);
     free(pool->sizes);
+    free(pool->spirv_sizes);
     memset(pool, 0, sizeof *pool);
 }
 

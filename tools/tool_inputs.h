@@ -19,6 +19,7 @@ typedef struct tool_blob_pool {
     uint8_t (*sha256)[32];
     uint8_t **bytes; /* NULL for one only written (its bytes are not kept) */
     size_t *sizes;
+    uint64_t *spirv_sizes; /* its SPIR-V's size once decoded (0 until then) */
     size_t count, capacity;
 } tool_blob_pool;
 

@@ -215,19 +215,20 @@ int main(void)
         fprintf(stderr, "zecache-build: no Level Zero device could be opened\n");
         return 1;
     }
-    for (;;) {
+    /* Kept until the next job is read, which may share its SPIR-V. */
+    prewarm_job previous = {0};
+    prewarm_job_read read = PREWARM_JOB_READY;
+    while (read != PREWARM_JOB_END && read != PREWARM_JOB_BAD) {
         prewarm_job job;
         char reason[256] = "";
-        prewarm_job_read read = prewarm_job_read_next(stdin, &job, reason, sizeof reason);
-        if (read == PREWARM_JOB_END)
-            break;
+        read = prewarm_job_read_next(stdin, &previous, &job, reason, sizeof reason);
+        prewarm_job_free(&previous);
         if (read == PREWARM_JOB_READY)
             build_one(&build, &job);
-        else
+        else if (read != PREWARM_JOB_END)
             printf("%u failed - %s\n", job.id, reason);
-        prewarm_job_free(&job);
-        if (read == PREWARM_JOB_BAD)
-            return 1;
+        previous = job;
     }
-    return 0;
+    prewarm_job_free(&previous);
+    return read == PREWARM_JOB_BAD ? 1 : 0;
 }

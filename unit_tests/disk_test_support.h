@@ -145,17 +145,24 @@ static inline zc_config t_disk_config(const char *dir, uint64_t max_size, int co
     return config;
 }
 
-/* How many .l0_cache files lie below dir (0 when it does not exist). */
-static inline size_t t_count_entries(const char *dir)
+/* How many files whose names end in suffix lie below dir (0 when it does
+ * not exist). */
+static inline size_t t_count_files_ending(const char *dir, const char *suffix)
 {
-    char command[PATH_MAX + 64];
-    snprintf(command, sizeof command, "find '%s' -name '*.l0_cache' 2>/dev/null | wc -l", dir);
+    char command[PATH_MAX + 128];
+    snprintf(command, sizeof command, "find '%s' -name '*%s' 2>/dev/null | wc -l", dir, suffix);
     FILE *pipe = popen(command, "r");
     cr_assert_not_null(pipe);
     unsigned long count = 0;
     cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
     pclose(pipe);
     return count;
+}
+
+/* How many .l0_cache files lie below dir (0 when it does not exist). */
+static inline size_t t_count_entries(const char *dir)
+{
+    return t_count_files_ending(dir, ".l0_cache");
 }
 
 #endif

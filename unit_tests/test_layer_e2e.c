@@ -46,6 +46,25 @@ static const char *the_entry(void)
     return only_entry_path;
 }
 
+static int counted_recipes;
+
+static int count_recipe(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    size_t length = strlen(path + ftw->base);
+    counted_recipes +=
+        flag == FTW_F && length > 7 && strcmp(path + ftw->base + length - 7, ".recipe") == 0;
+    return 0;
+}
+
+/* The recorded inputs (.recipe files) under dir. */
+static int recipes_in(const char *dir)
+{
+    counted_recipes = 0;
+    nftw(dir, count_recipe, 16, FTW_PHYS);
+    return counted_recipes;
+}
+
 static void write_bytes(const char *path, const void *data, size_t size)
 {
     FILE *file = fopen(path, "wb");
@@ -279,9 +298,18 @@ Test(e2e, binary_the_driver_rejects_is_compiled_again_and_replaced)
     zc_artifact_unref(bad);
     zc_artifact_unref(good);
 
+    cr_assert_eq(recipes_in(sc.cache), 1, "recorded by the first run");
+
     probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("second.bin")));
     assert_module_works("saxpy");
     cr_assert_eq(count_of(run.err, "bypass rejected-binary"), 1, "stderr: %s", run.err);
+    /* Not a hit: a miss, which saved nothing, and whose inputs are recorded
+     * beside the entry that replaced the refused one. */
+    cr_assert_not_null(strstr(run.err, "summary: 0 memory hits, 0 disk hits, 1 misses (0 failed), "
+                                       "1 bypasses"),
+                       "stderr: %s", run.err);
+    cr_assert_not_null(strstr(run.err, " 0.000 ms of compiling saved"), "stderr: %s", run.err);
+    cr_assert_eq(recipes_in(sc.cache), 1, "stderr: %s", run.err);
     assert_same_file(in_scratch("first.bin"), in_scratch("second.bin"));
     probe_run(true, NULL, ARGS("--spirv", SAXPY, "--native-out", in_scratch("third.bin")));
     assert_lookups(0, 1, 0);

@@ -363,6 +363,78 @@ Test(layer, binary_the_driver_refuses_is_compiled_again_and_replaced)
     cr_assert_eq(atomic_load(&counters->compiles), 2);
 }
 
+static size_t files_ending_in_count;
+static const char *files_ending_in_suffix;
+
+static int count_file_ending(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    size_t length = strlen(path), suffix = strlen(files_ending_in_suffix);
+    if (flag == FTW_F && length > suffix &&
+        strcmp(path + length - suffix, files_ending_in_suffix) == 0)
+        files_ending_in_count++;
+    return 0;
+}
+
+/* How many files in the cache directory end in suffix. */
+static size_t files_ending_in(const char *suffix)
+{
+    files_ending_in_count = 0;
+    files_ending_in_suffix = suffix;
+    cr_assert_eq(nftw(scratch, count_file_ending, 16, FTW_PHYS), 0);
+    return files_ending_in_count;
+}
+
+/* A hit the driver refuses is no hit: the compile that replaces it is the
+ * lookup's miss, claims no compile time saved, and records the module's
+ * inputs as a miss does (here for an entry stored while recording was off). */
+Test(layer, a_refused_hit_is_a_miss_and_records_its_inputs)
+{
+    destroy(create_ok(0, "-r"));
+    cr_assert_eq(files_ending_in(".recipe"), 0);
+    zc_cache_close(zcl_layer.cache);
+    open_cache();
+    zcl_layer.config.record_inputs = true;
+    atomic_store(&counters->reject_native, true);
+    destroy(create_ok(0, "-r"));
+    cr_assert_eq(atomic_load(&counters->native_rejected), 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    zc_cache_stats after = stats();
+    cr_assert_eq(after.disk_hits, 0);
+    cr_assert_eq(after.memory_hits, 0);
+    cr_assert_eq(after.misses, 1);
+    cr_assert_eq(after.failed_builds, 0);
+    cr_assert_eq(after.bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    cr_assert_eq(after.compile_ns_saved, 0);
+    cr_assert_gt(after.compile_ns_spent, 0);
+    cr_assert_eq(files_ending_in(".recipe"), 1);
+    cr_assert_eq(files_ending_in(".l0_cache"), 1);
+    /* The replacement serves the next run. */
+    atomic_store(&counters->reject_native, false);
+    zc_cache_close(zcl_layer.cache);
+    open_cache();
+    destroy(create_ok(0, "-r"));
+    cr_assert_eq(stats().disk_hits, 1);
+    cr_assert_eq(stats().misses, 0);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+}
+
+/* A binary the driver rebuilds is no hit either, and saves nothing. */
+Test(layer, a_rebuilt_hit_is_not_counted_as_a_hit)
+{
+    destroy(create_ok(0, "-b"));
+    zc_cache_close(zcl_layer.cache);
+    open_cache();
+    atomic_store(&counters->rebuild_native, true);
+    destroy(create_ok(0, "-b"));
+    zc_cache_stats after = stats();
+    cr_assert_eq(after.disk_hits, 0);
+    cr_assert_eq(after.memory_hits, 0);
+    cr_assert_eq(after.misses, 0);
+    cr_assert_eq(after.bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    cr_assert_eq(after.compile_ns_saved, 0);
+}
+
 /* A driver that rebuilds native binaries from their IR (a debug key, a
  * debugger) could give other code than the compile that stored them: the
  * application gets the driver's compile, and later modules skip the cache. */

@@ -77,6 +77,8 @@ zc_status zc_bundle_write_end(zc_bundle_writer *writer);
 
 typedef struct zc_bundle_reader {
     FILE *in;
+    FILE *copy;       /* NULL, or where every byte read from in is written too */
+    bool copy_failed; /* writing to copy failed: the reader reports BAD */
     uint64_t entries; /* items read so far */
     uint32_t version;
     bool is_signed;
@@ -93,6 +95,14 @@ zc_status zc_bundle_read_start(zc_bundle_reader *reader, FILE *in, char *reason,
 zc_status zc_bundle_read_start_signed(zc_bundle_reader *reader, FILE *in,
                                       const zc_bundle_signer *signer, char *reason,
                                       size_t reason_size);
+/* The same, writing every byte it reads from in (header, items, end, tag)
+ * to copy as well: a reader that gets ZC_BUNDLE_END has checked exactly the
+ * bytes copy holds, so a file someone else can write is read once, into a
+ * copy only this process can write, and imported from that copy. A failed
+ * write to copy makes the next item ZC_BUNDLE_BAD. */
+zc_status zc_bundle_read_start_copying(zc_bundle_reader *reader, FILE *in,
+                                       const zc_bundle_signer *signer, FILE *copy, char *reason,
+                                       size_t reason_size);
 void zc_bundle_reader_close(zc_bundle_reader *reader);
 
 typedef enum zc_bundle_item {

@@ -19,7 +19,8 @@ typedef enum zc_bypass_reason {
     ZC_BYPASS_UNSUPPORTED_INPUT,     /* an unknown format or pNext structure, or bad arguments */
     ZC_BYPASS_NOT_CACHEABLE,         /* the key builder refused the input */
     ZC_BYPASS_CACHE_ERROR,           /* a cache-side failure (allocation, device queries) */
-    ZC_BYPASS_REJECTED_BINARY,       /* the driver refused a cached binary: compiled again */
+    ZC_BYPASS_REJECTED_BINARY,       /* the driver refused a cached binary: not a hit; compiled
+                                        again (a miss when the cache stored that compile) */
     ZC_BYPASS_COMPILER_UNIDENTIFIED, /* no libigc found under any name: nothing to key */
     ZC_BYPASS_COMPILER_CHANGED,      /* the compiler loaded is not the one predicted: no hits in
                                         this process, compiled and stored under the real one */
@@ -145,6 +146,16 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
 struct zc_recipe;
 zc_status zc_cache_record_inputs(zc_cache *cache, const zc_key *key, struct zc_recipe *recipe,
                                  const void *const *spirv);
+
+/* Takes back the count of a lookup's hit (outcome as zc_cache_get_or_compile
+ * gave it, artifact what it returned) and the compile time it claimed saved:
+ * for when the driver refused the binary. Nothing for ZC_LOOKUP_COMPILED. */
+void zc_cache_uncount_hit(zc_cache *cache, zc_lookup_outcome outcome, const zc_artifact *artifact);
+
+/* Counts a compile the caller ran for the cache (one that replaces a refused
+ * hit) as a lookup's own: a miss, failed unless status is ZC_OK or
+ * ZC_NOT_CACHEABLE, its compile time spent when fresh is not NULL. */
+void zc_cache_count_miss(zc_cache *cache, zc_status status, const zc_artifact *fresh);
 
 /* Counts a module that bypassed the cache and logs the reason (detail may be
  * NULL) under PrintDebugMessages. cache may be NULL (nothing is counted). */

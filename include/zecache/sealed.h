@@ -14,6 +14,7 @@
 #ifndef ZECACHE_SEALED_H
 #define ZECACHE_SEALED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,5 +42,11 @@ zc_status zc_sealed_decode(const char magic[ZC_SEALED_MAGIC_SIZE], const void *d
                            const uint8_t *expected_id, uint64_t max_content, uint8_t **content,
                            size_t *content_size, uint8_t id[ZC_SEALED_ID_SIZE], char *reason,
                            size_t reason_size);
+
+/* The content size data's header declares, none of it checked yet (as
+ * zc_sealed_decode does): for refusing a container of another size than the
+ * one expected before decompressing anything. False when data is shorter
+ * than a header. */
+bool zc_sealed_declared_size(const void *data, size_t size, uint64_t *content_size);
 
 #endif

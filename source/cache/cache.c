@@ -482,6 +482,45 @@ zc_status zc_cache_record_inputs(zc_cache *cache, const zc_key *key, zc_recipe *
     return status;
 }
 
+/* Subtracts amount from a counter that counted it. When a merge already
+ * took it into the stats file, the file keeps it, but merged follows the
+ * counter down so that no later difference wraps. Under merge_mutex. */
+static void take_back(atomic_uint_least64_t *counter, uint64_t *merged, uint64_t amount)
+{
+    uint64_t now = atomic_fetch_sub_explicit(counter, amount, memory_order_relaxed) - amount;
+    if (*merged > now)
+        *merged = now;
+}
+
+void zc_cache_uncount_hit(zc_cache *cache, zc_lookup_outcome outcome, const zc_artifact *artifact)
+{
+    if (cache == NULL || artifact == NULL || outcome == ZC_LOOKUP_COMPILED)
+        return;
+    zc_cache_counters *counters = &cache->counters;
+    zc_cache_stats *merged = &cache->merged;
+    pthread_mutex_lock(&cache->merge_mutex);
+    if (outcome == ZC_LOOKUP_DISK_HIT)
+        take_back(&counters->disk_hits, &merged->disk_hits, 1);
+    else if (outcome == ZC_LOOKUP_REMOTE_HIT)
+        take_back(&counters->remote_hits, &merged->remote_hits, 1);
+    else
+        take_back(&counters->memory_hits, &merged->memory_hits, 1);
+    take_back(&counters->compile_ns_saved, &merged->compile_ns_saved,
+              zc_artifact_meta_of(artifact)->compile_ns);
+    pthread_mutex_unlock(&cache->merge_mutex);
+}
+
+void zc_cache_count_miss(zc_cache *cache, zc_status status, const zc_artifact *fresh)
+{
+    if (cache == NULL)
+        return;
+    counter_add(&cache->counters.misses, 1);
+    if (status != ZC_OK && status != ZC_NOT_CACHEABLE)
+        counter_add(&cache->counters.failed_builds, 1);
+    if (fresh != NULL)
+        counter_add(&cache->counters.compile_ns_spent, zc_artifact_meta_of(fresh)->compile_ns);
+}
+
 void zc_cache_count_bypass(zc_cache *cache, zc_bypass_reason reason, const char *detail)
 {
     if ((unsigned)reason >= ZC_BYPASS_REASON_COUNT)

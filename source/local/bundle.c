@@ -118,11 +118,22 @@ zc_status zc_bundle_write_end(zc_bundle_writer *writer)
     return status;
 }
 
-/* Bytes read; fewer than size only at the end of the input or on an error.
- * Version 2 hashes every byte before its tag. */
-static size_t read_bytes(zc_bundle_reader *reader, void *bytes, size_t size)
+/* Bytes read, also written to the copy; fewer than size only at the end of
+ * the input or on an error (of the copy too: then copy_failed). */
+static size_t read_unhashed(zc_bundle_reader *reader, void *bytes, size_t size)
 {
     size_t got = fread(bytes, 1, size, reader->in);
+    if (reader->copy != NULL && got > 0 && fwrite(bytes, 1, got, reader->copy) != got) {
+        reader->copy_failed = true;
+        return 0;
+    }
+    return got;
+}
+
+/* Version 2 hashes every byte before its tag. */
+static size_t read_bytes(zc_bundle_reader *reader, void *bytes, size_t size)
+{
+    size_t got = read_unhashed(reader, bytes, size);
     if (reader->digest != NULL)
         zc_sha256_update(reader->digest, bytes, got);
     return got;
@@ -153,21 +164,29 @@ static zc_status check_header(zc_bundle_reader *reader, const uint8_t *header, c
                : ZC_OK;
 }
 
-zc_status zc_bundle_read_start_signed(zc_bundle_reader *reader, FILE *in,
-                                      const zc_bundle_signer *signer, char *reason,
-                                      size_t reason_size)
+zc_status zc_bundle_read_start_copying(zc_bundle_reader *reader, FILE *in,
+                                       const zc_bundle_signer *signer, FILE *copy, char *reason,
+                                       size_t reason_size)
 {
     if (reader == NULL || in == NULL)
         return ZC_ERR_INVALID_ARG;
-    *reader = (zc_bundle_reader){.in = in};
+    *reader = (zc_bundle_reader){.in = in, .copy = copy};
     if (signer != NULL)
         reader->signer = *signer;
     uint8_t header[ZC_BUNDLE_HEADER_SIZE];
     if (read_bytes(reader, header, sizeof header) != sizeof header ||
         memcmp(header, ZC_BUNDLE_MAGIC, 8) != 0) {
-        return zc_explain(ZC_MISS, reason, reason_size, "not a zecache bundle");
+        return zc_explain(ZC_MISS, reason, reason_size, "%s",
+                          reader->copy_failed ? "cannot copy the bundle" : "not a zecache bundle");
     }
     return check_header(reader, header, reason, reason_size);
+}
+
+zc_status zc_bundle_read_start_signed(zc_bundle_reader *reader, FILE *in,
+                                      const zc_bundle_signer *signer, char *reason,
+                                      size_t reason_size)
+{
+    return zc_bundle_read_start_copying(reader, in, signer, NULL, reason, reason_size);
 }
 
 zc_status zc_bundle_read_start(zc_bundle_reader *reader, FILE *in, char *reason, size_t reason_size)
@@ -185,7 +204,7 @@ void zc_bundle_reader_close(zc_bundle_reader *reader)
 static zc_bundle_item check_tag(zc_bundle_reader *reader, char *reason, size_t reason_size)
 {
     uint8_t tag[ZC_BUNDLE_TAG_SIZE], expected[ZC_BUNDLE_TAG_SIZE];
-    if (fread(tag, 1, sizeof tag, reader->in) != sizeof tag) {
+    if (read_unhashed(reader, tag, sizeof tag) != sizeof tag) {
         (void)zc_explain(ZC_MISS, reason, reason_size, "bundle ends inside its checksum");
         return ZC_BUNDLE_BAD;
     }
@@ -255,13 +274,9 @@ static zc_bundle_item read_end(zc_bundle_reader *reader, const uint8_t *head, ch
     return ZC_BUNDLE_END;
 }
 
-zc_bundle_item zc_bundle_read_next(zc_bundle_reader *reader, zc_key *key, uint8_t **entry,
-                                   size_t *entry_size, char *reason, size_t reason_size)
+static zc_bundle_item read_item(zc_bundle_reader *reader, zc_key *key, uint8_t **entry,
+                                size_t *entry_size, char *reason, size_t reason_size)
 {
-    if (reader == NULL || key == NULL || entry == NULL || entry_size == NULL)
-        return ZC_BUNDLE_BAD;
-    *entry = NULL;
-    *entry_size = 0;
     unsigned long long number = (unsigned long long)reader->entries + 1;
     uint8_t head[RECORD_HEAD_SIZE];
     if (read_bytes(reader, head, sizeof head) != sizeof head) {
@@ -285,4 +300,21 @@ zc_bundle_item zc_bundle_read_next(zc_bundle_reader *reader, zc_key *key, uint8_
     *entry_size = (size_t)size;
     reader->entries++;
     return ZC_BUNDLE_ENTRY;
+}
+
+zc_bundle_item zc_bundle_read_next(zc_bundle_reader *reader, zc_key *key, uint8_t **entry,
+                                   size_t *entry_size, char *reason, size_t reason_size)
+{
+    if (reader == NULL || key == NULL || entry == NULL || entry_size == NULL)
+        return ZC_BUNDLE_BAD;
+    *entry = NULL;
+    *entry_size = 0;
+    zc_bundle_item item = read_item(reader, key, entry, entry_size, reason, reason_size);
+    if (!reader->copy_failed)
+        return item;
+    free(*entry);
+    *entry = NULL;
+    *entry_size = 0;
+    (void)zc_explain(ZC_MISS, reason, reason_size, "cannot copy the bundle");
+    return ZC_BUNDLE_BAD;
 }

@@ -141,3 +141,11 @@ zc_status zc_sealed_decode(const char magic[ZC_SEALED_MAGIC_SIZE], const void *d
         memcpy(id, bytes + OFFSET_ID, ZC_SEALED_ID_SIZE);
     return ZC_OK;
 }
+
+bool zc_sealed_declared_size(const void *data, size_t size, uint64_t *content_size)
+{
+    if (data == NULL || size < ZC_SEALED_HEADER_SIZE)
+        return false;
+    *content_size = zc_get_le64((const uint8_t *)data + OFFSET_CONTENT_SIZE);
+    return true;
+}
