@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "../source/local/fs_ops.h"
+#include "../source/remote/redis_connection.h"
 #include "disk_test_support.h"
+#include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_claim.h"
 #include "zecache/disk_tier.h"
@@ -553,4 +555,129 @@ Test(fork_safety, waiter_gets_the_claim_while_the_child_lives)
     zc_disk_tier_close(tier);
     cr_assert_eq(result, '0' + ZC_DISK_CLAIMED,
                  "the waiter got %c, not the claim (2: timed out behind the child)", result);
+}
+
+/* ---- the remote connection ---- */
+
+typedef struct blocked_command {
+    zc_redis_connection *connection;
+    int reply_type; /* -1: no reply */
+} blocked_command;
+
+static void *pop_with_a_wait(void *argument)
+{
+    blocked_command *command = argument;
+    redisReply *reply = zc_redis_command(command->connection, 3,
+                                         (const char *[]){"BLPOP", "zc-fork-list", "2"}, NULL);
+    command->reply_type = reply != NULL ? reply->type : -1;
+    if (reply != NULL)
+        freeReplyObject(reply);
+    return NULL;
+}
+
+/* Until the server says a client waits in BLPOP. */
+static void wait_for_blocked_client(const t_redis *server)
+{
+    for (;;) {
+        redisReply *list = t_redis_command(server, 2, (const char *[]){"CLIENT", "LIST"}, NULL);
+        bool blocked = list->type == REDIS_REPLY_STRING && strstr(list->str, "cmd=blpop") != NULL;
+        freeReplyObject(list);
+        if (blocked)
+            return;
+        usleep(10 * 1000);
+    }
+}
+
+static bool answers_pong(zc_redis_connection *connection)
+{
+    redisReply *reply = zc_redis_command(connection, 1, (const char *[]){"PING"}, NULL);
+    bool pong =
+        reply != NULL && reply->type == REDIS_REPLY_STATUS && strcmp(reply->str, "PONG") == 0;
+    if (reply != NULL)
+        freeReplyObject(reply);
+    return pong;
+}
+
+/* (d) A child forked while another thread waits for a reply on the shared
+ * connection has its own commands answered at once, on a connection of its
+ * own, and the parent's thread still gets its own reply. Without the fix
+ * the child waits for a mutex held by a thread it does not have, until its
+ * command's deadline, and gets nothing. */
+Test(fork_safety, child_commands_while_the_parent_waits_for_a_reply)
+{
+    t_redis server;
+    t_redis_start(&server, NULL);
+    zc_remote_server where = {.db = 0};
+    snprintf(where.path, sizeof where.path, "%s", server.socket);
+    snprintf(where.name, sizeof where.name, "unix://%s", server.socket);
+    zc_redis_limits limits = {.connect_timeout_ms = 2000, .timeout_ms = 4000, .max_reply = 1 << 20};
+    zc_redis_connection *connection = zc_redis_connection_new(&where, &limits);
+    cr_assert_not_null(connection);
+    cr_assert(answers_pong(connection));
+    blocked_command command = {connection, -1};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, pop_with_a_wait, &command), 0);
+    wait_for_blocked_client(&server);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(CHILD_ALARM_SEC);
+        _exit(answers_pong(connection) && answers_pong(connection) ? 0 : 1);
+    }
+    int child_exit = exit_code_of(child);
+    cr_assert_eq(pthread_join(thread, NULL), 0);
+    bool parent_pong = answers_pong(connection);
+    zc_redis_connection_free(connection);
+    t_redis_stop(&server);
+    cr_assert_eq(command.reply_type, REDIS_REPLY_NIL, "the parent's BLPOP got %d, not its nil",
+                 command.reply_type);
+    cr_assert(parent_pong);
+    cr_assert_eq(child_exit, 0, "the child's commands got no answer");
+}
+
+/* The server's id of the connection a command went on; -1 without one. */
+static long long client_id(zc_redis_connection *connection)
+{
+    redisReply *reply = zc_redis_command(connection, 2, (const char *[]){"CLIENT", "ID"}, NULL);
+    long long id = reply != NULL && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (reply != NULL)
+        freeReplyObject(reply);
+    return id;
+}
+
+/* (d) A child of a process whose connection is idle talks to the server on
+ * a connection of its own, never on its parent's socket, which stays the
+ * parent's. Without the owner check the child's commands go on the
+ * parent's connection. */
+Test(fork_safety, child_never_uses_the_parents_socket)
+{
+    t_redis server;
+    t_redis_start(&server, NULL);
+    zc_remote_server where = {.db = 0};
+    snprintf(where.path, sizeof where.path, "%s", server.socket);
+    snprintf(where.name, sizeof where.name, "unix://%s", server.socket);
+    zc_redis_limits limits = {.connect_timeout_ms = 2000, .timeout_ms = 4000, .max_reply = 1 << 20};
+    zc_redis_connection *connection = zc_redis_connection_new(&where, &limits);
+    cr_assert_not_null(connection);
+    long long parent_id = client_id(connection);
+    int ids[2];
+    cr_assert_eq(pipe(ids), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(CHILD_ALARM_SEC);
+        long long id = client_id(connection);
+        zc_redis_connection_free(connection);
+        _exit(write(ids[1], &id, sizeof id) == sizeof id ? 0 : 1);
+    }
+    long long child_id = -1;
+    cr_assert_eq(read(ids[0], &child_id, sizeof child_id), (ssize_t)sizeof child_id);
+    cr_assert_eq(exit_code_of(child), 0);
+    long long parent_again = client_id(connection);
+    zc_redis_connection_free(connection);
+    t_redis_stop(&server);
+    cr_assert_gt(parent_id, 0);
+    cr_assert_gt(child_id, 0);
+    cr_assert_neq(child_id, parent_id, "the child's command went on its parent's connection");
+    cr_assert_eq(parent_again, parent_id, "the parent's connection did not stay its own");
 }
