@@ -29,10 +29,12 @@
 #include "../source/local/fs_ops.h"
 #include "../source/remote/redis_connection.h"
 #include "disk_test_support.h"
+#include "redis_storage_support.h"
 #include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_claim.h"
 #include "zecache/disk_tier.h"
+#include "zecache/storage.h"
 
 enum {
     ARTIFACT_SIZE = 4096,
@@ -680,4 +682,53 @@ Test(fork_safety, child_never_uses_the_parents_socket)
     cr_assert_gt(child_id, 0);
     cr_assert_neq(child_id, parent_id, "the child's command went on its parent's connection");
     cr_assert_eq(parent_again, parent_id, "the parent's connection did not stay its own");
+}
+
+/* The value of seed's build lock in the server ("" when there is none). */
+static void remote_lock_value(const t_redis *server, uint64_t seed, char *value, size_t size)
+{
+    char hex[ZC_KEY_HEX_SIZE], name[128];
+    zc_key key = t_key(seed);
+    zc_key_to_hex(&key, hex);
+    snprintf(name, sizeof name, "%s%s", ZC_REDIS_LOCK_PREFIX, hex);
+    redisReply *reply = t_redis_command(server, 2, (const char *[]){"GET", name}, NULL);
+    snprintf(value, size, "%s", reply->type == REDIS_REPLY_STRING ? reply->str : "");
+    freeReplyObject(reply);
+}
+
+/* (d) A child forked while this process holds a Redis build claim, whose
+ * build fails and which lets go of its copy of the claim, leaves the
+ * parent's lock (and no "failed" mark) in the server. Without the fix the
+ * child's release, with the parent's token, removes it. */
+Test(fork_safety, child_release_leaves_the_parents_remote_claim)
+{
+    t_redis server;
+    t_redis_start(&server, NULL);
+    char url[512];
+    snprintf(url, sizeof url, "redis+unix://%s", server.socket);
+    zc_storage *storage = t_open_redis_storage(url);
+    zc_key key = t_key(9);
+    zc_storage_claim claim;
+    zc_storage_claim_result result;
+    cr_assert_eq(storage->ops->claim(storage, &key, 10000, &result, &claim), ZC_OK);
+    cr_assert_eq(result, ZC_STORAGE_CLAIMED);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(CHILD_ALARM_SEC);
+        storage->ops->release(storage, &key, &claim, true);
+        zc_storage_close(storage);
+        _exit(0);
+    }
+    cr_assert_eq(exit_code_of(child), 0);
+    char held[64];
+    remote_lock_value(&server, 9, held, sizeof held);
+    storage->ops->release(storage, &key, &claim, false);
+    char after[64];
+    remote_lock_value(&server, 9, after, sizeof after);
+    zc_storage_close(storage);
+    t_redis_stop(&server);
+    cr_assert_str_eq(held, claim.token, "the child's release replaced the parent's lock by \"%s\"",
+                     held);
+    cr_assert_str_eq(after, "", "the parent's own release did not remove its lock");
 }
