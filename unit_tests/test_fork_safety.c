@@ -226,6 +226,22 @@ static int exit_code_of(pid_t pid)
     return WEXITSTATUS(status);
 }
 
+/* A child that lives, doing nothing with the cache, until the parent closes
+ * release[1] (then it exits 0). */
+static pid_t fork_idle_child(int release[2])
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        alarm(CHILD_ALARM_SEC);
+        close(release[1]);
+        read_byte(release[0]);
+        _exit(0);
+    }
+    close(release[0]);
+    return pid;
+}
+
 /* A process that waits for a byte on go, then stores and loads count keys
  * from first through a tier of its own: exits 0 only if all came back and
  * none waited out the lock deadline. */
@@ -335,17 +351,8 @@ Test(fork_safety, long_lived_child_keeps_nobody_waiting)
     pthread_t thread;
     cr_assert_eq(pthread_create(&thread, NULL, store_in_a_loop, &work), 0);
     wait_until_in_section();
-    pid_t child = fork();
-    cr_assert_geq(child, 0);
-    if (child == 0) {
-        /* Lives, doing nothing with the cache, until the parent is done. */
-        alarm(CHILD_ALARM_SEC);
-        close(release_child[1]);
-        read_byte(release_child[0]);
-        _exit(0);
-    }
+    pid_t child = fork_idle_child(release_child);
     say_forked();
-    close(release_child[0]);
     write_byte(go[1], 'g');
     close(go[1]);
     int failures = store_and_load(tier, 1000, STORES);
@@ -538,15 +545,7 @@ Test(fork_safety, waiter_gets_the_claim_while_the_child_lives)
     pid_t claimant = start_claimant(go[0], busy[1], answer[1]); /* holds no claim of ours */
     zc_disk_tier *tier = open_tier(NULL);
     zc_disk_claim claim = claim_key(tier, 7, 0, ZC_DISK_CLAIMED);
-    pid_t child = fork();
-    cr_assert_geq(child, 0);
-    if (child == 0) {
-        alarm(CHILD_ALARM_SEC);
-        close(release_child[1]);
-        read_byte(release_child[0]);
-        _exit(0);
-    }
-    close(release_child[0]);
+    pid_t child = fork_idle_child(release_child);
     write_byte(go[1], 'g');
     cr_assert_eq(read_byte(busy[0]), 'b'); /* the claimant waits for our lock */
     zc_disk_tier_release(tier, &claim);
@@ -590,51 +589,16 @@ static void wait_for_blocked_client(const t_redis *server)
     }
 }
 
-static bool answers_pong(zc_redis_connection *connection)
+/* Not connected yet: the first command connects. */
+static zc_redis_connection *connection_to(const t_redis *server)
 {
-    redisReply *reply = zc_redis_command(connection, 1, (const char *[]){"PING"}, NULL);
-    bool pong =
-        reply != NULL && reply->type == REDIS_REPLY_STATUS && strcmp(reply->str, "PONG") == 0;
-    if (reply != NULL)
-        freeReplyObject(reply);
-    return pong;
-}
-
-/* (d) A child forked while another thread waits for a reply on the shared
- * connection has its own commands answered at once, on a connection of its
- * own, and the parent's thread still gets its own reply. Without the fix
- * the child waits for a mutex held by a thread it does not have, until its
- * command's deadline, and gets nothing. */
-Test(fork_safety, child_commands_while_the_parent_waits_for_a_reply)
-{
-    t_redis server;
-    t_redis_start(&server, NULL);
     zc_remote_server where = {.db = 0};
-    snprintf(where.path, sizeof where.path, "%s", server.socket);
-    snprintf(where.name, sizeof where.name, "unix://%s", server.socket);
+    snprintf(where.path, sizeof where.path, "%s", server->socket);
+    snprintf(where.name, sizeof where.name, "unix://%s", server->socket);
     zc_redis_limits limits = {.connect_timeout_ms = 2000, .timeout_ms = 4000, .max_reply = 1 << 20};
     zc_redis_connection *connection = zc_redis_connection_new(&where, &limits);
     cr_assert_not_null(connection);
-    cr_assert(answers_pong(connection));
-    blocked_command command = {connection, -1};
-    pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, pop_with_a_wait, &command), 0);
-    wait_for_blocked_client(&server);
-    pid_t child = fork();
-    cr_assert_geq(child, 0);
-    if (child == 0) {
-        alarm(CHILD_ALARM_SEC);
-        _exit(answers_pong(connection) && answers_pong(connection) ? 0 : 1);
-    }
-    int child_exit = exit_code_of(child);
-    cr_assert_eq(pthread_join(thread, NULL), 0);
-    bool parent_pong = answers_pong(connection);
-    zc_redis_connection_free(connection);
-    t_redis_stop(&server);
-    cr_assert_eq(command.reply_type, REDIS_REPLY_NIL, "the parent's BLPOP got %d, not its nil",
-                 command.reply_type);
-    cr_assert(parent_pong);
-    cr_assert_eq(child_exit, 0, "the child's commands got no answer");
+    return connection;
 }
 
 /* The server's id of the connection a command went on; -1 without one. */
@@ -647,6 +611,38 @@ static long long client_id(zc_redis_connection *connection)
     return id;
 }
 
+/* (d) A child forked while another thread waits for a reply on the shared
+ * connection has its own commands answered at once, on a connection of its
+ * own, and the parent's thread still gets its own reply. Without the fix
+ * the child waits for a mutex held by a thread it does not have, until its
+ * command's deadline, and gets nothing. */
+Test(fork_safety, child_commands_while_the_parent_waits_for_a_reply)
+{
+    t_redis server;
+    t_redis_start(&server, NULL);
+    zc_redis_connection *connection = connection_to(&server);
+    cr_assert_gt(client_id(connection), 0);
+    blocked_command command = {connection, -1};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, pop_with_a_wait, &command), 0);
+    wait_for_blocked_client(&server);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(CHILD_ALARM_SEC);
+        _exit(client_id(connection) > 0 && client_id(connection) > 0 ? 0 : 1);
+    }
+    int child_exit = exit_code_of(child);
+    cr_assert_eq(pthread_join(thread, NULL), 0);
+    long long parent_id = client_id(connection);
+    zc_redis_connection_free(connection);
+    t_redis_stop(&server);
+    cr_assert_eq(command.reply_type, REDIS_REPLY_NIL, "the parent's BLPOP got %d, not its nil",
+                 command.reply_type);
+    cr_assert_gt(parent_id, 0);
+    cr_assert_eq(child_exit, 0, "the child's commands got no answer");
+}
+
 /* (d) A child of a process whose connection is idle talks to the server on
  * a connection of its own, never on its parent's socket, which stays the
  * parent's. Without the owner check the child's commands go on the
@@ -655,12 +651,7 @@ Test(fork_safety, child_never_uses_the_parents_socket)
 {
     t_redis server;
     t_redis_start(&server, NULL);
-    zc_remote_server where = {.db = 0};
-    snprintf(where.path, sizeof where.path, "%s", server.socket);
-    snprintf(where.name, sizeof where.name, "unix://%s", server.socket);
-    zc_redis_limits limits = {.connect_timeout_ms = 2000, .timeout_ms = 4000, .max_reply = 1 << 20};
-    zc_redis_connection *connection = zc_redis_connection_new(&where, &limits);
-    cr_assert_not_null(connection);
+    zc_redis_connection *connection = connection_to(&server);
     long long parent_id = client_id(connection);
     int ids[2];
     cr_assert_eq(pipe(ids), 0);
