@@ -4,6 +4,7 @@
 #define ZECACHE_DISK_CLAIM_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "zecache/disk_tier.h"
 #include "zecache/key.h"
@@ -35,6 +36,10 @@ typedef enum zc_disk_claim_result {
 typedef struct zc_disk_claim {
     int lock_fd; /* -1 when nothing is held */
     int dir_fd;  /* the entry's k0/k1 directory; -1 when not open */
+    /* The process that took it: in a child of fork() the claim is not held
+     * (the child closed its copy of the lock), and its release leaves the
+     * parent's lock file alone. */
+    pid_t owner;
     char lock_name[2 * ZC_KEY_SIZE + sizeof ZC_LOCK_SUFFIX];
 } zc_disk_claim;
 

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "zecache/config.h"
 #include "zecache/key.h"
@@ -35,6 +36,9 @@ typedef enum zc_storage_claim_result {
 typedef struct zc_storage_claim {
     bool held;
     char token[33];
+    /* The process that took it: a child of fork() holds a copy of the token
+     * but not the claim, and its release leaves the parent's lock alone. */
+    pid_t owner;
 } zc_storage_claim;
 
 typedef struct zc_storage zc_storage;

@@ -3,7 +3,8 @@
  * flock(LOCK_EX) on the file itself; readers take LOCK_SH so they never see a
  * rewrite half done. All I/O goes through the disk tier's zc_fs_ops (so the
  * fault matrix reaches it), beneath its directory, and both locks have the
- * tier's deadline. */
+ * tier's deadline. The file is open only inside the tier's locked section,
+ * so that fork() never hands a child its lock (disk_fork.c). */
 #include "zecache/stats.h"
 
 #include <errno.h>
@@ -249,8 +250,8 @@ static zc_status store_counters(zc_disk_tier *tier, int fd, const zc_stats_count
 
 typedef void (*counters_change_fn)(zc_stats_counters *counters, const zc_stats_counters *delta);
 
-static zc_status update_stats_file(zc_disk_tier *tier, counters_change_fn change,
-                                   const zc_stats_counters *delta)
+static zc_status update_locked_stats_file(zc_disk_tier *tier, counters_change_fn change,
+                                          const zc_stats_counters *delta)
 {
     int fd = open_stats_file(tier, O_RDWR | O_CREAT);
     if (fd < 0) {
@@ -267,6 +268,15 @@ static zc_status update_stats_file(zc_disk_tier *tier, counters_change_fn change
         }
     }
     tier->ops->close(fd); /* releases the lock */
+    return status;
+}
+
+static zc_status update_stats_file(zc_disk_tier *tier, counters_change_fn change,
+                                   const zc_stats_counters *delta)
+{
+    zc_disk_section_enter(tier);
+    zc_status status = update_locked_stats_file(tier, change, delta);
+    zc_disk_section_leave(tier);
     return status;
 }
 
@@ -313,11 +323,8 @@ zc_status zc_stats_zero(zc_disk_tier *tier)
     return update_stats_file(tier, set_zero, NULL);
 }
 
-zc_status zc_stats_read(zc_disk_tier *tier, zc_stats_counters *counters)
+static zc_status read_locked_stats_file(zc_disk_tier *tier, zc_stats_counters *counters)
 {
-    if (tier == NULL || counters == NULL)
-        return ZC_ERR_INVALID_ARG;
-    memset(counters, 0, sizeof *counters);
     int fd = open_stats_file(tier, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT)
@@ -329,6 +336,17 @@ zc_status zc_stats_read(zc_disk_tier *tier, zc_stats_counters *counters)
     if (status == ZC_OK)
         status = load_counters(tier, fd, counters);
     tier->ops->close(fd);
+    return status;
+}
+
+zc_status zc_stats_read(zc_disk_tier *tier, zc_stats_counters *counters)
+{
+    if (tier == NULL || counters == NULL)
+        return ZC_ERR_INVALID_ARG;
+    memset(counters, 0, sizeof *counters);
+    zc_disk_section_enter(tier);
+    zc_status status = read_locked_stats_file(tier, counters);
+    zc_disk_section_leave(tier);
     return status;
 }
 

@@ -151,10 +151,10 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
     memset(lock, 0, sizeof *lock);
     if (tier == NULL)
         return ZC_ERR_INVALID_ARG;
-    pthread_mutex_lock(&tier->mutex);
+    zc_disk_section_enter(tier);
     zc_status status = lock_config_file(tier, lock);
     if (status != ZC_OK) {
-        pthread_mutex_unlock(&tier->mutex);
+        zc_disk_section_leave(tier);
         return status;
     }
     /* Read even for a rescan: only reading tells a too-long file, which the
@@ -182,7 +182,7 @@ void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock)
     /* Closing the only descriptor of this open file releases the flock. */
     tier->ops->close(lock->fd);
     lock->fd = -1;
-    pthread_mutex_unlock(&tier->mutex);
+    zc_disk_section_leave(tier);
 }
 
 zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t total)
@@ -238,9 +238,12 @@ zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size)
 {
     if (tier == NULL || size == NULL)
         return ZC_ERR_INVALID_ARG;
+    zc_disk_section_enter(tier); /* a locked descriptor: fork() waits (disk_fork.c) */
     int fd = tier->ops->openat(tier->dir_fd, ZC_CONFIG_FILE_NAME, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
+    if (fd < 0) {
+        zc_disk_section_leave(tier);
         return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    }
     /* Shared: waits for a writer holding LOCK_EX, so the value is not torn. */
     bool oversized;
     zc_status status = zc_disk_flock_within_deadline(tier, fd, LOCK_SH, &tier->config_lock_stuck,
@@ -248,6 +251,7 @@ zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size)
     if (status == ZC_OK)
         status = zc_disk_read_total(tier, fd, size, &oversized);
     tier->ops->close(fd);
+    zc_disk_section_leave(tier);
     return status;
 }
 

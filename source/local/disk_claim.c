@@ -10,13 +10,17 @@
  * Only the holder of the lock on the file a name refers to may unlink that
  * name, and it does so before letting go. Anyone who takes a lock therefore
  * checks that the file is still the one named (not unlinked by its previous
- * holder meanwhile); if not, it opens the name again. */
+ * holder meanwhile); if not, it opens the name again.
+ *
+ * The lock files' descriptors, polled or held, are closed by a child of
+ * fork() (disk_fork.c), which holds none of its parent's claims. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "disk_internal.h"
 #include "monotonic_clock.h"
@@ -104,14 +108,28 @@ static void close_fd(zc_disk_tier *tier, int *fd)
     *fd = -1;
 }
 
+static void close_lock_fd(zc_disk_tier *tier, int *fd)
+{
+    if (*fd >= 0)
+        zc_disk_fork_close(tier->ops, *fd);
+    *fd = -1;
+}
+
+/* A child of fork() holds none of its parent's claims: the fork closed its
+ * copy of the lock, whose number may since name another file. */
+static bool holds_lock(const zc_disk_claim *claim)
+{
+    return claim->lock_fd >= 0 && claim->owner == getpid();
+}
+
 /* Keeps the file open while it is busy, so polling costs one flock call. */
 static lock_attempt try_lock(claim_wait *wait)
 {
     zc_disk_tier *tier = wait->tier;
     zc_disk_claim *claim = wait->claim;
     if (wait->fd < 0) {
-        wait->fd =
-            tier->ops->openat(claim->dir_fd, claim->lock_name, lock_open_flags, tier->file_mode);
+        wait->fd = zc_disk_fork_openat(tier->ops, claim->dir_fd, claim->lock_name, lock_open_flags,
+                                       tier->file_mode);
         if (wait->fd < 0) {
             zc_disk_log_errno("cannot open the build lock", claim->lock_name, errno);
             return LOCK_FAILED;
@@ -124,10 +142,11 @@ static lock_attempt try_lock(claim_wait *wait)
         return LOCK_FAILED;
     }
     if (!is_named_file(tier->ops, claim->dir_fd, claim->lock_name, wait->fd)) {
-        close_fd(tier, &wait->fd);
+        close_lock_fd(tier, &wait->fd);
         return LOCK_REPLACED;
     }
     claim->lock_fd = wait->fd;
+    claim->owner = getpid();
     wait->fd = -1;
     return LOCK_TAKEN;
 }
@@ -217,7 +236,7 @@ zc_status zc_disk_tier_claim(zc_disk_tier *tier, const zc_key *key, uint64_t tim
         return ZC_ERR_IO;
     }
     zc_status status = wait_for_claim(&wait, result);
-    close_fd(tier, &wait.fd); /* polled, never locked */
+    close_lock_fd(tier, &wait.fd); /* polled, never locked */
     if (status != ZC_OK || *result != ZC_DISK_CLAIMED)
         zc_disk_tier_release(tier, claim);
     return status;
@@ -227,19 +246,21 @@ void zc_disk_tier_release(zc_disk_tier *tier, zc_disk_claim *claim)
 {
     if (tier == NULL || claim == NULL)
         return;
+    if (!holds_lock(claim))
+        claim->lock_fd = -1; /* nothing, or a forked child's copy: closed already */
     /* Unlinked while still held, and only if the name is still ours (a user
      * may have removed it, and another process made a new one). */
     if (claim->lock_fd >= 0 &&
         is_named_file(tier->ops, claim->dir_fd, claim->lock_name, claim->lock_fd) &&
         tier->ops->unlinkat(claim->dir_fd, claim->lock_name, 0) != 0 && errno != ENOENT)
         zc_disk_log_errno("cannot remove", claim->lock_name, errno);
-    close_fd(tier, &claim->lock_fd); /* lets the next process in */
+    close_lock_fd(tier, &claim->lock_fd); /* lets the next process in */
     close_fd(tier, &claim->dir_fd);
 }
 
 void zc_disk_tier_mark_not_stored(zc_disk_tier *tier, const zc_disk_claim *claim)
 {
-    if (tier == NULL || claim == NULL || claim->lock_fd < 0)
+    if (tier == NULL || claim == NULL || !holds_lock(claim))
         return;
     char mark[sizeof claim->lock_name - sizeof ZC_LOCK_SUFFIX + sizeof ZC_FAILED_SUFFIX];
     snprintf(mark, sizeof mark, "%.*s%s", 2 * ZC_KEY_SIZE, claim->lock_name, ZC_FAILED_SUFFIX);

@@ -7,6 +7,7 @@
  *   disk_scan.c        walking the directory (and the public foreach)
  *   disk_evict.c       removal: bad entries, eviction, trim, clear
  *   disk_claim.c       per-key build locks: cross-process single flight
+ *   disk_fork.c        fork(): locked sections and build locks around it
  */
 #ifndef ZECACHE_DISK_INTERNAL_H
 #define ZECACHE_DISK_INTERNAL_H
@@ -47,6 +48,7 @@ struct zc_disk_tier {
      * process beside a stuck holder pays one deadline in all. */
     atomic_bool config_lock_stuck, stats_lock_stuck;
     atomic_uint_least64_t lock_timeouts; /* operations skipped at a lock's deadline */
+    zc_disk_tier *next_live;             /* the open tiers, for fork() (disk_fork.c) */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
@@ -201,5 +203,20 @@ void zc_disk_remove_unused_lock(zc_disk_tier *tier, const zc_scan_item *item, in
                                 time_t now);
 /* Removes a not-stored mark past ZC_FAILED_MARK_MAX_AGE_SEC (a sweep). */
 void zc_disk_remove_stale_mark(zc_disk_tier *tier, const zc_scan_item *item, time_t now);
+
+/* ---- disk_fork.c ---- */
+
+/* Every open tier takes part in fork() from zc_disk_tier_open to close. */
+void zc_disk_fork_track_tier(zc_disk_tier *tier);
+void zc_disk_fork_untrack_tier(zc_disk_tier *tier);
+/* A locked section: tier->mutex, which fork() waits for. Whatever holds a
+ * lock on config.file or the stats file is open only inside one. */
+void zc_disk_section_enter(zc_disk_tier *tier);
+void zc_disk_section_leave(zc_disk_tier *tier);
+/* For the descriptors that hold or may come to hold a build lock: opened
+ * and closed as one step with respect to fork(), whose child closes its
+ * copies. openat fails with ENOMEM when there is no memory to track it. */
+int zc_disk_fork_openat(const zc_fs_ops *ops, int dir_fd, const char *name, int flags, mode_t mode);
+void zc_disk_fork_close(const zc_fs_ops *ops, int fd);
 
 #endif

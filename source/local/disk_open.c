@@ -206,6 +206,7 @@ static zc_status open_tier(const zc_config *config, const zc_fs_ops *ops, bool r
     }
     if (realpath(config->dir, tier->dir) == NULL)
         snprintf(tier->dir, sizeof tier->dir, "%s", config->dir);
+    zc_disk_fork_track_tier(tier);
     *out = tier;
     return ZC_OK;
 }
@@ -236,6 +237,7 @@ void zc_disk_tier_close(zc_disk_tier *tier)
 {
     if (tier == NULL)
         return;
+    zc_disk_fork_untrack_tier(tier);
     close(tier->dir_fd);
     pthread_mutex_destroy(&tier->mutex);
     free(tier);

@@ -37,6 +37,8 @@ struct zc_redis_connection {
     redisContext *context; /* NULL: not connected */
     pid_t owner;           /* the process that connected it */
     pthread_mutex_t mutex;
+    zc_redis_connection *next_live; /* the connections in use, for fork() */
+    bool locked_for_fork;           /* idle at the fork: its mutex was taken */
 };
 
 typedef struct failure {
@@ -115,6 +117,78 @@ static void sigpipe_restore(sigpipe_guard *guard)
             ;
     }
     pthread_sigmask(SIG_SETMASK, &guard->old_mask, NULL);
+}
+
+/* ---- fork() ----
+ * A child shares its parent's sockets and must never write on one: the
+ * owner check (connect_now) makes it connect on its own. Around fork(),
+ * every connection's mutex is tried, never waited for (a command may take
+ * seconds). One that was idle is whole in the child, which drops it at its
+ * first command. One that another thread was using is mid-command in the
+ * child's copy, its mutex held by a thread the child does not have: the
+ * child closes its copy of the socket, forgets the half-updated context
+ * (its memory is left: freeing it is not safe) and makes the mutex anew, so
+ * that its commands connect instead of waiting out their deadline. No
+ * command calls out of this file, so a fork never happens inside one. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static zc_redis_connection *live_connections;
+
+static void lock_for_fork(void)
+{
+    pthread_mutex_lock(&live_lock);
+    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live)
+        at->locked_for_fork = pthread_mutex_trylock(&at->mutex) == 0;
+}
+
+static void unlock_in_parent(void)
+{
+    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live)
+        if (at->locked_for_fork)
+            pthread_mutex_unlock(&at->mutex);
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void disown_in_child(void)
+{
+    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live) {
+        if (at->locked_for_fork) {
+            pthread_mutex_unlock(&at->mutex);
+        } else {
+            if (at->context != NULL)
+                close(at->context->fd);
+            at->context = NULL;
+            pthread_mutex_init(&at->mutex, NULL);
+        }
+        at->owner = 0; /* no process: even one that gets the parent's pid reconnects */
+    }
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void register_fork_handlers(void)
+{
+    if (pthread_atfork(lock_for_fork, unlock_in_parent, disown_in_child) != 0)
+        zc_log_failure("remote: registering fork handlers", ENOMEM);
+}
+
+static void track_for_fork(zc_redis_connection *connection)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handlers);
+    pthread_mutex_lock(&live_lock);
+    connection->next_live = live_connections;
+    live_connections = connection;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void untrack_for_fork(zc_redis_connection *connection)
+{
+    pthread_mutex_lock(&live_lock);
+    zc_redis_connection **link = &live_connections;
+    while (*link != NULL && *link != connection)
+        link = &(*link)->next_live;
+    if (*link != NULL)
+        *link = connection->next_live;
+    pthread_mutex_unlock(&live_lock);
 }
 
 /* ---- connecting ---- */
@@ -470,6 +544,7 @@ zc_redis_connection *zc_redis_connection_new(const zc_remote_server *server,
         free(connection);
         return NULL;
     }
+    track_for_fork(connection);
     return connection;
 }
 
@@ -477,6 +552,7 @@ void zc_redis_connection_free(zc_redis_connection *connection)
 {
     if (connection == NULL)
         return;
+    untrack_for_fork(connection);
     drop(connection);
     pthread_mutex_destroy(&connection->mutex);
     free(connection);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "monotonic_clock.h"
 #include "redis_connection.h"
@@ -297,6 +298,7 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
         }
         if (answer == ANSWER_CLAIMED) {
             claim->held = true;
+            claim->owner = getpid();
             *result = ZC_STORAGE_CLAIMED;
             return ZC_OK;
         }
@@ -318,6 +320,8 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     if (claim == NULL || !claim->held)
         return;
     claim->held = false;
+    if (claim->owner != getpid())
+        return; /* a forked child's copy: the parent's lock, not the child's */
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
     redis_key_of(redis, key, &names);
