@@ -5,6 +5,7 @@
  * module. Criterion runs every test in its own process, so setenv stays in
  * the test that calls it. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -25,6 +26,7 @@
 #include "tool_support.h"
 #include "zecache/bundle.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_usage_list.h"
 #include "zecache/stats.h"
 
 #define ELF_SOURCE "/bin/ls"
@@ -1346,6 +1348,35 @@ Test(tool, trim_older_than_removes_only_entries_unused_that_long)
     cr_assert_not(t_exists(entry_path(&keys[2])));
     cr_assert(t_exists(entry_path(&keys[3])));
     cr_assert_eq(recorded_total(), sizes[3]);
+}
+
+static int count_usage_lists(void)
+{
+    DIR *dir = opendir(cache_dir);
+    cr_assert_not_null(dir);
+    int count = 0;
+    for (struct dirent *dirent; (dirent = readdir(dir)) != NULL;)
+        count += ends_with(dirent->d_name, ZC_USAGE_SUFFIX);
+    closedir(dir);
+    return count;
+}
+
+/* One usage list per argument set: trimming to nothing leaves none. */
+Test(tool, trim_to_zero_removes_every_usage_list)
+{
+    zc_disk_tier *tier = open_cache(0);
+    zc_key keys[2] = {t_key(1), t_key(2)};
+    store_entry(tier, &keys[0], 0, 20000, NULL);
+    for (uint64_t i = 0; i < 25; i++) {
+        zc_key program = t_key(800 + i);
+        cr_assert_eq(zc_disk_tier_write_usage(tier, program.bytes, keys, 2), ZC_OK);
+    }
+    zc_disk_tier_close(tier);
+    cr_assert_eq(count_usage_lists(), 25);
+    cr_assert_eq(tool_in_cache("trim --max-size 0"), 0, "%s", run.err);
+    cr_assert(strncmp(run.out, "removed 1 entries (", 19) == 0, "%s", run.out);
+    cr_assert_eq(count_usage_lists(), 0);
+    cr_assert_eq(recorded_total(), 0);
 }
 
 Test(tool, clear_removes_every_entry_and_keeps_the_counters)

@@ -68,6 +68,16 @@ zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size);
 zc_status zc_disk_tier_scanned_size(zc_disk_tier *tier, uint64_t *size, uint64_t *entries);
 zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size);
 
+/* What counts against the size limit, by kind, from a scan without the lock
+ * (a snapshot; a recipe or trace whose entry is gone counts nowhere). */
+typedef struct zc_disk_usage {
+    uint64_t entries, entry_bytes;  /* .l0_cache files, with their .trace */
+    uint64_t recipes, recipe_bytes; /* recorded inputs: recipes beside their entries */
+    uint64_t blobs, blob_bytes;     /* recorded inputs: SPIR-V, once per content */
+    uint64_t total;                 /* all of them: what config.file accounts */
+} zc_disk_usage;
+zc_status zc_disk_tier_scanned_usage(zc_disk_tier *tier, zc_disk_usage *usage);
+
 /* Stores an encoded entry (the bytes of an entry file, e.g. from a bundle)
  * as zc_disk_tier_store does, after verifying it as a load would: ZC_MISS
  * with the reason when it does not verify for key; otherwise reason gets the
