@@ -56,6 +56,8 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
     uint64_t removed = 0;
     zc_status recipe =
         zc_disk_sweep_recipe(census->tier, item->dir_fd, item->name, &inputs, &removed);
+    if (removed > item->trace_size) /* changed since the scan saw it: not by a lock holder */
+        removed = item->trace_size;
     /* A recipe that cannot be read names blobs no one knows: none go. */
     census->blobs_unsure |= recipe != ZC_OK && recipe != ZC_MISS;
     if (!grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
