@@ -53,8 +53,11 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);
 
 /* Under the lock: removes entries unused since older_than_unix (0: none by age),
  * then least recently used ones until the total is at most max_size
- * (UINT64_MAX: no size bound), removes stale temp files, and rewrites
- * config.file with the real total. Reports what was removed. */
+ * (UINT64_MAX: no size bound), each with its sidecars and the SPIR-V only
+ * its recipe named; removes SPIR-V no recipe names, stale temp files,
+ * orphaned sidecars and the usage lists last used before every entry kept
+ * (disk_usage_list.h), and rewrites config.file with the real total.
+ * Reports what was removed (*removed_bytes: everything counted that went). */
 zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,
                             uint64_t *removed_entries, uint64_t *removed_bytes);
 
