@@ -15,7 +15,9 @@ typedef struct cache_summary {
     uint64_t readable_bytes, uncompressed_bytes;
     bool recorded_valid;
     uint64_t recorded_bytes; /* config.file */
-    uint64_t counted_bytes;  /* what config.file should hold: entries and their traces */
+    /* What counts against the limit (what config.file should hold): entries
+     * with their traces, and recorded inputs (recipes and SPIR-V). */
+    zc_disk_usage counted;
 } cache_summary;
 
 typedef struct stats_report {
@@ -52,7 +54,7 @@ static double percent_full(const stats_report *report)
 {
     if (report->max_size == 0)
         return NAN;
-    return 100.0 * (double)report->summary.bytes / (double)report->max_size;
+    return 100.0 * (double)report->summary.counted.total / (double)report->max_size;
 }
 
 static uint64_t total_bypasses(const zc_stats_counters *counters)
@@ -80,9 +82,15 @@ static void print_contents(const stats_report *report)
     if (summary->driver_entries > 0)
         printf(" (%llu of them the driver's own)", (unsigned long long)summary->driver_entries);
     putchar('\n');
-    print_size_line("size on disk", summary->bytes);
+    const zc_disk_usage *counted = &summary->counted;
+    print_size_line("entries' size", counted->entry_bytes);
     putchar('\n');
-    if (summary->recorded_valid && summary->recorded_bytes != summary->counted_bytes)
+    print_size_line("recorded inputs", counted->recipe_bytes + counted->blob_bytes);
+    printf(": %llu recipes, %llu SPIR-V modules\n", (unsigned long long)counted->recipes,
+           (unsigned long long)counted->blobs);
+    print_size_line("counted size", counted->total);
+    printf(", against the size limit\n");
+    if (summary->recorded_valid && summary->recorded_bytes != counted->total)
         printf("%-19s records %llu bytes (see 'zecache verify')\n", "config.file",
                (unsigned long long)summary->recorded_bytes);
     print_size_line("uncompressed", summary->uncompressed_bytes);
@@ -158,6 +166,12 @@ static void print_json(const stats_report *report)
     tool_json_u64(&json, "driver_entries", summary->driver_entries);
     tool_json_u64(&json, "bytes", summary->bytes);
     tool_json_u64(&json, "bytes_uncompressed", summary->uncompressed_bytes);
+    tool_json_u64(&json, "entry_bytes", summary->counted.entry_bytes);
+    tool_json_u64(&json, "recipes", summary->counted.recipes);
+    tool_json_u64(&json, "spirv_modules", summary->counted.blobs);
+    tool_json_u64(&json, "input_bytes",
+                  summary->counted.recipe_bytes + summary->counted.blob_bytes);
+    tool_json_u64(&json, "counted_bytes", summary->counted.total);
     tool_json_double(&json, "compression_ratio", compression_ratio(summary));
     tool_json_u64(&json, "max_size", report->max_size);
     tool_json_double(&json, "percent_full", percent_full(report));
@@ -184,8 +198,10 @@ static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_repo
     tool_free_entries(&list);
     report->summary.recorded_valid =
         zc_disk_tier_recorded_size(tier, &report->summary.recorded_bytes) == ZC_OK;
-    if (zc_disk_tier_scanned_size(tier, &report->summary.counted_bytes, NULL) != ZC_OK)
-        report->summary.counted_bytes = report->summary.bytes;
+    if (zc_disk_tier_scanned_usage(tier, &report->summary.counted) != ZC_OK)
+        report->summary.counted = (zc_disk_usage){.entries = report->summary.entries,
+                                                  .entry_bytes = report->summary.bytes,
+                                                  .total = report->summary.bytes};
     zc_status counters = zc_stats_read(tier, &report->counters);
     report->counters_valid = counters == ZC_OK;
     if (counters == ZC_MISS)
@@ -251,17 +267,21 @@ const tool_command tool_cmd_stats = {
     .name = "stats",
     .synopsis = "stats [--json]",
     .summary = "Show the cache's contents and the counters of every process that used it",
-    .details = "Entries, bytes on disk, bytes uncompressed and the compression ratio, the size\n"
-               "limit (NEO_CACHE_MAX_SIZE) and how full the cache is, then the persistent\n"
-               "counters: hits from memory and from disk, misses, bypasses by reason, stores,\n"
-               "evictions, lock timeouts, the remote storages' hits, misses, stores, errors\n"
-               "and rejected values, modules not admitted to them (compiled faster than\n"
-               "NEO_CACHE_REMOTE_MIN_COMPILE_MS) and compile time saved. Each process using\n"
-               "the layer adds its counters to the file 'stats' in the cache directory at\n"
-               "every store and when it exits.\n"
+    .details = "Entries and their bytes (with their traces), the recorded inputs' bytes\n"
+               "(recipes and SPIR-V, NEO_CACHE_RECORD_INPUTS), their total, which is what the\n"
+               "size limit (NEO_CACHE_MAX_SIZE) applies to and config.file accounts, bytes\n"
+               "uncompressed and the compression ratio, the limit and how full the cache is\n"
+               "(of that total), then the persistent counters: hits from memory and from\n"
+               "disk, misses, bypasses by reason, stores, evictions, lock timeouts, the remote\n"
+               "storages' hits, misses, stores, errors and rejected values, modules not\n"
+               "admitted to them (compiled faster than NEO_CACHE_REMOTE_MIN_COMPILE_MS) and\n"
+               "compile time saved. Each process using the layer adds its counters to the\n"
+               "file 'stats' in the cache directory at every store and when it exits.\n"
                "\n"
-               "  --json   one JSON object: entries, driver_entries, bytes, bytes_uncompressed,\n"
-               "           compression_ratio, max_size, percent_full, recorded_bytes\n"
+               "  --json   one JSON object: entries, driver_entries, bytes (the .l0_cache\n"
+               "           files), bytes_uncompressed, entry_bytes (with traces), recipes,\n"
+               "           spirv_modules, input_bytes, counted_bytes (the total against the\n"
+               "           limit), compression_ratio, max_size, percent_full, recorded_bytes\n"
                "           (config.file), counters_valid and counters {name: value}\n",
     .run = run_stats,
 };

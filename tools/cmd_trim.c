@@ -116,7 +116,9 @@ const tool_command tool_cmd_trim = {
     .synopsis = "trim [--max-size SIZE] [--older-than DURATION]",
     .summary = "Evict entries as the layer would",
     .details = "Removes entries unused for longer than DURATION, then least recently used\n"
-               "ones until the cache is at most SIZE; also removes stale temporary files and\n"
+               "ones until the cache is at most SIZE (recorded inputs count: an entry takes its\n"
+               "recipe with it, and the SPIR-V no remaining recipe names); also removes stale\n"
+               "temporary files, the usage lists last used before every entry kept, and\n"
                "rewrites config.file with the real total. Without --max-size the limit is\n"
                "NEO_CACHE_MAX_SIZE (default 1 GiB; 0 means unlimited).\n"
                "\n"

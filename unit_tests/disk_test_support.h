@@ -13,8 +13,10 @@
 #include "../source/common/byte_order.h"
 #include "zecache/artifact.h"
 #include "zecache/config.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/key.h"
+#include "zecache/recipe.h"
 
 /* Header offsets, as entry.h documents them. */
 enum {
@@ -143,6 +145,36 @@ static inline zc_config t_disk_config(const char *dir, uint64_t max_size, int co
     config.max_size = max_size;
     config.compression_level = compression_level;
     return config;
+}
+
+/* Records key's recipe naming one SPIR-V of spirv_size random bytes made
+ * from spirv_seed (the same seed: the same blob, shared). */
+static inline zc_status t_record_inputs(zc_disk_tier *tier, const zc_key *key, uint64_t spirv_seed,
+                                        size_t spirv_size)
+{
+    uint8_t *spirv = malloc(spirv_size);
+    cr_assert_not_null(spirv);
+    t_fill_random(spirv, spirv_size, spirv_seed);
+    zc_recipe_input input = {.spirv_size = spirv_size, .flags = (char *)"-g"};
+    zc_recipe recipe = {.key = *key,
+                        .device_name = (char *)"Intel(R) Graphics [0xff20]",
+                        .driver_version = (char *)"1.3.24595",
+                        .input_count = 1,
+                        .inputs = &input};
+    uint8_t *blob_bytes = NULL, *bytes = NULL;
+    size_t bytes_size = 0;
+    zc_input_blob blob;
+    cr_assert_eq(
+        zc_spirv_blob_encode(spirv, spirv_size, 3, input.spirv_sha256, &blob_bytes, &blob.size),
+        ZC_OK);
+    memcpy(blob.sha256, input.spirv_sha256, 32);
+    blob.bytes = blob_bytes;
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, &bytes_size), ZC_OK);
+    zc_status status = zc_disk_tier_record(tier, key, bytes, bytes_size, &blob, 1);
+    free(bytes);
+    free(blob_bytes);
+    free(spirv);
+    return status;
 }
 
 /* How many files whose names end in suffix lie below dir (0 when it does

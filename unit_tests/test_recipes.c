@@ -94,6 +94,8 @@ Test(recipes, every_damage_is_refused_with_a_reason)
         cr_assert_eq(zc_recipe_decode(bytes, size, NULL, &read, reason, sizeof reason), ZC_MISS,
                      "byte %zu flipped was accepted", i);
         cr_assert_neq(reason[0], '\0');
+        cr_assert_eq(zc_recipe_decode_inputs(bytes, size, NULL, &read, reason, sizeof reason),
+                     ZC_MISS, "byte %zu flipped was accepted for the inputs", i);
         bytes[i] ^= 0x40;
         cr_assert_eq(zc_recipe_decode(bytes, i, NULL, &read, reason, sizeof reason), ZC_MISS,
                      "cut at %zu accepted", i);
@@ -281,29 +283,58 @@ Test(recipes, eviction_takes_recipes_and_unnamed_blobs_and_keeps_the_count)
     zc_disk_tier_close(tier);
 }
 
-Test(recipes, a_damaged_recipe_is_dropped_by_a_sweep_and_its_entry_stays)
+/* A tier holding seed's entry (*key) and its recipe (at path) naming
+ * spirv_a. */
+static zc_disk_tier *one_entry_with_recipe(uint64_t seed, zc_key *key, char path[1024])
 {
     zc_disk_tier *tier = open_tier();
-    zc_key key = t_key(31);
-    store_entry(tier, &key);
-    cr_assert_eq(record(tier, &key, spirv_a, sizeof spirv_a), ZC_OK);
-    char hex[ZC_KEY_HEX_SIZE], path[1024];
-    zc_key_to_hex(&key, hex);
-    snprintf(path, sizeof path, "%s/%c/%c/%s.recipe", cache_dir, hex[0], hex[1], hex);
-    size_t size = 0;
-    uint8_t *bytes = t_read_bytes(path, &size);
-    bytes[size / 2] ^= 1;
-    t_write_file(path, bytes, size);
-    free(bytes);
+    *key = t_key(seed);
+    store_entry(tier, key);
+    cr_assert_eq(record(tier, key, spirv_a, sizeof spirv_a), ZC_OK);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(path, 1024, "%s/%c/%c/%s.recipe", cache_dir, hex[0], hex[1], hex);
+    return tier;
+}
+
+/* A sweep leaves the entry alone: its recipe and SPIR-V went. */
+static void assert_swept_to_the_entry_alone(zc_disk_tier *tier)
+{
     cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
-    cr_assert_eq(files_named(".recipe"), 0);
+    cr_assert_eq(files_named(".recipe"), 0, "the recipe was kept");
     cr_assert_eq(files_named(".spirv"), 0);
     cr_assert_eq(files_named(".l0_cache"), 1);
+    assert_accounting_exact(tier);
+}
+
+static uint8_t *planted_recipe(const zc_key *key, const char *spirv, size_t spirv_size,
+                               size_t *size);
+
+/* seed's recipe, damaged (a byte flipped) or replaced by an oversized one
+ * (planted_recipe), is dropped by a sweep, with the SPIR-V only it named;
+ * its entry stays and loads. */
+static void assert_dropped_by_a_sweep(uint64_t seed, bool oversized)
+{
+    zc_key key;
+    char path[1024];
+    zc_disk_tier *tier = one_entry_with_recipe(seed, &key, path);
+    size_t size = 0;
+    uint8_t *bytes = oversized ? planted_recipe(&key, spirv_a, sizeof spirv_a, &size)
+                               : t_read_bytes(path, &size);
+    if (!oversized)
+        bytes[size / 2] ^= 1;
+    t_write_file(path, bytes, size);
+    free(bytes);
+    assert_swept_to_the_entry_alone(tier);
     zc_artifact *artifact = NULL;
     cr_assert_eq(zc_disk_tier_load(tier, &key, &artifact), ZC_OK);
     zc_artifact_unref(artifact);
-    assert_accounting_exact(tier);
     zc_disk_tier_close(tier);
+}
+
+Test(recipes, a_damaged_recipe_is_dropped_by_a_sweep_and_its_entry_stays)
+{
+    assert_dropped_by_a_sweep(31, false);
 }
 
 /* Recording makes room, and making room may evict the only other entry
@@ -332,4 +363,132 @@ Test(recipes, a_recipe_keeps_its_spirv_when_making_room_evicts_the_other_user)
     cr_assert_eq(files_named(".spirv"), 1, "the recipe names SPIR-V that is gone");
     assert_accounting_exact(tier);
     zc_disk_tier_close(tier);
+}
+
+/* ---- bounds that fit what a recipe holds ---- */
+
+typedef struct content_writer {
+    uint8_t *bytes;
+    size_t size;
+} content_writer;
+
+static void put_bytes(content_writer *w, const void *data, size_t size)
+{
+    memcpy(w->bytes + w->size, data, size);
+    w->size += size;
+}
+
+static void put_le(content_writer *w, uint64_t value, size_t size)
+{
+    for (size_t i = 0; i < size; i++)
+        w->bytes[w->size++] = (uint8_t)(value >> (8 * i));
+}
+
+static void put_text_of(content_writer *w, char fill, size_t length)
+{
+    put_le(w, length, 4);
+    memset(w->bytes + w->size, fill, length);
+    w->size += length;
+}
+
+/* A recipe that the old bounds took as sound (256 inputs, each with 40000
+ * bytes of flags: about 10 MiB of content from a file of a few KB), naming
+ * spirv in every input. */
+static uint8_t *planted_recipe(const zc_key *key, const char *spirv, size_t spirv_size,
+                               size_t *size)
+{
+    enum { INPUTS = 256, FLAGS = 40000 };
+    content_writer w = {malloc(64 + INPUTS * (64 + FLAGS)), 0};
+    uint8_t sha[32];
+    zc_sha256_digest(spirv, spirv_size, sha);
+    put_le(&w, 0, 4);
+    put_le(&w, 1, 4);
+    put_le(&w, INPUTS, 4);
+    put_text_of(&w, 'd', 8);
+    put_text_of(&w, 'v', 8);
+    for (int i = 0; i < INPUTS; i++) {
+        put_bytes(&w, sha, 32);
+        put_le(&w, spirv_size, 8);
+        put_le(&w, 1, 1);
+        put_text_of(&w, 'f', FLAGS);
+        put_le(&w, 0, 1);
+        put_le(&w, 0, 4);
+    }
+    cr_assert_gt(w.size, ZC_RECIPE_MAX_CONTENT);
+    uint8_t *sealed = NULL;
+    cr_assert_eq(zc_sealed_encode(ZC_RECIPE_MAGIC, key->bytes, w.bytes, w.size, 3, &sealed, size),
+                 ZC_OK);
+    free(w.bytes);
+    return sealed;
+}
+
+/* Refused from its header, before anything is allocated or decompressed:
+ * the decoder is never asked for more than the largest recipe. */
+Test(recipes, a_recipe_declaring_more_than_any_recipe_holds_is_refused_at_its_header)
+{
+    zc_key key = t_key(51);
+    size_t size = 0;
+    uint8_t *bytes = planted_recipe(&key, spirv_a, sizeof spirv_a, &size);
+    cr_assert_lt(size, 64 << 10, "a small file");
+    zc_recipe read;
+    char reason[256] = "";
+    cr_assert_eq(zc_recipe_decode(bytes, size, &key, &read, reason, sizeof reason), ZC_MISS);
+    cr_assert_str_eq(reason, "content size over the limit");
+    cr_assert_eq(zc_recipe_decode_inputs(bytes, size, &key, &read, reason, sizeof reason), ZC_MISS);
+    cr_assert_str_eq(reason, "content size over the limit");
+    free(bytes);
+}
+
+/* What a sweep reads of a recipe is what the full decoder reads (and it
+ * refuses every damage: every_damage_is_refused_with_a_reason). */
+Test(recipes, decoding_the_inputs_only_keeps_the_digests)
+{
+    zc_key key = t_key(52);
+    zc_recipe recipe = sample_recipe(&key, spirv_a, sizeof spirv_a), read;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char reason[256] = "";
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, &size), ZC_OK);
+    cr_assert_eq(zc_recipe_decode_inputs(bytes, size, &key, &read, reason, sizeof reason), ZC_OK,
+                 "%s", reason);
+    cr_assert_eq(read.input_count, 1);
+    cr_assert_eq(memcmp(read.inputs[0].spirv_sha256, recipe.inputs[0].spirv_sha256, 32), 0);
+    cr_assert_eq(read.inputs[0].spirv_size, sizeof spirv_a);
+    cr_assert_null(read.device_name);
+    cr_assert_null(read.inputs[0].flags);
+    cr_assert_null(read.inputs[0].constants);
+    zc_recipe_free(&read);
+    free(bytes);
+}
+
+/* What a decoder would refuse is not written. */
+Test(recipes, a_recipe_over_the_bounds_is_not_encoded)
+{
+    zc_key key = t_key(53);
+    zc_recipe recipe = sample_recipe(&key, spirv_a, sizeof spirv_a);
+    zc_recipe_constant *constants = calloc(ZC_RECIPE_MAX_CONSTANTS + 1, sizeof *constants);
+    for (uint32_t i = 0; i <= ZC_RECIPE_MAX_CONSTANTS; i++)
+        constants[i] = (zc_recipe_constant){.id = i, .width = 4};
+    recipe.inputs[0].constants = constants;
+    recipe.inputs[0].constant_count = ZC_RECIPE_MAX_CONSTANTS + 1;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, &size), ZC_ERR_TOO_LARGE);
+    recipe.inputs[0].constant_count = ZC_RECIPE_MAX_CONSTANTS;
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, &size), ZC_OK, "at the bound");
+    free(bytes);
+    free(constants);
+    char *flags = malloc(ZC_RECIPE_MAX_TEXT + 2);
+    memset(flags, 'f', ZC_RECIPE_MAX_TEXT + 1);
+    flags[ZC_RECIPE_MAX_TEXT + 1] = '\0';
+    recipe = sample_recipe(&key, spirv_a, sizeof spirv_a);
+    recipe.inputs[0].flags = flags;
+    cr_assert_eq(zc_recipe_encode(&recipe, 3, &bytes, &size), ZC_ERR_TOO_LARGE);
+    free(flags);
+}
+
+/* Planted beside an entry, such a recipe is damage. */
+Test(recipes, a_sweep_removes_a_planted_oversized_recipe)
+{
+    assert_dropped_by_a_sweep(54, true);
 }

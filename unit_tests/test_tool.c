@@ -5,6 +5,7 @@
  * module. Criterion runs every test in its own process, so setenv stays in
  * the test that calls it. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -25,6 +26,7 @@
 #include "tool_support.h"
 #include "zecache/bundle.h"
 #include "zecache/disk_tier.h"
+#include "zecache/disk_usage_list.h"
 #include "zecache/stats.h"
 
 #define ELF_SOURCE "/bin/ls"
@@ -980,6 +982,84 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
     cr_assert_str_eq(line_starting(run.out, "size limit"), limit_line);
 }
 
+/* Every file counted against the limit, by kind: an independent walk. */
+typedef struct counted_files {
+    uint64_t entry_bytes, recipes, recipe_bytes, blobs, blob_bytes;
+} counted_files;
+
+static counted_files counted_walk;
+
+static int add_counted(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag != FTW_F)
+        return 0;
+    if (ends_with(path, ".l0_cache") || ends_with(path, ".trace"))
+        counted_walk.entry_bytes += (uint64_t)st->st_size;
+    if (ends_with(path, ".recipe")) {
+        counted_walk.recipes++;
+        counted_walk.recipe_bytes += (uint64_t)st->st_size;
+    }
+    if (ends_with(path, ".spirv")) {
+        counted_walk.blobs++;
+        counted_walk.blob_bytes += (uint64_t)st->st_size;
+    }
+    return 0;
+}
+
+static void expect_size_line(const char *label, uint64_t bytes, const char *rest)
+{
+    char size[TOOL_SIZE_TEXT], expected[256];
+    tool_format_size(bytes, size);
+    snprintf(expected, sizeof expected, "%-19s %s (%llu bytes)%s", label, size,
+             (unsigned long long)bytes, rest);
+    cr_assert_str_eq(line_starting(run.out, label), expected);
+}
+
+/* Recorded inputs count against the limit: stats shows them, and the
+ * total config.file accounts, and how full the cache is of that total. */
+Test(tool, stats_shows_entries_recorded_inputs_and_their_total_against_the_limit)
+{
+    setenv("NEO_CACHE_MAX_SIZE", "10000000", 1);
+    zc_disk_tier *tier = open_cache(0);
+    for (uint64_t i = 0; i < 3; i++) {
+        zc_key key = t_key(700 + i);
+        store_entry(tier, &key, 1000 * i, 20000, i == 0 ? "trace text\n" : NULL);
+        /* Two recipes share one SPIR-V. */
+        cr_assert_eq(t_record_inputs(tier, &key, i < 2 ? 7 : 8, i < 2 ? 50000 : 30000), ZC_OK);
+    }
+    zc_disk_tier_close(tier);
+    memset(&counted_walk, 0, sizeof counted_walk);
+    cr_assert_eq(nftw(cache_dir, add_counted, 16, FTW_PHYS), 0);
+    const counted_files *files = &counted_walk;
+    uint64_t inputs = files->recipe_bytes + files->blob_bytes;
+    uint64_t total = files->entry_bytes + inputs;
+    cr_assert_eq(files->recipes, 3);
+    cr_assert_eq(files->blobs, 2);
+    cr_assert_eq(recorded_total(), total);
+
+    cr_assert_eq(tool_in_cache("stats"), 0, "%s", run.err);
+    expect_size_line("entries' size", files->entry_bytes, "");
+    expect_size_line("recorded inputs", inputs, ": 3 recipes, 2 SPIR-V modules");
+    expect_size_line("counted size", total, ", against the size limit");
+    cr_assert_null(strstr(run.out, "config.file"), "config.file agrees: %s", run.out);
+    char limit_line[128];
+    snprintf(limit_line, sizeof limit_line, "size limit          9.5 MiB, %.1f%% full",
+             (double)total / 1e5);
+    cr_assert_str_eq(line_starting(run.out, "size limit"), limit_line);
+
+    cr_assert_eq(tool_in_cache("stats --json"), 0, "%s", run.err);
+    cr_assert_eq(json_u64(run.out, "d['entry_bytes']"), files->entry_bytes);
+    cr_assert_eq(json_u64(run.out, "d['recipes']"), 3);
+    cr_assert_eq(json_u64(run.out, "d['spirv_modules']"), 2);
+    cr_assert_eq(json_u64(run.out, "d['input_bytes']"), inputs);
+    cr_assert_eq(json_u64(run.out, "d['counted_bytes']"), total);
+    char check[128];
+    snprintf(check, sizeof check, "abs(d['percent_full'] - %llu / 1e5) < 1e-9",
+             (unsigned long long)total);
+    cr_assert_str_eq(json_eval(run.out, check), "True");
+}
+
 Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
 {
     zc_disk_tier *tier = open_cache(0);
@@ -1346,6 +1426,35 @@ Test(tool, trim_older_than_removes_only_entries_unused_that_long)
     cr_assert_not(t_exists(entry_path(&keys[2])));
     cr_assert(t_exists(entry_path(&keys[3])));
     cr_assert_eq(recorded_total(), sizes[3]);
+}
+
+static int count_usage_lists(void)
+{
+    DIR *dir = opendir(cache_dir);
+    cr_assert_not_null(dir);
+    int count = 0;
+    for (struct dirent *dirent; (dirent = readdir(dir)) != NULL;)
+        count += ends_with(dirent->d_name, ZC_USAGE_SUFFIX);
+    closedir(dir);
+    return count;
+}
+
+/* One usage list per argument set: trimming to nothing leaves none. */
+Test(tool, trim_to_zero_removes_every_usage_list)
+{
+    zc_disk_tier *tier = open_cache(0);
+    zc_key keys[2] = {t_key(1), t_key(2)};
+    store_entry(tier, &keys[0], 0, 20000, NULL);
+    for (uint64_t i = 0; i < 25; i++) {
+        zc_key program = t_key(800 + i);
+        cr_assert_eq(zc_disk_tier_write_usage(tier, program.bytes, keys, 2), ZC_OK);
+    }
+    zc_disk_tier_close(tier);
+    cr_assert_eq(count_usage_lists(), 25);
+    cr_assert_eq(tool_in_cache("trim --max-size 0"), 0, "%s", run.err);
+    cr_assert(strncmp(run.out, "removed 1 entries (", 19) == 0, "%s", run.out);
+    cr_assert_eq(count_usage_lists(), 0);
+    cr_assert_eq(recorded_total(), 0);
 }
 
 Test(tool, clear_removes_every_entry_and_keeps_the_counters)

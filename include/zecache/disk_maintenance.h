@@ -53,8 +53,11 @@ zc_status zc_disk_tier_remove_entry(zc_disk_tier *tier, const char *path);
 
 /* Under the lock: removes entries unused since older_than_unix (0: none by age),
  * then least recently used ones until the total is at most max_size
- * (UINT64_MAX: no size bound), removes stale temp files, and rewrites
- * config.file with the real total. Reports what was removed. */
+ * (UINT64_MAX: no size bound), each with its sidecars and the SPIR-V only
+ * its recipe named; removes SPIR-V no recipe names, stale temp files,
+ * orphaned sidecars and the usage lists last used before every entry kept
+ * (disk_usage_list.h), and rewrites config.file with the real total.
+ * Reports what was removed (*removed_bytes: everything counted that went). */
 zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older_than_unix,
                             uint64_t *removed_entries, uint64_t *removed_bytes);
 
@@ -67,6 +70,16 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier);
 zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size);
 zc_status zc_disk_tier_scanned_size(zc_disk_tier *tier, uint64_t *size, uint64_t *entries);
 zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size);
+
+/* What counts against the size limit, by kind, from a scan without the lock
+ * (a snapshot; a recipe or trace whose entry is gone counts nowhere). */
+typedef struct zc_disk_usage {
+    uint64_t entries, entry_bytes;  /* .l0_cache files, with their .trace */
+    uint64_t recipes, recipe_bytes; /* recorded inputs: recipes beside their entries */
+    uint64_t blobs, blob_bytes;     /* recorded inputs: SPIR-V, once per content */
+    uint64_t total;                 /* all of them: what config.file accounts */
+} zc_disk_usage;
+zc_status zc_disk_tier_scanned_usage(zc_disk_tier *tier, zc_disk_usage *usage);
 
 /* Stores an encoded entry (the bytes of an entry file, e.g. from a bundle)
  * as zc_disk_tier_store does, after verifying it as a load would: ZC_MISS

@@ -29,8 +29,18 @@
 #define ZC_RECIPE_SUFFIX ".recipe" /* beside its entry, counted with it */
 #define ZC_SPIRV_SUFFIX ".spirv"   /* <s0>/<s1>/<64 hex of the SHA-256>.spirv */
 #define ZC_RECIPE_MAX_INPUTS 256u
-#define ZC_RECIPE_MAX_CONSTANTS 65536u
-#define ZC_RECIPE_MAX_TEXT 65536u
+#define ZC_RECIPE_MAX_CONSTANTS 1024u /* per input: real programs set a few dozen */
+#define ZC_RECIPE_MAX_TEXT 16384u     /* build flags: real ones are well under 1 KiB */
+/* The largest content the layout above allows, the bound a decoder passes
+ * to zc_sealed_decode: a few KB of planted recipe can declare any size, and
+ * must be refused before anything is allocated for it (about 8 MiB). */
+#define ZC_RECIPE_TEXT_BYTES (4u + ZC_RECIPE_MAX_TEXT)
+#define ZC_RECIPE_CONSTANT_BYTES (4u + 4u + 8u)
+#define ZC_RECIPE_INPUT_BYTES                                                                      \
+    (32u + 8u + 1u + ZC_RECIPE_TEXT_BYTES + 1u + 4u +                                              \
+     (uint64_t)ZC_RECIPE_MAX_CONSTANTS * ZC_RECIPE_CONSTANT_BYTES)
+#define ZC_RECIPE_MAX_CONTENT                                                                      \
+    (3u * 4u + 2u * ZC_RECIPE_TEXT_BYTES + (uint64_t)ZC_RECIPE_MAX_INPUTS * ZC_RECIPE_INPUT_BYTES)
 
 typedef struct zc_recipe_constant {
     uint32_t id;
@@ -57,7 +67,8 @@ typedef struct zc_recipe {
     zc_recipe_input *inputs;
 } zc_recipe;
 
-/* The recipe's content in a sealed container (malloc'd). */
+/* The recipe's content in a sealed container (malloc'd); ZC_ERR_TOO_LARGE
+ * when a count or text is over its bound above (nothing is recorded). */
 zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8_t **out,
                            size_t *out_size);
 /* Verifies the container (expected key unless NULL) and parses every field
@@ -65,6 +76,11 @@ zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8
  * zc_recipe_free. */
 zc_status zc_recipe_decode(const void *data, size_t size, const zc_key *expected, zc_recipe *out,
                            char *reason, size_t reason_size);
+/* As zc_recipe_decode, with the same checks, but keeps only what eviction
+ * needs: the inputs' SPIR-V digests and sizes (texts and constants are
+ * checked and dropped, device_name and driver_version are NULL). */
+zc_status zc_recipe_decode_inputs(const void *data, size_t size, const zc_key *expected,
+                                  zc_recipe *out, char *reason, size_t reason_size);
 void zc_recipe_free(zc_recipe *recipe);
 
 /* A SPIR-V module in its container, named by its SHA-256 (*sha256 set). */

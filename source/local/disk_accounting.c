@@ -164,7 +164,7 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         return ZC_OK;
     if (!rescan)
         zc_log_info("%s in %s is missing or malformed: rescanning", ZC_CONFIG_FILE_NAME, tier->dir);
-    status = zc_disk_scan_total(tier, &lock->total, NULL);
+    status = zc_disk_rescan_total(tier, &lock->total, NULL);
     if (status != ZC_OK) {
         zc_disk_lock_release(tier, lock);
         return status;
@@ -228,7 +228,7 @@ zc_status zc_disk_account_removed(zc_disk_tier *tier, zc_disk_lock *lock, uint64
     }
     /* The recorded total was too small (another writer's arithmetic): only a
      * scan knows the truth now. */
-    zc_status status = zc_disk_scan_total(tier, &lock->total, NULL);
+    zc_status status = zc_disk_rescan_total(tier, &lock->total, NULL);
     if (status != ZC_OK)
         zc_disk_invalidate_total(tier, lock);
     return status;

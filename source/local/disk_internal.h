@@ -153,7 +153,7 @@ typedef enum zc_scan_kind {
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */
     ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
     ZC_SCAN_MARK,    /* *.failed: not-stored marks (disk_claim.c), empty, never counted */
-    ZC_SCAN_USAGE,   /* *.l0_usage in the root: programs' usage lists, removed by clear only */
+    ZC_SCAN_USAGE,   /* *.l0_usage in the root: programs' usage lists, never counted */
 } zc_scan_kind;
 
 typedef struct zc_scan_item {
@@ -172,7 +172,24 @@ typedef int (*zc_scan_fn)(void *context, const zc_scan_item *item);
 /* Visits the root and up to two levels of one-hex-digit subdirectories,
  * never through a symlink. Visitors may unlink the item they are given. */
 zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context);
+/* What config.file must hold: every entry with the .trace and .recipe
+ * beside it, and every SPIR-V blob. A sidecar whose entry is gone counts
+ * nowhere: the repairing scans remove it. */
 zc_status zc_disk_scan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries);
+/* Under the lock, the repairing step: zc_disk_scan_total that also removes
+ * orphaned sidecars (zc_disk_remove_orphan_sidecar), so the total it
+ * returns is that of everything the tier counts. */
+zc_status zc_disk_rescan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries);
+
+typedef enum zc_orphan {
+    ZC_ORPHAN_NONE,    /* not a .trace or .recipe, or its entry is beside it */
+    ZC_ORPHAN_REMOVED, /* an orphan, now gone */
+    ZC_ORPHAN_KEPT,    /* an orphan that stays: another writer's young trace, or unremovable */
+} zc_orphan;
+/* Under the lock: removes a .trace or .recipe whose entry is gone, at once
+ * when it is ours (named after a zecache key), after ZC_TEMP_MAX_AGE_SEC
+ * otherwise. */
+zc_orphan zc_disk_remove_orphan_sidecar(zc_disk_tier *tier, const zc_scan_item *item, time_t now);
 
 /* ---- disk_evict.c ---- */
 
@@ -185,13 +202,72 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name,
  * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);
 
+/* ---- disk_census.c ---- */
+
+typedef struct zc_census_entry {
+    const char *rel; /* into zc_census.names, set once the scan is over */
+    size_t rel_offset;
+    uint64_t size; /* the entry, its .trace and its .recipe */
+    struct timespec last_use;
+    size_t first_use, use_count; /* its recipe's blobs, in zc_census.uses */
+} zc_census_entry;
+
+typedef struct zc_census_use {
+    uint8_t sha256[32]; /* first: sorted and searched as a digest */
+    size_t blob;        /* index in zc_census.blobs; SIZE_MAX: not there, or named twice */
+} zc_census_use;
+
+typedef struct zc_census_blob {
+    uint8_t sha256[32]; /* first, as in zc_census_use */
+    const char *rel;
+    size_t rel_offset;
+    uint64_t size;
+    uint32_t users; /* entries whose recipe names it and that are still there */
+    bool gone;
+} zc_census_blob;
+
+/* What a sweep knows of the directory, from one scan under the lock. */
+typedef struct zc_census {
+    zc_disk_tier *tier;
+    time_t now;
+    zc_census_entry *entries; /* least recently used first */
+    size_t entry_count, entry_capacity;
+    zc_census_blob *blobs; /* by digest */
+    size_t blob_count, blob_capacity;
+    zc_census_use *uses;
+    size_t use_count, use_capacity;
+    char *names;
+    size_t names_used, names_capacity;
+    uint64_t total; /* what config.file must hold once the scan is over */
+    /* A recipe could not be read (or an orphaned one removed): which blobs
+     * are named is unknown, so none is removed this time. */
+    bool blobs_unsure;
+    bool out_of_memory;
+} zc_census;
+
+/* Under the lock, after zc_disk_begin_change: scans, removing garbage
+ * (stale temp files, locks and marks, orphaned sidecars, damaged recipes). */
+zc_status zc_census_take(zc_disk_tier *tier, zc_census *census);
+void zc_census_free(zc_census *census);
+/* Removes the blobs no recipe names; the bytes freed. */
+uint64_t zc_census_remove_unnamed_blobs(zc_census *census);
+/* After entries[index] was removed: removes the blobs no other entry's
+ * recipe names; the bytes freed. */
+uint64_t zc_census_release(zc_census *census, size_t index);
+
 /* ---- disk_recipes.c ---- */
 
-/* Under the lock, after a sweep removed entries (and with them their
- * recipes): removes every SPIR-V blob no recipe left names, subtracting
- * what it frees from *total. A recipe that does not verify is removed too
- * (its entry stays: it only loses its inputs). */
-zc_status zc_disk_remove_unused_blobs(zc_disk_tier *tier, uint64_t *total);
+struct zc_recipe;
+/* Under the lock, for a sweep: the inputs the recipe beside entry_name in
+ * dir_fd names (zc_recipe_decode_inputs; free with zc_recipe_free). ZC_MISS
+ * when there is none, or it was damaged (it does not verify, or is larger
+ * than any recipe) and is now removed: *removed_size is then its size (its
+ * entry stays, without its inputs). ZC_ERR_IO or ZC_ERR_NOMEM when it could
+ * not be read or removed. */
+zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry_name,
+                               struct zc_recipe *inputs, uint64_t *removed_size);
+/* True for "<64 hex>.spirv"; sets sha256. */
+bool zc_disk_parse_blob_name(const char *name, uint8_t sha256[32]);
 
 /* ---- disk_claim.c ---- */
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "disk_internal.h"
 #include "zecache/log.h"
@@ -16,8 +17,9 @@
 #define BLOB_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_SUFFIX)
 #define RECIPE_NAME_SIZE (2 * ZC_KEY_SIZE + sizeof ZC_RECIPE_SUFFIX)
 
-/* The largest recorded input's file. */
+/* The largest recorded input's file, and the largest recipe's. */
 #define SEALED_FILE_MAX (ZC_SEALED_MAX_CONTENT + ZC_SEALED_HEADER_SIZE)
+#define RECIPE_FILE_MAX (ZC_SEALED_HEADER_SIZE + ZSTD_COMPRESSBOUND(ZC_RECIPE_MAX_CONTENT))
 
 static void blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE],
                        char name[BLOB_NAME_SIZE])
@@ -100,20 +102,22 @@ static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent
     char entry_name[ZC_ENTRY_NAME_SIZE], recipe_name[RECIPE_NAME_SIZE];
     zc_disk_entry_name(call->key, entry_name);
     recipe_name_of(call->key, recipe_name);
-    uint64_t blob_bytes = 0;
+    uint64_t blob_bytes = 0, room = 0;
     zc_status status =
         count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
-    if (status == ZC_OK)
-        status = zc_disk_make_room(tier, lock, blob_bytes + call->recipe_size);
-    /* Making room may have evicted the entry itself, and the only other
+    /* Making room may have evicted the entry itself, or the only other
      * recipe naming a blob counted as present, and that blob with it: count
-     * again. A blob found missing now is written over the room made, until
-     * the next sweep. */
-    if (status == ZC_OK)
-        status = file_present(tier, parent_fd, entry_name);
-    if (status == ZC_OK)
-        status =
-            count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
+     * again, until what is missing fits in the room made. Each round finds
+     * more missing, so there are at most blob_count + 1. */
+    while (status == ZC_OK && blob_bytes + call->recipe_size > room) {
+        room = blob_bytes + call->recipe_size;
+        status = zc_disk_make_room(tier, lock, room);
+        if (status == ZC_OK)
+            status = file_present(tier, parent_fd, entry_name);
+        if (status == ZC_OK)
+            status = count_missing_blobs(tier, call->blobs, call->blob_count, call->missing,
+                                         &blob_bytes);
+    }
     if (status != ZC_OK)
         return status;
     zc_disk_begin_change(tier, lock);
@@ -174,13 +178,13 @@ zc_status zc_disk_tier_record(zc_disk_tier *tier, const zc_key *key, const uint8
 /* ---- reading ---- */
 
 /* The file name in the directory dir (relative to the cache's root). */
-static zc_status read_file_in(zc_disk_tier *tier, const char *dir, const char *name, uint8_t **data,
-                              size_t *size)
+static zc_status read_file_in(zc_disk_tier *tier, const char *dir, const char *name,
+                              uint64_t max_size, uint8_t **data, size_t *size)
 {
     int dir_fd = zc_disk_open_dir(tier, dir, false);
     if (dir_fd < 0)
         return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
-    zc_status status = zc_disk_read_small_file(tier, dir_fd, name, SEALED_FILE_MAX, data, size);
+    zc_status status = zc_disk_read_small_file(tier, dir_fd, name, max_size, data, size);
     tier->ops->close(dir_fd);
     return status;
 }
@@ -191,7 +195,7 @@ zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_
     char dir[ZC_ENTRY_DIR_SIZE], name[RECIPE_NAME_SIZE];
     zc_disk_entry_dir(key, dir);
     recipe_name_of(key, name);
-    return read_file_in(tier, dir, name, data, size);
+    return read_file_in(tier, dir, name, RECIPE_FILE_MAX, data, size);
 }
 
 zc_status zc_disk_tier_read_blob(zc_disk_tier *tier, const uint8_t sha256[32], uint8_t **data,
@@ -199,7 +203,7 @@ zc_status zc_disk_tier_read_blob(zc_disk_tier *tier, const uint8_t sha256[32], u
 {
     char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
     blob_place(sha256, dir, name);
-    return read_file_in(tier, dir, name, data, size);
+    return read_file_in(tier, dir, name, SEALED_FILE_MAX, data, size);
 }
 
 bool zc_disk_tier_has_recipe(zc_disk_tier *tier, const zc_key *key)
@@ -215,102 +219,56 @@ bool zc_disk_tier_has_recipe(zc_disk_tier *tier, const zc_key *key)
     return present;
 }
 
-/* ---- removing blobs no recipe names ---- */
+/* ---- what a sweep needs of a recipe ---- */
 
-typedef struct blob_census {
-    zc_disk_tier *tier;
-    uint8_t (*named)[32]; /* every SPIR-V some recipe names */
-    size_t named_count, named_capacity;
-    uint64_t freed;
-    bool failed; /* a recipe could not be read: keep every blob this time */
-} blob_census;
-
-static bool add_named(blob_census *census, const uint8_t sha256[32])
+zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry_name,
+                               zc_recipe *inputs, uint64_t *removed_size)
 {
-    if (census->named_count == census->named_capacity) {
-        size_t capacity = census->named_capacity > 0 ? 2 * census->named_capacity : 64;
-        void *grown = realloc(census->named, capacity * 32);
-        if (grown == NULL)
-            return false;
-        census->named = grown;
-        census->named_capacity = capacity;
-    }
-    memcpy(census->named[census->named_count++], sha256, 32);
-    return true;
-}
-
-static void remove_bad_recipe(blob_census *census, const zc_scan_item *item, const char *reason)
-{
-    zc_log_info("removing damaged recorded inputs %s: %s", item->rel, reason);
-    if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0)
-        census->freed += item->size;
-    else if (errno != ENOENT)
-        census->failed = true; /* still counted in the total, and still unread */
-}
-
-static int note_recipe(void *context, const zc_scan_item *item)
-{
-    blob_census *census = context;
-    if (item->kind != ZC_SCAN_SIDECAR || !zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX))
-        return 0;
+    char name[NAME_MAX + 1], reason[160] = "";
+    zc_key key;
+    struct stat st;
+    *removed_size = 0;
+    memset(inputs, 0, sizeof *inputs);
+    if (!zc_disk_sidecar_name(entry_name, ZC_RECIPE_SUFFIX, name, sizeof name))
+        return ZC_MISS;
+    if (tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? ZC_MISS : ZC_ERR_IO;
+    if (!S_ISREG(st.st_mode))
+        return ZC_MISS; /* counted as nothing, and named by nothing */
     uint8_t *data = NULL;
     size_t size = 0;
-    zc_recipe recipe;
-    char reason[160] = "";
-    zc_status status = zc_disk_read_small_file(census->tier, item->dir_fd, item->name,
-                                               SEALED_FILE_MAX, &data, &size);
+    zc_status status = ZC_MISS;
+    if ((uint64_t)st.st_size > RECIPE_FILE_MAX)
+        snprintf(reason, sizeof reason, "%llu bytes, more than any recipe",
+                 (unsigned long long)st.st_size);
+    else
+        status = zc_disk_read_small_file(tier, dir_fd, name, RECIPE_FILE_MAX, &data, &size);
+    /* Only the inputs: a sweep has no use for texts and constants. */
     if (status == ZC_OK)
-        status = zc_recipe_decode(data, size, NULL, &recipe, reason, sizeof reason);
+        status = zc_recipe_decode_inputs(data, size,
+                                         zc_disk_parse_entry_name(entry_name, &key) ? &key : NULL,
+                                         inputs, reason, sizeof reason);
     free(data);
-    if (status == ZC_MISS && reason[0] != '\0') {
-        remove_bad_recipe(census, item, reason);
-        return 0;
-    }
-    if (status != ZC_OK) {
-        census->failed = status != ZC_MISS; /* ZC_MISS: removed meanwhile */
-        return census->failed;
-    }
-    for (uint32_t i = 0; i < recipe.input_count && !census->failed; i++)
-        census->failed = !add_named(census, recipe.inputs[i].spirv_sha256);
-    zc_recipe_free(&recipe);
-    return census->failed;
-}
-
-static int compare_sha(const void *a, const void *b)
-{
-    return memcmp(a, b, 32);
-}
-
-static int remove_if_unnamed(void *context, const zc_scan_item *item)
-{
-    blob_census *census = context;
-    zc_key sha;
-    char hex[ZC_KEY_HEX_SIZE];
-    if (item->kind != ZC_SCAN_BLOB || strlen(item->name) != BLOB_NAME_SIZE - 1)
-        return 0;
-    memcpy(hex, item->name, 64);
-    hex[64] = '\0';
-    if (!zc_key_from_hex(hex, &sha) ||
-        (census->named_count > 0 &&
-         bsearch(sha.bytes, census->named, census->named_count, 32, compare_sha) != NULL))
-        return 0;
-    if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0)
-        census->freed += item->size;
+    if (status != ZC_MISS || reason[0] == '\0')
+        return status; /* ZC_MISS without a reason: removed meanwhile */
+    zc_log_info("removing damaged recorded inputs %s: %s", name, reason);
+    if (tier->ops->unlinkat(dir_fd, name, 0) == 0)
+        *removed_size = (uint64_t)st.st_size;
     else if (errno != ENOENT)
-        zc_disk_log_errno("cannot remove", item->rel, errno);
-    return 0;
+        return ZC_ERR_IO; /* still there, and still unread */
+    return ZC_MISS;
 }
 
-zc_status zc_disk_remove_unused_blobs(zc_disk_tier *tier, uint64_t *total)
+bool zc_disk_parse_blob_name(const char *name, uint8_t sha256[32])
 {
-    blob_census census = {.tier = tier};
-    zc_status status = zc_disk_scan(tier, note_recipe, &census);
-    if (status == ZC_OK && !census.failed) {
-        if (census.named_count > 1)
-            qsort(census.named, census.named_count, 32, compare_sha);
-        status = zc_disk_scan(tier, remove_if_unnamed, &census);
-    }
-    free(census.named);
-    *total = census.freed <= *total ? *total - census.freed : 0;
-    return status;
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key as_key;
+    if (strlen(name) != BLOB_NAME_SIZE - 1 || !zc_disk_has_suffix(name, ZC_SPIRV_SUFFIX))
+        return false;
+    memcpy(hex, name, 64);
+    hex[64] = '\0';
+    if (!zc_key_from_hex(hex, &as_key))
+        return false;
+    memcpy(sha256, as_key.bytes, 32);
+    return true;
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "disk_internal.h"
 #include "zecache/disk_usage_list.h"
@@ -139,33 +140,112 @@ zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
     return status;
 }
 
+/* True for a .trace or .recipe with no entry beside it; *ours when it is
+ * named after a zecache key. */
+static bool orphaned_sidecar(zc_disk_tier *tier, const zc_scan_item *item, bool *ours)
+{
+    const char *suffix =
+        zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX) ? ZC_RECIPE_SUFFIX : ZC_TRACE_SUFFIX;
+    char entry[NAME_MAX + 1];
+    size_t stem = strlen(item->name) - strlen(suffix);
+    struct stat st;
+    zc_key key;
+    if (item->kind != ZC_SCAN_SIDECAR || !zc_disk_has_suffix(item->name, suffix) ||
+        snprintf(entry, sizeof entry, "%.*s%s", (int)stem, item->name, ZC_ENTRY_SUFFIX) >=
+            (int)sizeof entry ||
+        tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        return false;
+    *ours = zc_disk_parse_entry_name(entry, &key);
+    return true;
+}
+
+zc_orphan zc_disk_remove_orphan_sidecar(zc_disk_tier *tier, const zc_scan_item *item, time_t now)
+{
+    bool ours;
+    if (!orphaned_sidecar(tier, item, &ours))
+        return ZC_ORPHAN_NONE;
+    /* Ours are written under the lock after their entry and removed after
+     * it: one without its entry is left by a removal cut short, by a hand or
+     * by the driver evicting the entry, and is garbage at once. Another
+     * writer's trace may come before its entry: only an old one goes. */
+    if (!ours && now - item->mtime.tv_sec <= ZC_TEMP_MAX_AGE_SEC)
+        return ZC_ORPHAN_KEPT;
+    if (tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0 || errno == ENOENT)
+        return ZC_ORPHAN_REMOVED;
+    zc_disk_log_errno("cannot remove", item->rel, errno);
+    return ZC_ORPHAN_KEPT;
+}
+
 typedef struct scan_sum {
-    uint64_t total;
-    uint64_t entries;
+    zc_disk_tier *tier;
+    zc_disk_usage usage;
+    time_t now; /* 0: count only; else under the lock, removing orphaned sidecars */
 } scan_sum;
 
-static int add_entry_size(void *context, const zc_scan_item *item)
+static int add_counted(void *context, const zc_scan_item *item)
 {
     scan_sum *sum = context;
-    if (item->kind == ZC_SCAN_ENTRY) {
-        sum->total += item->size + item->trace_size;
-        sum->entries++;
+    zc_disk_usage *usage = &sum->usage;
+    bool ours;
+    if (item->kind == ZC_SCAN_SIDECAR && sum->now != 0)
+        zc_disk_remove_orphan_sidecar(sum->tier, item, sum->now);
+    else if (item->kind == ZC_SCAN_SIDECAR && zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX) &&
+             !orphaned_sidecar(sum->tier, item, &ours)) {
+        usage->recipes++; /* counted with its entry, told apart for zecache stats */
+        usage->recipe_bytes += item->size;
     }
-    if (item->kind == ZC_SCAN_BLOB)
-        sum->total += item->size;
+    if (item->kind == ZC_SCAN_ENTRY) {
+        usage->total += item->size + item->trace_size;
+        usage->entry_bytes += item->size + item->trace_size;
+        usage->entries++;
+    }
+    if (item->kind == ZC_SCAN_BLOB) {
+        usage->total += item->size;
+        usage->blobs++;
+        usage->blob_bytes += item->size;
+    }
     return 0;
+}
+
+static zc_status sum_up(zc_disk_tier *tier, time_t now, zc_disk_usage *usage)
+{
+    scan_sum sum = {.tier = tier, .now = now};
+    zc_status status = zc_disk_scan(tier, add_counted, &sum);
+    if (status != ZC_OK)
+        return status;
+    *usage = sum.usage;
+    /* A recipe counted with its entry (trace_size) is an input, not an entry. */
+    usage->entry_bytes -= usage->recipe_bytes <= usage->entry_bytes ? usage->recipe_bytes : 0;
+    return ZC_OK;
+}
+
+zc_status zc_disk_tier_scanned_usage(zc_disk_tier *tier, zc_disk_usage *usage)
+{
+    if (tier == NULL || usage == NULL)
+        return ZC_ERR_INVALID_ARG;
+    return sum_up(tier, 0, usage);
+}
+
+static zc_status total_of(zc_disk_tier *tier, time_t now, uint64_t *total, uint64_t *entries)
+{
+    zc_disk_usage usage;
+    zc_status status = sum_up(tier, now, &usage);
+    if (status == ZC_OK) {
+        *total = usage.total;
+        if (entries != NULL)
+            *entries = usage.entries;
+    }
+    return status;
 }
 
 zc_status zc_disk_scan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries)
 {
-    scan_sum sum = {0, 0};
-    zc_status status = zc_disk_scan(tier, add_entry_size, &sum);
-    if (status == ZC_OK) {
-        *total = sum.total;
-        if (entries != NULL)
-            *entries = sum.entries;
-    }
-    return status;
+    return total_of(tier, 0, total, entries);
+}
+
+zc_status zc_disk_rescan_total(zc_disk_tier *tier, uint64_t *total, uint64_t *entries)
+{
+    return total_of(tier, time(NULL), total, entries);
 }
 
 typedef struct foreach_call {

@@ -15,6 +15,7 @@ typedef struct writer {
     uint8_t *bytes;
     size_t size, capacity;
     bool failed;
+    bool too_large; /* over a bound of the format: a decoder would refuse it */
 } writer;
 
 static void put(writer *w, const void *data, size_t size)
@@ -55,7 +56,7 @@ static void put_text(writer *w, const char *text)
 {
     size_t length = text != NULL ? strlen(text) : 0;
     if (length > ZC_RECIPE_MAX_TEXT) {
-        w->failed = true;
+        w->too_large = true;
         return;
     }
     put_u32(w, (uint32_t)length);
@@ -69,6 +70,8 @@ static void put_input(writer *w, const zc_recipe_input *input)
     put(w, &(uint8_t){input->flags != NULL}, 1);
     put_text(w, input->flags);
     put(w, &(uint8_t){input->has_constants}, 1);
+    if (input->constant_count > ZC_RECIPE_MAX_CONSTANTS)
+        w->too_large = true;
     put_u32(w, input->constant_count);
     for (uint32_t i = 0; i < input->constant_count; i++) {
         const zc_recipe_constant *constant = &input->constants[i];
@@ -93,9 +96,12 @@ zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8
     put_text(&w, recipe->driver_version);
     for (uint32_t i = 0; i < recipe->input_count; i++)
         put_input(&w, &recipe->inputs[i]);
-    zc_status status = w.failed ? ZC_ERR_NOMEM
-                                : zc_sealed_encode(ZC_RECIPE_MAGIC, recipe->key.bytes, w.bytes,
-                                                   w.size, compression_level, out, out_size);
+    zc_status status = ZC_ERR_NOMEM;
+    if (w.too_large || w.size > ZC_RECIPE_MAX_CONTENT)
+        status = ZC_ERR_TOO_LARGE;
+    else if (!w.failed)
+        status = zc_sealed_encode(ZC_RECIPE_MAGIC, recipe->key.bytes, w.bytes, w.size,
+                                  compression_level, out, out_size);
     free(w.bytes);
     return status;
 }
@@ -106,6 +112,7 @@ typedef struct reader {
     const uint8_t *at;
     size_t left;
     const char *problem; /* the first field that did not fit */
+    bool inputs_only;    /* texts and constants are checked, not kept */
 } reader;
 
 static bool take(reader *r, void *out, size_t size, const char *what)
@@ -156,6 +163,10 @@ static char *take_text(reader *r, const char *what)
         r->problem = r->problem != NULL ? r->problem : what;
         return NULL;
     }
+    if (r->inputs_only) {
+        take(r, NULL, length, what);
+        return NULL;
+    }
     char *text = malloc(length + 1);
     if (text == NULL) {
         r->problem = "memory";
@@ -178,14 +189,15 @@ static void take_constants(reader *r, zc_recipe_input *input)
         input->constant_count = 0;
         return;
     }
-    input->constants = calloc(input->constant_count + 1, sizeof *input->constants);
-    if (input->constants == NULL) {
+    zc_recipe_constant dropped;
+    if (!r->inputs_only &&
+        (input->constants = calloc(input->constant_count + 1, sizeof *input->constants)) == NULL) {
         r->problem = "memory";
         input->constant_count = 0;
         return;
     }
     for (uint32_t i = 0; i < input->constant_count && r->problem == NULL; i++) {
-        zc_recipe_constant *constant = &input->constants[i];
+        zc_recipe_constant *constant = r->inputs_only ? &dropped : &input->constants[i];
         constant->id = take_u32(r, "constant id");
         constant->width = take_u32(r, "constant width");
         if (constant->width == 0 || constant->width > sizeof constant->value)
@@ -199,14 +211,10 @@ static void take_input(reader *r, zc_recipe_input *input)
 {
     take(r, input->spirv_sha256, 32, "SPIR-V digest");
     input->spirv_size = take_u64(r, "SPIR-V size");
-    if (take_bool(r, "flags present")) {
+    if (take_bool(r, "flags present"))
         input->flags = take_text(r, "flags");
-    } else {
-        char *none = take_text(r, "flags");
-        if (none != NULL && none[0] != '\0')
-            r->problem = "flags";
-        free(none);
-    }
+    else if (take_u32(r, "flags") != 0 && r->problem == NULL)
+        r->problem = "flags"; /* none given: an empty text */
     take_constants(r, input);
 }
 
@@ -237,24 +245,36 @@ static void parse(reader *r, zc_recipe *recipe)
         r->problem = "the end (bytes follow the last input)";
 }
 
-zc_status zc_recipe_decode(const void *data, size_t size, const zc_key *expected, zc_recipe *out,
-                           char *reason, size_t reason_size)
+static zc_status decode(const void *data, size_t size, const zc_key *expected, bool inputs_only,
+                        zc_recipe *out, char *reason, size_t reason_size)
 {
     memset(out, 0, sizeof *out);
     uint8_t *content = NULL;
     size_t content_size = 0;
     zc_status status = zc_sealed_decode(
         ZC_RECIPE_MAGIC, data, size, expected != NULL ? expected->bytes : NULL,
-        ZC_SEALED_MAX_CONTENT, &content, &content_size, out->key.bytes, reason, reason_size);
+        ZC_RECIPE_MAX_CONTENT, &content, &content_size, out->key.bytes, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    reader r = {.at = content, .left = content_size};
+    reader r = {.at = content, .left = content_size, .inputs_only = inputs_only};
     parse(&r, out);
     free(content);
     if (r.problem == NULL)
         return ZC_OK;
     zc_recipe_free(out);
     return zc_explain(ZC_MISS, reason, reason_size, "recipe damaged at its %s", r.problem);
+}
+
+zc_status zc_recipe_decode(const void *data, size_t size, const zc_key *expected, zc_recipe *out,
+                           char *reason, size_t reason_size)
+{
+    return decode(data, size, expected, false, out, reason, reason_size);
+}
+
+zc_status zc_recipe_decode_inputs(const void *data, size_t size, const zc_key *expected,
+                                  zc_recipe *out, char *reason, size_t reason_size)
+{
+    return decode(data, size, expected, true, out, reason, reason_size);
 }
 
 void zc_recipe_free(zc_recipe *recipe)

@@ -1,0 +1,434 @@
+/* The disk tier at its size limit, with recorded inputs (recipes and the
+ * SPIR-V blobs they share): eviction frees about a third of the limit
+ * whatever the mix and keeps two thirds; config.file equals every counted
+ * file after any repairing step; usage lists stay bounded. Every total is
+ * checked against an independent walk of the directory (nftw). */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "disk_test_support.h"
+#include "test_support.h"
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_usage_list.h"
+
+static char test_root[256];
+static char cache_dir[512];
+
+static void make_test_root(void)
+{
+    t_make_scratch(test_root, sizeof test_root, "/tmp/zc_evict_test_XXXXXX", cache_dir,
+                   sizeof cache_dir);
+}
+
+static void remove_test_root(void)
+{
+    t_remove_tree(test_root);
+}
+
+TestSuite(evict, .init = make_test_root, .fini = remove_test_root, .timeout = 300);
+
+static zc_disk_tier *open_tier(uint64_t max_size)
+{
+    zc_config config = t_disk_config(cache_dir, max_size, 3);
+    zc_disk_tier *tier = NULL;
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    return tier;
+}
+
+/* ---- the independent walk ---- */
+
+typedef struct walk_census {
+    uint64_t total; /* every .l0_cache, .trace, .recipe and .spirv */
+    uint64_t entries, recipes, blobs, usage_lists;
+} walk_census;
+
+static walk_census walked;
+
+static bool ends_with(const char *path, const char *suffix)
+{
+    size_t length = strlen(path), suffix_length = strlen(suffix);
+    return length > suffix_length && strcmp(path + length - suffix_length, suffix) == 0;
+}
+
+static int walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_F || !S_ISREG(st->st_mode))
+        return 0;
+    bool entry = ends_with(path, ".l0_cache"), recipe = ends_with(path, ".recipe");
+    bool blob = ends_with(path, ".spirv");
+    if (entry || recipe || blob || ends_with(path, ".trace"))
+        walked.total += (uint64_t)st->st_size;
+    walked.entries += entry;
+    walked.recipes += recipe;
+    walked.blobs += blob;
+    walked.usage_lists += ends_with(path, ".l0_usage");
+    return 0;
+}
+
+static walk_census walk(void)
+{
+    memset(&walked, 0, sizeof walked);
+    cr_assert_eq(nftw(cache_dir, walk_one, 16, FTW_PHYS), 0);
+    return walked;
+}
+
+static uint64_t config_file_value(void)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", cache_dir, ZC_CONFIG_FILE_NAME);
+    size_t size = 0;
+    uint8_t *bytes = t_read_bytes(path, &size);
+    cr_assert_eq(size, 8, "config.file must hold 8 bytes, not %zu", size);
+    uint64_t value;
+    memcpy(&value, bytes, sizeof value);
+    free(bytes);
+    return value;
+}
+
+/* config.file equals the sum of every file the tier counts. */
+static walk_census assert_accounting_exact(const char *when)
+{
+    uint64_t recorded = config_file_value();
+    walk_census census = walk();
+    cr_assert_eq(recorded, census.total, "%s: config.file %llu, counted files %llu", when,
+                 (unsigned long long)recorded, (unsigned long long)census.total);
+    return census;
+}
+
+/* ---- modules: an entry, its recipe and its SPIR-V ---- */
+
+static void store_entry(zc_disk_tier *tier, uint64_t seed, size_t binary_size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = t_artifact(binary_size, seed);
+    zc_status status = zc_disk_tier_store(tier, &key, artifact, NULL);
+    cr_assert_eq(status, ZC_OK, "store %llu: %s", (unsigned long long)seed, zc_status_name(status));
+    zc_artifact_unref(artifact);
+}
+
+static zc_status record(zc_disk_tier *tier, uint64_t seed, uint64_t spirv_seed, size_t spirv_size)
+{
+    zc_key key = t_key(seed);
+    return t_record_inputs(tier, &key, spirv_seed, spirv_size);
+}
+
+static bool loads(zc_disk_tier *tier, uint64_t seed, size_t binary_size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *loaded = NULL;
+    if (zc_disk_tier_load(tier, &key, &loaded) != ZC_OK)
+        return false;
+    zc_artifact *expected = t_artifact(binary_size, seed);
+    bool same = t_same_artifact(loaded, expected);
+    zc_artifact_unref(loaded);
+    zc_artifact_unref(expected);
+    return same;
+}
+
+/* A mix: binaries of binary_size bytes, each module with a recipe naming
+ * SPIR-V of spirv_size bytes (0: no recipe) shared by `sharing` modules in
+ * a row. */
+typedef struct module_mix {
+    size_t binary_size, spirv_size;
+    uint64_t sharing;
+    uint64_t modules;
+} module_mix;
+
+/* One module's cost on disk, measured alone in a cache of its own. */
+static uint64_t module_cost(const module_mix *mix)
+{
+    char saved[sizeof cache_dir];
+    snprintf(saved, sizeof saved, "%s", cache_dir);
+    snprintf(cache_dir, sizeof cache_dir, "%s/probe", test_root);
+    zc_disk_tier *tier = open_tier(0);
+    store_entry(tier, 1, mix->binary_size);
+    if (mix->spirv_size > 0)
+        cr_assert_eq(record(tier, 1, 1, mix->spirv_size), ZC_OK);
+    zc_disk_tier_close(tier);
+    uint64_t cost = walk().total;
+    t_remove_tree(cache_dir);
+    snprintf(cache_dir, sizeof cache_dir, "%s", saved);
+    return cost;
+}
+
+/* Stores the mix's modules one by one at limit, checking after every step:
+ * config.file exact, the limit held, never empty, the newest modules hits,
+ * and once the limit was reached, at least two thirds of it kept (less one
+ * module: the last one evicted may have taken more than was needed). */
+static void run_mix(const module_mix *mix, uint64_t limit)
+{
+    uint64_t cost = module_cost(mix);
+    zc_disk_tier *tier = open_tier(limit);
+    uint64_t evictions_seen = 0, least_kept = UINT64_MAX;
+    for (uint64_t i = 1; i <= mix->modules; i++) {
+        store_entry(tier, 1000 + i, mix->binary_size);
+        if (mix->spirv_size > 0) {
+            zc_status status = record(tier, 1000 + i, 1000 + i / mix->sharing, mix->spirv_size);
+            cr_assert_eq(status, ZC_OK, "module %llu: %s", (unsigned long long)i,
+                         zc_status_name(status));
+        }
+        walk_census census = assert_accounting_exact("after a store");
+        cr_assert_leq(census.total, limit, "module %llu: %llu bytes over the limit",
+                      (unsigned long long)i, (unsigned long long)(census.total - limit));
+        cr_assert_gt(census.entries, 0, "module %llu: the cache emptied itself",
+                     (unsigned long long)i);
+        cr_assert(loads(tier, 1000 + i, mix->binary_size), "module %llu: no hit", i);
+        if (i > 1 && census.entries > 1)
+            cr_assert(loads(tier, 1000 + i - 1, mix->binary_size), "module %llu: no hit", i - 1);
+        evictions_seen = zc_disk_tier_evictions(tier);
+        if (evictions_seen > 0) {
+            least_kept = census.total < least_kept ? census.total : least_kept;
+            cr_assert_geq(census.total + cost, 2 * limit / 3,
+                          "module %llu: %llu bytes kept of a %llu-byte limit (modules of %llu)",
+                          (unsigned long long)i, (unsigned long long)census.total,
+                          (unsigned long long)limit, (unsigned long long)cost);
+        }
+    }
+    cr_assert_gt(evictions_seen, 0, "the limit was never reached");
+    cr_log_info("mix %zu+%zu/%llu: %llu evictions, least kept %llu of %llu (module %llu)",
+                mix->binary_size, mix->spirv_size, (unsigned long long)mix->sharing,
+                (unsigned long long)evictions_seen, (unsigned long long)least_kept,
+                (unsigned long long)limit, (unsigned long long)cost);
+    zc_disk_tier_close(tier);
+}
+
+/* The issue's case: 4 KiB binaries beside 16 KiB of SPIR-V each. Counting
+ * only entry bytes as freed, every eviction emptied the cache. */
+Test(evict, small_binaries_beside_large_spirv_keep_two_thirds)
+{
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+}
+
+Test(evict, every_mix_keeps_two_thirds_and_serves_hits)
+{
+    static const module_mix mixes[] = {
+        {.binary_size = 4096, .spirv_size = 0, .sharing = 1, .modules = 60}, /* no recipes */
+        {.binary_size = 16384, .spirv_size = 4096, .sharing = 1, .modules = 40},
+        {.binary_size = 2048, .spirv_size = 16384, .sharing = 4, .modules = 80}, /* shared */
+        {.binary_size = 1024, .spirv_size = 30000, .sharing = 1, .modules = 40},
+    };
+    for (size_t i = 0; i < sizeof mixes / sizeof *mixes; i++) {
+        t_remove_tree(cache_dir);
+        cr_assert_eq(mkdir(cache_dir, 0700), 0);
+        run_mix(&mixes[i], 200 << 10);
+    }
+}
+
+/* A blob named by several recipes goes with the last of them, and its size
+ * is counted as freed then, not before. */
+Test(evict, a_shared_blob_goes_with_the_last_recipe_naming_it)
+{
+    zc_disk_tier *tier = open_tier(0);
+    for (uint64_t i = 1; i <= 3; i++) {
+        store_entry(tier, i, 1000);
+        cr_assert_eq(record(tier, i, 77, 8000), ZC_OK);
+    }
+    uint64_t removed_entries = 0, removed_bytes = 0;
+    walk_census before = walk();
+    cr_assert_eq(before.blobs, 1);
+    char path[PATH_MAX], hex[ZC_KEY_HEX_SIZE];
+    for (uint64_t i = 1; i <= 3; i++) {
+        zc_key key = t_key(i);
+        zc_key_to_hex(&key, hex);
+        snprintf(path, sizeof path, "%s/%c/%c/%s.l0_cache", cache_dir, hex[0], hex[1], hex);
+        struct timespec times[2] = {{(time_t)(1000 * i), 0}, {(time_t)(1000 * i), 0}};
+        cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+    }
+    /* The two oldest go: the blob stays, named by the third. */
+    cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 2500, &removed_entries, &removed_bytes),
+                 ZC_OK);
+    walk_census after = assert_accounting_exact("after the trim");
+    cr_assert_eq(removed_entries, 2);
+    cr_assert_eq(after.blobs, 1);
+    cr_assert_eq(removed_bytes, before.total - after.total);
+    cr_assert_eq(zc_disk_tier_trim(tier, 0, 0, &removed_entries, &removed_bytes), ZC_OK);
+    walk_census empty = assert_accounting_exact("after trimming to 0");
+    cr_assert_eq(removed_entries, 1);
+    cr_assert_eq(removed_bytes, after.total, "the blob counted as freed with its last user");
+    cr_assert_eq(empty.total, 0);
+    cr_assert_eq(empty.blobs, 0);
+    zc_disk_tier_close(tier);
+}
+
+/* ---- accounting after a hand-removed entry ---- */
+
+static void entry_file(uint64_t seed, const char *suffix, char *path)
+{
+    zc_key key = t_key(seed);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&key, hex);
+    snprintf(path, PATH_MAX, "%s/%c/%c/%s%s", cache_dir, hex[0], hex[1], hex, suffix);
+}
+
+typedef enum repair_step { STORE, REPAIR, TRIM, CLEAR, REPAIR_STEPS } repair_step;
+
+/* Three modules with recipes, the second's entry removed by hand (its
+ * recipe, and its SPIR-V, stay), config.file broken; then step. */
+static void assert_exact_after(repair_step step)
+{
+    t_remove_tree(cache_dir);
+    cr_assert_eq(mkdir(cache_dir, 0700), 0);
+    zc_disk_tier *tier = open_tier(1 << 20);
+    for (uint64_t i = 1; i <= 3; i++) {
+        store_entry(tier, i, 1000);
+        cr_assert_eq(record(tier, i, i, 2000), ZC_OK);
+    }
+    char path[PATH_MAX];
+    entry_file(2, ".l0_cache", path);
+    cr_assert_eq(unlink(path), 0);
+    char config[PATH_MAX];
+    snprintf(config, sizeof config, "%s/%s", cache_dir, ZC_CONFIG_FILE_NAME);
+    t_write_file(config, "bad", 3);
+    if (step == STORE)
+        store_entry(tier, 4, 1000); /* rescans at the lock */
+    else if (step == REPAIR)
+        cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
+    else if (step == TRIM)
+        cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
+    else
+        cr_assert_eq(zc_disk_tier_clear(tier), ZC_OK);
+    walk_census census = assert_accounting_exact("after the repairing step");
+    entry_file(2, ".recipe", path);
+    cr_assert_not(t_exists(path), "step %d: the orphaned recipe stayed", step);
+    cr_assert_eq(census.recipes, step == CLEAR ? 0 : 2);
+    uint64_t scanned = 0;
+    cr_assert_eq(zc_disk_tier_scanned_size(tier, &scanned, NULL), ZC_OK);
+    cr_assert_eq(scanned, census.total);
+    zc_disk_tier_close(tier);
+}
+
+Test(evict, a_hand_removed_entry_leaves_config_file_exact_after_every_repairing_step)
+{
+    for (repair_step step = STORE; step < REPAIR_STEPS; step++)
+        assert_exact_after(step);
+}
+
+/* ---- usage lists ---- */
+
+static void write_list(zc_disk_tier *tier, uint64_t program_seed)
+{
+    zc_key program = t_key(program_seed), keys[3] = {t_key(1), t_key(2), t_key(3)};
+    cr_assert_eq(zc_disk_tier_write_usage(tier, program.bytes, keys, 3), ZC_OK);
+}
+
+static void list_path(uint64_t program_seed, char *path)
+{
+    zc_key program = t_key(program_seed);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&program, hex);
+    snprintf(path, PATH_MAX, "%s/%s%s", cache_dir, hex, ZC_USAGE_SUFFIX);
+}
+
+static void set_mtime(const char *path, time_t when)
+{
+    struct timespec times[2] = {{when, 0}, {when, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0, "%s", path);
+}
+
+Test(evict, trimming_to_zero_removes_every_usage_list)
+{
+    zc_disk_tier *tier = open_tier(1 << 20);
+    store_entry(tier, 1, 1000);
+    for (uint64_t i = 0; i < 25; i++)
+        write_list(tier, 500 + i);
+    cr_assert_eq(walk().usage_lists, 25);
+    cr_assert_eq(zc_disk_tier_trim(tier, 0, 0, NULL, NULL), ZC_OK);
+    cr_assert_eq(walk().usage_lists, 0);
+    assert_accounting_exact("after the trim");
+    zc_disk_tier_close(tier);
+}
+
+/* One list per argument set: only the most recently used stay. */
+Test(evict, at_most_the_most_recent_usage_lists_stay)
+{
+    zc_disk_tier *tier = open_tier(1 << 20);
+    time_t now = time(NULL);
+    char path[PATH_MAX];
+    for (uint64_t i = 0; i < 100; i++) {
+        write_list(tier, 500 + i);
+        list_path(500 + i, path);
+        set_mtime(path, now - 1000 + (time_t)i); /* written in this order */
+    }
+    cr_assert_eq(walk().usage_lists, ZC_USAGE_LISTS_KEPT);
+    for (uint64_t i = 0; i < 100; i++) {
+        list_path(500 + i, path);
+        cr_assert_eq(t_exists(path), i >= 100 - ZC_USAGE_LISTS_KEPT, "list %llu",
+                     (unsigned long long)i);
+    }
+    zc_disk_tier_close(tier);
+}
+
+/* A sweep removes the lists last used before the oldest entry it keeps;
+ * reading a list marks its use. */
+Test(evict, sweeps_remove_usage_lists_older_than_every_kept_entry)
+{
+    zc_disk_tier *tier = open_tier(1 << 20);
+    char stale[PATH_MAX], read_path[PATH_MAX], fresh[PATH_MAX], entry[PATH_MAX];
+    write_list(tier, 600);
+    write_list(tier, 601);
+    store_entry(tier, 1, 1000);
+    entry_file(1, ".l0_cache", entry);
+    set_mtime(entry, time(NULL) - 3 * 3600);
+    write_list(tier, 602);
+    list_path(600, stale);
+    list_path(601, read_path);
+    list_path(602, fresh);
+    set_mtime(stale, time(NULL) - 4 * 3600);
+    set_mtime(read_path, time(NULL) - 4 * 3600);
+    zc_key program = t_key(601), keys[ZC_USAGE_LIST_MAX];
+    size_t count = 0;
+    cr_assert_eq(zc_disk_tier_read_usage(tier, program.bytes, keys, &count), ZC_OK);
+    cr_assert_eq(count, 3);
+    cr_assert_eq(zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL), ZC_OK);
+    cr_assert_not(t_exists(stale), "a list older than every entry stayed");
+    cr_assert(t_exists(read_path), "a list read since stayed");
+    cr_assert(t_exists(fresh));
+    cr_assert(t_exists(entry));
+    zc_disk_tier_close(tier);
+}
+
+/* Making room for a recipe may evict the only other module naming its
+ * SPIR-V, and the SPIR-V with it: writing that again must fit too. Here the
+ * module does not fit with its inputs at all: its entry goes, nothing is
+ * recorded, and the limit holds. */
+Test(evict, recording_keeps_the_limit_when_making_room_took_its_spirv)
+{
+    zc_disk_tier *tier = open_tier(0);
+    store_entry(tier, 1, 4000);
+    cr_assert_eq(record(tier, 1, 9, 8000), ZC_OK);
+    store_entry(tier, 2, 1000);
+    char path[PATH_MAX];
+    entry_file(1, ".l0_cache", path);
+    set_mtime(path, time(NULL) - 1000);
+    char recipe[PATH_MAX];
+    entry_file(1, ".recipe", recipe);
+    struct stat entry_st, recipe_st;
+    entry_file(2, ".l0_cache", path);
+    cr_assert_eq(stat(path, &entry_st), 0);
+    cr_assert_eq(stat(recipe, &recipe_st), 0);
+    walk_census before = walk();
+    cr_assert_eq(before.blobs, 1);
+    uint64_t blob = before.total - (uint64_t)recipe_st.st_size - (uint64_t)entry_st.st_size;
+    entry_file(1, ".l0_cache", path);
+    struct stat first_st;
+    cr_assert_eq(stat(path, &first_st), 0);
+    blob -= (uint64_t)first_st.st_size;
+    /* The second module with its recipe and SPIR-V is 100 bytes over. */
+    uint64_t limit = (uint64_t)entry_st.st_size + blob + (uint64_t)recipe_st.st_size - 100;
+    zc_disk_tier_close(tier);
+    tier = open_tier(limit);
+    cr_assert_eq(record(tier, 2, 9, 8000), ZC_MISS);
+    walk_census after = assert_accounting_exact("after the record");
+    cr_assert_leq(after.total, limit);
+    zc_disk_tier_close(tier);
+}
