@@ -21,7 +21,17 @@
 #include "zecache/sealed.h"
 #include "zecache/stats.h"
 
-TestSuite(planted, .init = ft_make_root, .fini = ft_remove_root);
+/* The huge file of the running test, freed even when a case fails. */
+static uint8_t *pf_huge;
+
+static void pf_finish(void)
+{
+    free(pf_huge);
+    pf_huge = NULL;
+    ft_remove_root();
+}
+
+TestSuite(planted, .init = ft_make_root, .fini = pf_finish);
 
 enum { VICTIM = 1, BYSTANDER = 2, WATCHDOG_S = 120, SPIRV_SIZE = 3000 };
 
@@ -375,10 +385,9 @@ Test(planted, recipes, .timeout = 600)
 {
     zc_key key = fc_key(VICTIM);
     size_t huge_size;
-    uint8_t *huge = pf_huge_sealed(ZC_RECIPE_MAGIC, key.bytes, &huge_size);
+    pf_huge = pf_huge_sealed(ZC_RECIPE_MAGIC, key.bytes, &huge_size);
     for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_recipe_case((pf_kind)kind, huge, huge_size);
-    free(huge);
+        pf_recipe_case((pf_kind)kind, pf_huge, huge_size);
 }
 
 /* ---- SPIR-V ---- */
@@ -443,10 +452,9 @@ Test(planted, spirv, .timeout = 600)
     size_t size, huge_size;
     pf_spirv(VICTIM, sha, &blob, &size);
     free(blob);
-    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
+    pf_huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
     for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_blob_case((pf_kind)kind, huge, huge_size);
-    free(huge);
+        pf_blob_case((pf_kind)kind, pf_huge, huge_size);
 }
 
 /* ---- usage lists ---- */
@@ -520,10 +528,9 @@ Test(planted, usage_lists, .timeout = 600)
     uint8_t program[32];
     pf_program(0, program);
     size_t huge_size;
-    uint8_t *huge = pf_huge_sealed(ZC_USAGE_MAGIC, program, &huge_size);
+    pf_huge = pf_huge_sealed(ZC_USAGE_MAGIC, program, &huge_size);
     for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_usage_case((pf_kind)kind, huge, huge_size);
-    free(huge);
+        pf_usage_case((pf_kind)kind, pf_huge, huge_size);
 }
 
 /* ---- the stats file ---- */
@@ -700,8 +707,7 @@ static void pf_bundle_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
 Test(planted, bundles, .timeout = 600)
 {
     size_t huge_size;
-    uint8_t *huge = pf_huge_bundle(&huge_size);
+    pf_huge = pf_huge_bundle(&huge_size);
     for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_bundle_case((pf_kind)kind, huge, huge_size);
-    free(huge);
+        pf_bundle_case((pf_kind)kind, pf_huge, huge_size);
 }
