@@ -188,10 +188,19 @@ static bool m_entry_regular(const m_key *key)
     return key->state == M_PRESENT || key->state == M_DAMAGED;
 }
 
+/* A sweep may remove usage lists of programs whose entries it evicted
+ * (disk_usage_list.h), and a killed clear any of them. */
+static void m_usage_may_go(model *m)
+{
+    for (int p = 0; p < M_PROGRAMS; p++)
+        m->usage_maybe[p] = m->has_usage[p] || m->usage_maybe[p];
+}
+
 static void m_after_sweep(m_step *s, uint64_t evictions_before, uint64_t incoming)
 {
     if (m_evictions(s->m) == evictions_before)
         return;
+    m_usage_may_go(s->m);
     s->rules.evicted = true;
     s->rules.remove_any = true;
     s->rules.repairing = true; /* a sweep writes the scanned total */
@@ -332,6 +341,7 @@ static void op_trim(m_step *s)
            (unsigned long long)removed, (unsigned long long)bytes);
     M_CHECK(m, status == ZC_OK, "trim: %s", zc_status_name(status));
     s->rules.locks = s->rules.remove_any = s->rules.repairing = true;
+    m_usage_may_go(m);
     s->rules.bounded = bound != UINT64_MAX;
     s->rules.total_bound = bound;
     s->rules.unused_before = unused_before;
@@ -816,6 +826,7 @@ static void op_step_with_neighbour(m_step *s, int n)
         break;
     }
     m_wait_neighbour(m, pid);
+    m_usage_may_go(m);
     s->rules.chaos = s->rules.remove_any = true;
     s->rules.evicted = false; /* what the other process evicted is not seen here */
     m->concurrent++;
@@ -886,9 +897,7 @@ static void op_crash(m_step *s, int n)
     m_reopen(m);
     s->rules.chaos = s->rules.remove_any = true;
     s->rules.may_add[n] = true;
-    if (what == 5) /* a clear may have reached them */
-        for (int p = 0; p < M_PROGRAMS; p++)
-            m->usage_maybe[p] = m->has_usage[p] || m->usage_maybe[p];
+    m_usage_may_go(m); /* its sweep or clear may have reached them */
 }
 
 /* The Nth system call of an operation fails (fault_test_support.h's seam). */
@@ -912,6 +921,7 @@ static void op_fault(m_step *s, int n)
            faulted != NULL ? faulted : "not reached", strerror(plan.error), zc_status_name(status));
     s->rules.chaos = s->rules.remove_any = true;
     s->rules.may_add[n] = true;
+    m_usage_may_go(m); /* its sweep, if any, is not counted by the handles */
     if (what == 0 && status == ZC_OK)
         m->keys[n].state = M_PRESENT;
     m->faults++;
