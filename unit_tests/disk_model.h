@@ -258,10 +258,16 @@ static inline void m_take_walk(model *m)
     m_walking = &m->walk;
     m_walked_model = m;
     M_CHECK(m, nftw(ft_cache, m_walk_one, 16, FTW_PHYS) == 0, "cannot walk %s", ft_cache);
-    for (size_t i = 0; i < m->walk.named_count; i++)
-        if (!m_blob_seen(&m->walk, m->walk.named[i]))
-            snprintf(m->walk.unnamed_recipe, sizeof m->walk.unnamed_recipe,
-                     "a recipe names SPIR-V #%zu, which is not there", i);
+    for (size_t i = 0; i < m->walk.named_count; i++) {
+        if (m_blob_seen(&m->walk, m->walk.named[i]))
+            continue;
+        zc_key as_key;
+        char hex[ZC_KEY_HEX_SIZE];
+        memcpy(as_key.bytes, m->walk.named[i], 32);
+        zc_key_to_hex(&as_key, hex);
+        snprintf(m->walk.unnamed_recipe, sizeof m->walk.unnamed_recipe,
+                 "a recipe names SPIR-V %.16s..., which is not there", hex);
+    }
 }
 
 /* config.file's value, when it holds exactly 8 bytes. */

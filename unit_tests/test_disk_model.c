@@ -70,12 +70,7 @@ static void m_make_recipe(model *m, int n)
 
 static uint8_t *m_encode(uint64_t n, size_t *size)
 {
-    zc_key key = fc_key(n);
-    zc_artifact *artifact = fc_artifact(n, M_MAX_BINARY);
-    uint8_t *bytes = NULL;
-    cr_assert_eq(zc_entry_encode(&key, artifact, 1, &bytes, size), ZC_OK);
-    zc_artifact_unref(artifact);
-    return bytes;
+    return ft_encode_sized(n, M_MAX_BINARY, size);
 }
 
 static zc_disk_tier *m_open_tier(void)

@@ -330,6 +330,29 @@ static void pf_assert_logged(const char *log, const char *expected, const char *
                        kind_names[kind], expected, log);
 }
 
+/* What every case ends with: the plant at path (NULL: replaced since, and
+ * checked before) left alone if it is no regular file, the cache intact. */
+static void pf_end_case(zc_disk_tier *tier, const char *what, const char *path, pf_kind kind,
+                        uint8_t *valid, size_t valid_size, uint8_t *other)
+{
+    if (path != NULL)
+        pf_assert_left_alone(path, kind, valid, valid_size);
+    pf_assert_cache_intact(tier, what, kind);
+    free(valid);
+    free(other);
+    zc_disk_tier_close(tier);
+}
+
+typedef void (*pf_case_fn)(pf_kind kind, const uint8_t *huge, size_t huge_size);
+
+/* Every kind, with huge (freed by the suite, even when a case fails). */
+static void pf_each_kind(pf_case_fn run, uint8_t *huge, size_t huge_size)
+{
+    pf_huge = huge;
+    for (int kind = 0; kind < PF_KINDS; kind++)
+        run((pf_kind)kind, huge, huge_size);
+}
+
 /* ---- recipes ---- */
 
 /* The reader (prewarm, export) and every sweep (eviction, trim) meet a
@@ -374,20 +397,15 @@ static void pf_recipe_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
         cr_assert(!t_exists(path), "recipe, %s: the sweep kept it", kind_names[kind]);
         pf_assert_logged(log, "damaged recorded inputs", "recipe", kind);
     }
-    pf_assert_left_alone(path, kind, valid, valid_size);
-    pf_assert_cache_intact(tier, "recipe", kind);
-    free(valid);
-    free(other);
-    zc_disk_tier_close(tier);
+    pf_end_case(tier, "recipe", path, kind, valid, valid_size, other);
 }
 
 Test(planted, recipes, .timeout = 600)
 {
     zc_key key = fc_key(VICTIM);
     size_t huge_size;
-    pf_huge = pf_huge_sealed(ZC_RECIPE_MAGIC, key.bytes, &huge_size);
-    for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_recipe_case((pf_kind)kind, pf_huge, huge_size);
+    uint8_t *huge = pf_huge_sealed(ZC_RECIPE_MAGIC, key.bytes, &huge_size);
+    pf_each_kind(pf_recipe_case, huge, huge_size);
 }
 
 /* ---- SPIR-V ---- */
@@ -439,11 +457,7 @@ static void pf_blob_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
     pf_assert_bounded(read_growth, ZC_SEALED_MAX_CONTENT / 1024 + PF_MEMORY_BOUND_KIB,
                       "SPIR-V (read)", kind);
     cr_assert(t_exists(path), "SPIR-V, %s: a named SPIR-V's place is kept", kind_names[kind]);
-    pf_assert_left_alone(path, kind, valid, valid_size);
-    pf_assert_cache_intact(tier, "SPIR-V", kind);
-    free(valid);
-    free(other);
-    zc_disk_tier_close(tier);
+    pf_end_case(tier, "SPIR-V", path, kind, valid, valid_size, other);
 }
 
 Test(planted, spirv, .timeout = 600)
@@ -452,9 +466,8 @@ Test(planted, spirv, .timeout = 600)
     size_t size, huge_size;
     pf_spirv(VICTIM, sha, &blob, &size);
     free(blob);
-    pf_huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
-    for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_blob_case((pf_kind)kind, pf_huge, huge_size);
+    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
+    pf_each_kind(pf_blob_case, huge, huge_size);
 }
 
 /* ---- usage lists ---- */
@@ -517,10 +530,7 @@ static void pf_usage_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
         cr_assert_eq(count, 1);
         cr_assert(zc_key_equal(&keys[0], &written[0]));
     }
-    pf_assert_cache_intact(tier, "usage list", kind);
-    free(valid);
-    free(other);
-    zc_disk_tier_close(tier);
+    pf_end_case(tier, "usage list", NULL, kind, valid, valid_size, other);
 }
 
 Test(planted, usage_lists, .timeout = 600)
@@ -528,9 +538,8 @@ Test(planted, usage_lists, .timeout = 600)
     uint8_t program[32];
     pf_program(0, program);
     size_t huge_size;
-    pf_huge = pf_huge_sealed(ZC_USAGE_MAGIC, program, &huge_size);
-    for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_usage_case((pf_kind)kind, pf_huge, huge_size);
+    uint8_t *huge = pf_huge_sealed(ZC_USAGE_MAGIC, program, &huge_size);
+    pf_each_kind(pf_usage_case, huge, huge_size);
 }
 
 /* ---- the stats file ---- */
@@ -585,10 +594,7 @@ static void pf_stats_case(pf_kind kind)
         cr_assert_eq(counters.disk_hits, 3, "stats, %s: the merge replaced garbage",
                      kind_names[kind]);
     }
-    pf_assert_left_alone(path, kind, valid, valid_size);
-    pf_assert_cache_intact(tier, "stats", kind);
-    free(valid);
-    zc_disk_tier_close(tier);
+    pf_end_case(tier, "stats", path, kind, valid, valid_size, NULL);
 }
 
 Test(planted, stats_file, .timeout = 600)
@@ -707,7 +713,6 @@ static void pf_bundle_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
 Test(planted, bundles, .timeout = 600)
 {
     size_t huge_size;
-    pf_huge = pf_huge_bundle(&huge_size);
-    for (int kind = 0; kind < PF_KINDS; kind++)
-        pf_bundle_case((pf_kind)kind, pf_huge, huge_size);
+    uint8_t *huge = pf_huge_bundle(&huge_size);
+    pf_each_kind(pf_bundle_case, huge, huge_size);
 }
