@@ -267,10 +267,8 @@ static void op_record(m_step *s, int n)
     bool evicted_itself = expected == ZC_OK && status == ZC_MISS && s->rules.evicted;
     M_CHECK(m, status == expected || evicted_itself || s->lenient, "record %d: %s, expected %s", n,
             zc_status_name(status), zc_status_name(expected));
-    /* Not s->rules.stores: when making room evicted the only other recipe
-     * naming a SPIR-V, that SPIR-V is written again over the room made, until
-     * the next sweep (disk_recipes.c). */
     s->rules.locks = true;
+    s->rules.stores = status == ZC_OK || s->rules.evicted;
     if (status == ZC_OK)
         key->recipe = true;
     m->records++;
