@@ -294,15 +294,21 @@ static inline void ft_assert_miss(zc_disk_tier *tier, uint64_t n)
     cr_assert_eq(ft_try_load(tier, n), ZC_MISS, "key %llu must miss", (unsigned long long)n);
 }
 
-/* key n's entry bytes, as a store writes them. */
-static inline uint8_t *ft_encode(uint64_t n, size_t *size)
+/* key n's entry bytes (its artifact of at most max_binary bytes), as a
+ * store writes them. */
+static inline uint8_t *ft_encode_sized(uint64_t n, size_t max_binary, size_t *size)
 {
     zc_key key = fc_key(n);
-    zc_artifact *artifact = fc_artifact(n, FT_MAX_BINARY);
+    zc_artifact *artifact = fc_artifact(n, max_binary);
     uint8_t *bytes = NULL;
     cr_assert_eq(zc_entry_encode(&key, artifact, 1, &bytes, size), ZC_OK);
     zc_artifact_unref(artifact);
     return bytes;
+}
+
+static inline uint8_t *ft_encode(uint64_t n, size_t *size)
+{
+    return ft_encode_sized(n, FT_MAX_BINARY, size);
 }
 
 /* ---- one faulty system call ---- */

@@ -1,0 +1,718 @@
+/* The hostile-peer matrix for planted files (RELIABILITY.md, "Planted
+ * files"): for every file a peer can plant in a shared cache directory
+ * besides entries and config.file (test_faults_entries.c and
+ * test_faults_config.c have those) -- recipes, SPIR-V, usage lists, the
+ * stats file, and bundles handed to an import -- and every kind of bad file
+ * (garbage, truncated, a huge declared size, another key's valid file, a
+ * symlink, a directory, a FIFO, zero length), one case that shows: bounded
+ * time (a watchdog), bounded memory (VmHWM growth, reset before each case),
+ * what a reader gets (a miss with a reason, never another file's bytes),
+ * that the cache keeps serving and counting exactly, and the failure logged
+ * where the core logs it. */
+#include <criterion/criterion.h>
+
+#include "fault_test_support.h"
+#include "zecache/bundle.h"
+#include "zecache/disk_maintenance.h"
+#include "zecache/disk_recipes.h"
+#include "zecache/disk_usage_list.h"
+#include "zecache/log.h"
+#include "zecache/recipe.h"
+#include "zecache/sealed.h"
+#include "zecache/stats.h"
+
+/* The huge file of the running test, freed even when a case fails. */
+static uint8_t *pf_huge;
+
+static void pf_finish(void)
+{
+    free(pf_huge);
+    pf_huge = NULL;
+    ft_remove_root();
+}
+
+TestSuite(planted, .init = ft_make_root, .fini = pf_finish);
+
+enum { VICTIM = 1, BYSTANDER = 2, WATCHDOG_S = 120, SPIRV_SIZE = 3000 };
+
+/* No case may grow the process by more than this (VmHWM). */
+#define PF_MEMORY_BOUND_KIB (64 * 1024)
+
+typedef enum pf_kind {
+    PF_GARBAGE,
+    PF_TRUNCATED,
+    PF_WRONG_KEY, /* another key's (program's, SPIR-V's) valid file */
+    PF_SYMLINK,   /* to a valid file of this name outside the cache */
+    PF_DIRECTORY,
+    PF_FIFO,
+    PF_ZERO,
+    PF_HUGE, /* a container honestly declaring the format's largest content */
+    PF_KINDS,
+} pf_kind;
+
+static const char *const kind_names[PF_KINDS] = {
+    "garbage",   "truncated", "another key's", "symlink",
+    "directory", "FIFO",      "zero length",   "huge declared size",
+};
+
+static bool pf_regular(pf_kind kind)
+{
+    return kind != PF_SYMLINK && kind != PF_DIRECTORY && kind != PF_FIFO;
+}
+
+/* ---- measuring a case ---- */
+
+static uint64_t pf_status_kib(const char *field)
+{
+    FILE *status = fopen("/proc/self/status", "r");
+    char line[256];
+    uint64_t kib = 0;
+    size_t length = strlen(field);
+    while (status != NULL && fgets(line, sizeof line, status) != NULL)
+        if (strncmp(line, field, length) == 0)
+            kib = strtoull(line + length + 1, NULL, 10);
+    if (status != NULL)
+        fclose(status);
+    return kib;
+}
+
+typedef struct pf_watch {
+    uint64_t rss_kib; /* when the case started; VmHWM was reset to it */
+    int saved_stderr;
+    char log_path[PATH_MAX];
+} pf_watch;
+
+/* Resets the high-water mark, starts the watchdog, sends the core's log to
+ * a file. */
+static void pf_watch_start(pf_watch *watch)
+{
+    FILE *clear = fopen("/proc/self/clear_refs", "w");
+    cr_assert_not_null(clear, "resetting VmHWM needs /proc/self/clear_refs");
+    fputs("5", clear);
+    fclose(clear);
+    watch->rss_kib = pf_status_kib("VmRSS:");
+    alarm(WATCHDOG_S); /* SIGALRM ends the test: bounded time */
+    snprintf(watch->log_path, sizeof watch->log_path, "%s/log", ft_root);
+    fflush(stderr);
+    watch->saved_stderr = dup(2);
+    int fd = open(watch->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    dup2(fd, 2);
+    close(fd);
+    zc_log_set_enabled(true);
+}
+
+/* Stops it all; returns the growth in KiB, log gets what was logged. */
+static uint64_t pf_watch_stop(pf_watch *watch, char *log, size_t log_size)
+{
+    zc_log_set_enabled(false);
+    fflush(stderr);
+    dup2(watch->saved_stderr, 2);
+    close(watch->saved_stderr);
+    alarm(0);
+    t_read_text(watch->log_path, log, log_size);
+    uint64_t hwm = pf_status_kib("VmHWM:");
+    return hwm > watch->rss_kib ? hwm - watch->rss_kib : 0;
+}
+
+static void pf_assert_bounded(uint64_t growth_kib, uint64_t bound_kib, const char *what,
+                              pf_kind kind)
+{
+    cr_log_info("%s, %s: +%llu KiB", what, kind_names[kind], (unsigned long long)growth_kib);
+    cr_assert_leq(growth_kib, bound_kib, "%s, %s: the process grew by %llu KiB", what,
+                  kind_names[kind], (unsigned long long)growth_kib);
+}
+
+/* ---- a cache with two entries, each with its recipe and SPIR-V ---- */
+
+static void pf_new_cache(const char *what, pf_kind kind)
+{
+    snprintf(ft_cache, sizeof ft_cache, "%s/%s_%d", ft_root, what, (int)kind);
+}
+
+static void pf_spirv(uint64_t n, uint8_t sha256[32], uint8_t **blob, size_t *blob_size)
+{
+    uint8_t spirv[SPIRV_SIZE];
+    t_fill_random(spirv, sizeof spirv, n + 900);
+    cr_assert_eq(zc_spirv_blob_encode(spirv, sizeof spirv, 1, sha256, blob, blob_size), ZC_OK);
+}
+
+static uint8_t *pf_recipe(uint64_t n, size_t *size)
+{
+    zc_recipe_input input = {.spirv_size = SPIRV_SIZE, .flags = (char *)"-O2"};
+    uint8_t *blob;
+    size_t blob_size;
+    pf_spirv(n, input.spirv_sha256, &blob, &blob_size);
+    free(blob);
+    zc_recipe recipe = {.key = fc_key(n),
+                        .device_name = (char *)"planted device",
+                        .driver_version = (char *)"1.0",
+                        .input_count = 1,
+                        .inputs = &input};
+    uint8_t *bytes = NULL;
+    cr_assert_eq(zc_recipe_encode(&recipe, 1, &bytes, size), ZC_OK);
+    return bytes;
+}
+
+static void pf_store_and_record(zc_disk_tier *tier, uint64_t n)
+{
+    ft_store(tier, n);
+    zc_input_blob blob;
+    uint8_t *blob_bytes;
+    pf_spirv(n, blob.sha256, &blob_bytes, &blob.size);
+    blob.bytes = blob_bytes;
+    size_t size;
+    uint8_t *recipe = pf_recipe(n, &size);
+    zc_key key = fc_key(n);
+    cr_assert_eq(zc_disk_tier_record(tier, &key, recipe, size, &blob, 1), ZC_OK);
+    free(recipe);
+    free(blob_bytes);
+}
+
+static zc_disk_tier *pf_open_filled(void)
+{
+    zc_disk_tier *tier = ft_open(1 << 20, NULL);
+    pf_store_and_record(tier, VICTIM);
+    pf_store_and_record(tier, BYSTANDER);
+    return tier;
+}
+
+static void pf_blob_path(uint64_t n, char *path)
+{
+    uint8_t sha[32], *blob;
+    size_t size;
+    pf_spirv(n, sha, &blob, &size);
+    free(blob);
+    zc_key as_key;
+    memcpy(as_key.bytes, sha, 32);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&as_key, hex);
+    snprintf(path, PATH_MAX, "%s/%c/%c/%s%s", ft_cache, hex[0], hex[1], hex, ZC_SPIRV_SUFFIX);
+}
+
+/* Every regular counted file, walked: config.file must equal it. */
+static uint64_t pf_counted;
+
+static int pf_count_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    const char *name = path + ftw->base;
+    if (type != FTW_F || !S_ISREG(st->st_mode) || ftw->level != 3)
+        return 0;
+    if (ft_has_suffix(name, ZC_ENTRY_SUFFIX) || ft_has_suffix(name, ZC_RECIPE_SUFFIX) ||
+        ft_has_suffix(name, ZC_SPIRV_SUFFIX))
+        pf_counted += (uint64_t)st->st_size;
+    else if (ft_has_suffix(name, ZC_TRACE_SUFFIX))
+        pf_counted += ft_trace_counted_size(path, st);
+    return 0;
+}
+
+/* The cache still serves both entries with their bytes, the bystander's
+ * recorded inputs are intact, and config.file is exact. */
+static void pf_assert_cache_intact(zc_disk_tier *tier, const char *what, pf_kind kind)
+{
+    ft_assert_hit(tier, VICTIM);
+    ft_assert_hit(tier, BYSTANDER);
+    zc_key key = fc_key(BYSTANDER);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    cr_assert_eq(zc_disk_tier_read_recipe(tier, &key, &bytes, &size), ZC_OK);
+    zc_recipe recipe;
+    char reason[256] = "";
+    cr_assert_eq(zc_recipe_decode(bytes, size, &key, &recipe, reason, sizeof reason), ZC_OK,
+                 "%s, %s: the bystander's recipe: %s", what, kind_names[kind], reason);
+    free(bytes);
+    uint8_t *spirv = NULL;
+    size_t spirv_size = 0;
+    cr_assert_eq(zc_disk_tier_read_blob(tier, recipe.inputs[0].spirv_sha256, &bytes, &size), ZC_OK);
+    cr_assert_eq(zc_spirv_blob_decode(bytes, size, recipe.inputs[0].spirv_sha256, &spirv,
+                                      &spirv_size, reason, sizeof reason),
+                 ZC_OK, "%s, %s: the bystander's SPIR-V: %s", what, kind_names[kind], reason);
+    free(spirv);
+    free(bytes);
+    zc_recipe_free(&recipe);
+    pf_counted = 0;
+    cr_assert_eq(nftw(ft_cache, pf_count_one, 16, FTW_PHYS), 0);
+    uint64_t recorded = 0;
+    cr_assert(ft_config_value(&recorded), "%s, %s: config.file holds no value", what,
+              kind_names[kind]);
+    cr_assert_eq(recorded, pf_counted, "%s, %s: config.file %llu, counted files %llu", what,
+                 kind_names[kind], (unsigned long long)recorded, (unsigned long long)pf_counted);
+    cr_assert_eq(ft_take_census().temps, 0, "%s, %s: temp files left", what, kind_names[kind]);
+}
+
+/* ---- planting ---- */
+
+/* A sealed container (sealed.h) honestly declaring the largest content the
+ * format allows: zeros, which compress to a few KiB. Made once per magic. */
+static uint8_t *pf_huge_sealed(const char *magic, const uint8_t id[32], size_t *size)
+{
+    uint8_t *zeros = calloc(1, ZC_SEALED_MAX_CONTENT);
+    cr_assert_not_null(zeros);
+    uint8_t *out = NULL;
+    cr_assert_eq(zc_sealed_encode(magic, id, zeros, ZC_SEALED_MAX_CONTENT, 1, &out, size), ZC_OK);
+    free(zeros);
+    return out;
+}
+
+/* What lies outside the cache, where a planted symlink points. */
+static void pf_outside_path(char *path)
+{
+    snprintf(path, PATH_MAX, "%s/outside_file", ft_root);
+}
+
+/* Plants kind at path; valid is what belongs there, other another key's
+ * valid file, huge the huge container. */
+static void pf_plant(const char *path, pf_kind kind, const uint8_t *valid, size_t valid_size,
+                     const uint8_t *other, size_t other_size, const uint8_t *huge, size_t huge_size)
+{
+    t_remove_tree(path); /* what the previous case planted, of whatever kind */
+    uint8_t garbage[777];
+    t_fill_random(garbage, sizeof garbage, 4242);
+    char outside[PATH_MAX], inside[PATH_MAX + 16];
+    switch (kind) {
+    case PF_GARBAGE:
+        ft_write_file(path, garbage, sizeof garbage);
+        break;
+    case PF_TRUNCATED:
+        ft_write_file(path, valid, valid_size / 2);
+        break;
+    case PF_HUGE:
+        ft_write_file(path, huge, huge_size);
+        break;
+    case PF_WRONG_KEY:
+        ft_write_file(path, other, other_size);
+        break;
+    case PF_SYMLINK:
+        pf_outside_path(outside);
+        unlink(outside);
+        ft_write_file(outside, valid, valid_size);
+        cr_assert_eq(symlink(outside, path), 0);
+        break;
+    case PF_DIRECTORY:
+        cr_assert_eq(mkdir(path, 0700), 0);
+        snprintf(inside, sizeof inside, "%s/inside", path);
+        ft_write_file(inside, valid, valid_size);
+        break;
+    case PF_FIFO:
+        cr_assert_eq(mkfifo(path, 0600), 0);
+        break;
+    default:
+        ft_write_file(path, "", 0);
+        break;
+    }
+}
+
+/* Non-regular plants are never followed nor emptied. */
+static void pf_assert_left_alone(const char *path, pf_kind kind, const uint8_t *valid,
+                                 size_t valid_size)
+{
+    char other[PATH_MAX + 16];
+    struct stat st;
+    if (kind == PF_SYMLINK) {
+        cr_assert_eq(lstat(path, &st), 0);
+        cr_assert(S_ISLNK(st.st_mode), "the symlink is still a symlink");
+        pf_outside_path(other);
+    } else if (kind == PF_DIRECTORY) {
+        snprintf(other, sizeof other, "%s/inside", path);
+    } else {
+        return;
+    }
+    size_t size;
+    uint8_t *kept = ft_read_file(other, &size);
+    cr_assert_eq(size, valid_size, "%s: what lies behind it is untouched", kind_names[kind]);
+    cr_assert_arr_eq(kept, valid, size);
+    free(kept);
+}
+
+static void pf_assert_logged(const char *log, const char *expected, const char *what, pf_kind kind)
+{
+    cr_assert_not_null(strstr(log, expected), "%s, %s: no \"%s\" in the log: %s", what,
+                       kind_names[kind], expected, log);
+}
+
+/* What every case ends with: the plant at path (NULL: replaced since, and
+ * checked before) left alone if it is no regular file, the cache intact. */
+static void pf_end_case(zc_disk_tier *tier, const char *what, const char *path, pf_kind kind,
+                        uint8_t *valid, size_t valid_size, uint8_t *other)
+{
+    if (path != NULL)
+        pf_assert_left_alone(path, kind, valid, valid_size);
+    pf_assert_cache_intact(tier, what, kind);
+    free(valid);
+    free(other);
+    zc_disk_tier_close(tier);
+}
+
+typedef void (*pf_case_fn)(pf_kind kind, const uint8_t *huge, size_t huge_size);
+
+/* Every kind, with huge (freed by the suite, even when a case fails). */
+static void pf_each_kind(pf_case_fn run, uint8_t *huge, size_t huge_size)
+{
+    pf_huge = huge;
+    for (int kind = 0; kind < PF_KINDS; kind++)
+        run((pf_kind)kind, huge, huge_size);
+}
+
+/* ---- recipes ---- */
+
+/* The reader (prewarm, export) and every sweep (eviction, trim) meet a
+ * planted recipe: the reader gets a miss, the sweep drops a regular bad one
+ * (its entry stays) and ignores anything else. */
+static void pf_recipe_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("recipe", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    char path[PATH_MAX];
+    ft_entry_path(path, VICTIM, ZC_RECIPE_SUFFIX);
+    size_t valid_size, other_size;
+    uint8_t *valid = pf_recipe(VICTIM, &valid_size), *other = pf_recipe(BYSTANDER, &other_size);
+    pf_plant(path, kind, valid, valid_size, other, other_size, huge, huge_size);
+    cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    zc_key key = fc_key(VICTIM);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char reason[256] = "";
+    zc_status read = zc_disk_tier_read_recipe(tier, &key, &bytes, &size);
+    zc_status decoded = ZC_MISS;
+    zc_recipe recipe;
+    if (read == ZC_OK)
+        decoded = zc_recipe_decode(bytes, size, &key, &recipe, reason, sizeof reason);
+    free(bytes);
+    zc_status swept = zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    cr_assert(read == ZC_OK || read == ZC_ERR_IO, "recipe, %s: read %s", kind_names[kind],
+              zc_status_name(read));
+    cr_assert_eq(decoded, ZC_MISS, "recipe, %s: the reader got a recipe", kind_names[kind]);
+    cr_assert(read != ZC_OK || reason[0] != '\0', "recipe, %s: a miss without a reason",
+              kind_names[kind]);
+    cr_assert_eq(swept, ZC_OK, "recipe, %s: the sweep: %s", kind_names[kind],
+                 zc_status_name(swept));
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "recipe", kind);
+    if (pf_regular(kind) && kind != PF_WRONG_KEY) {
+        cr_assert(!t_exists(path), "recipe, %s: the sweep kept it", kind_names[kind]);
+        pf_assert_logged(log, "damaged recorded inputs", "recipe", kind);
+    }
+    pf_end_case(tier, "recipe", path, kind, valid, valid_size, other);
+}
+
+Test(planted, recipes, .timeout = 600)
+{
+    zc_key key = fc_key(VICTIM);
+    size_t huge_size;
+    uint8_t *huge = pf_huge_sealed(ZC_RECIPE_MAGIC, key.bytes, &huge_size);
+    pf_each_kind(pf_recipe_case, huge, huge_size);
+}
+
+/* ---- SPIR-V ---- */
+
+/* A planted SPIR-V where a recipe's input should be: its reader gets a miss
+ * (the content must hash to the name), a sweep keeps what a recipe names
+ * and never reads it. */
+static void pf_blob_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("spirv", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    char path[PATH_MAX];
+    pf_blob_path(VICTIM, path);
+    uint8_t sha[32], other_sha[32], *valid, *other;
+    size_t valid_size, other_size;
+    pf_spirv(VICTIM, sha, &valid, &valid_size);
+    pf_spirv(BYSTANDER, other_sha, &other, &other_size);
+    pf_plant(path, kind, valid, valid_size, other, other_size, huge, huge_size);
+    cr_assert_eq(zc_disk_tier_repair_accounting(tier, NULL), ZC_OK);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    zc_status swept = zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL);
+    char log[8192];
+    uint64_t sweep_growth = pf_watch_stop(&watch, log, sizeof log);
+    pf_watch_start(&watch);
+    uint8_t *bytes = NULL, *spirv = NULL;
+    size_t size = 0, spirv_size = 0;
+    char reason[256] = "";
+    zc_status read = zc_disk_tier_read_blob(tier, sha, &bytes, &size);
+    zc_status decoded = ZC_MISS;
+    if (read == ZC_OK)
+        decoded =
+            zc_spirv_blob_decode(bytes, size, sha, &spirv, &spirv_size, reason, sizeof reason);
+    free(bytes);
+    free(spirv);
+    uint64_t read_growth = pf_watch_stop(&watch, log, sizeof log);
+
+    cr_assert_eq(swept, ZC_OK, "SPIR-V, %s: the sweep: %s", kind_names[kind],
+                 zc_status_name(swept));
+    pf_assert_bounded(sweep_growth, PF_MEMORY_BOUND_KIB, "SPIR-V (sweep)", kind);
+    cr_assert(read == ZC_OK || read == ZC_ERR_IO, "SPIR-V, %s: read %s", kind_names[kind],
+              zc_status_name(read));
+    cr_assert_eq(decoded, ZC_MISS, "SPIR-V, %s: the reader got SPIR-V", kind_names[kind]);
+    cr_assert(read != ZC_OK || reason[0] != '\0', "SPIR-V, %s: a miss without a reason",
+              kind_names[kind]);
+    /* What decoding one SPIR-V may cost is the format's cap (sealed.h); the
+     * bound by what its recipes declare is prewarm's (issue 23). */
+    pf_assert_bounded(read_growth, ZC_SEALED_MAX_CONTENT / 1024 + PF_MEMORY_BOUND_KIB,
+                      "SPIR-V (read)", kind);
+    cr_assert(t_exists(path), "SPIR-V, %s: a named SPIR-V's place is kept", kind_names[kind]);
+    pf_end_case(tier, "SPIR-V", path, kind, valid, valid_size, other);
+}
+
+Test(planted, spirv, .timeout = 600)
+{
+    uint8_t sha[32], *blob;
+    size_t size, huge_size;
+    pf_spirv(VICTIM, sha, &blob, &size);
+    free(blob);
+    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
+    pf_each_kind(pf_blob_case, huge, huge_size);
+}
+
+/* ---- usage lists ---- */
+
+static void pf_program(int p, uint8_t program[32])
+{
+    memset(program, 0x60 + p, 32);
+}
+
+static uint8_t *pf_usage_file(int p, size_t *size)
+{
+    uint8_t program[32];
+    pf_program(p, program);
+    zc_key keys[2] = {fc_key(VICTIM), fc_key(BYSTANDER)};
+    uint8_t *bytes = NULL;
+    cr_assert_eq(zc_sealed_encode(ZC_USAGE_MAGIC, program, keys, sizeof keys, 1, &bytes, size),
+                 ZC_OK);
+    return bytes;
+}
+
+/* A planted list reads as none (a prefetch skipped, never another list's
+ * keys), and the program's next list replaces it where it can. */
+static void pf_usage_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("usage", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    uint8_t program[32];
+    pf_program(0, program);
+    zc_key id;
+    memcpy(id.bytes, program, 32);
+    char hex[ZC_KEY_HEX_SIZE], path[PATH_MAX];
+    zc_key_to_hex(&id, hex);
+    snprintf(path, sizeof path, "%s/%s%s", ft_cache, hex, ZC_USAGE_SUFFIX);
+    size_t valid_size, other_size;
+    uint8_t *valid = pf_usage_file(0, &valid_size), *other = pf_usage_file(1, &other_size);
+    pf_plant(path, kind, valid, valid_size, other, other_size, huge, huge_size);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    zc_key keys[ZC_USAGE_LIST_MAX];
+    size_t count = 99;
+    zc_status read = zc_disk_tier_read_usage(tier, program, keys, &count);
+    zc_status swept = zc_disk_tier_trim(tier, UINT64_MAX, 0, NULL, NULL);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    cr_assert_eq(read, ZC_MISS, "usage list, %s: %s", kind_names[kind], zc_status_name(read));
+    cr_assert_eq(count, 0);
+    cr_assert_eq(swept, ZC_OK);
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "usage list", kind);
+    if (pf_regular(kind))
+        pf_assert_logged(log, "ignoring usage list", "usage list", kind);
+    pf_assert_left_alone(path, kind, valid, valid_size);
+    zc_key written[1] = {fc_key(BYSTANDER)};
+    zc_status write = zc_disk_tier_write_usage(tier, program, written, 1);
+    cr_assert_eq(write, kind == PF_DIRECTORY ? ZC_ERR_IO : ZC_OK, "usage list, %s: write %s",
+                 kind_names[kind], zc_status_name(write));
+    if (write == ZC_OK) {
+        cr_assert_eq(zc_disk_tier_read_usage(tier, program, keys, &count), ZC_OK);
+        cr_assert_eq(count, 1);
+        cr_assert(zc_key_equal(&keys[0], &written[0]));
+    }
+    pf_end_case(tier, "usage list", NULL, kind, valid, valid_size, other);
+}
+
+Test(planted, usage_lists, .timeout = 600)
+{
+    uint8_t program[32];
+    pf_program(0, program);
+    size_t huge_size;
+    uint8_t *huge = pf_huge_sealed(ZC_USAGE_MAGIC, program, &huge_size);
+    pf_each_kind(pf_usage_case, huge, huge_size);
+}
+
+/* ---- the stats file ---- */
+
+static const char other_stats[] = "zecache-stats 1\nmemory_hits 7\nend\n";
+
+/* A planted stats file reads as zero counters (never made-up ones), and
+ * the next merge replaces a regular one and refuses anything else. */
+static void pf_stats_case(pf_kind kind)
+{
+    pf_new_cache("stats", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    zc_stats_counters delta;
+    memset(&delta, 0, sizeof delta);
+    delta.disk_hits = 3;
+    cr_assert_eq(zc_stats_merge(tier, &delta), ZC_OK);
+    char path[PATH_MAX];
+    ft_path(path, ZC_STATS_FILE_NAME);
+    size_t valid_size;
+    uint8_t *valid = ft_read_file(path, &valid_size);
+    /* Huge: a sparse file of 1 GiB, which no reader may take in. */
+    pf_plant(path, kind, valid, valid_size, (const uint8_t *)other_stats, strlen(other_stats),
+             (const uint8_t *)"", 0);
+    if (kind == PF_HUGE)
+        cr_assert_eq(truncate(path, (off_t)1 << 30), 0);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    zc_stats_counters counters;
+    zc_status read = zc_stats_read(tier, &counters);
+    zc_status merged = zc_stats_merge(tier, &delta);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "stats", kind);
+    /* Empty is a fresh file; a symlink is not opened; anything else that is
+     * not a valid stats file is garbage. */
+    zc_status expected_read = kind == PF_ZERO || kind == PF_WRONG_KEY ? ZC_OK
+                              : kind == PF_SYMLINK                    ? ZC_ERR_IO
+                                                                      : ZC_MISS;
+    cr_assert_eq(read, expected_read, "stats, %s: read %s", kind_names[kind], zc_status_name(read));
+    if (kind == PF_WRONG_KEY) /* a valid file is the directory's counters, whoever wrote it */
+        cr_assert_eq(counters.memory_hits, 7);
+    else
+        cr_assert_eq(counters.disk_hits, 0, "stats, %s: made-up counters", kind_names[kind]);
+    if (read != ZC_OK)
+        pf_assert_logged(log, "stats file", "stats", kind);
+    cr_assert_eq(merged, pf_regular(kind) ? ZC_OK : ZC_ERR_IO, "stats, %s: merge %s",
+                 kind_names[kind], zc_status_name(merged));
+    if (merged == ZC_OK) {
+        cr_assert_eq(zc_stats_read(tier, &counters), ZC_OK);
+        cr_assert_eq(counters.disk_hits, 3, "stats, %s: the merge replaced garbage",
+                     kind_names[kind]);
+    }
+    pf_end_case(tier, "stats", path, kind, valid, valid_size, NULL);
+}
+
+Test(planted, stats_file, .timeout = 600)
+{
+    for (int kind = 0; kind < PF_KINDS; kind++)
+        pf_stats_case((pf_kind)kind);
+}
+
+/* ---- bundles handed to an import ---- */
+
+/* A bundle of VICTIM's entry, under key (VICTIM, or another key). */
+static uint8_t *pf_bundle(uint64_t key_number, size_t *size)
+{
+    char *buffer = NULL;
+    FILE *out = open_memstream(&buffer, size);
+    zc_bundle_writer writer = {0};
+    cr_assert_eq(zc_bundle_write_start(&writer, out), ZC_OK);
+    size_t entry_size;
+    uint8_t *entry = ft_encode(VICTIM, &entry_size);
+    zc_key key = fc_key(key_number);
+    cr_assert_eq(zc_bundle_write_entry(&writer, &key, entry, entry_size), ZC_OK);
+    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
+    zc_bundle_writer_close(&writer);
+    fclose(out);
+    free(entry);
+    return (uint8_t *)buffer;
+}
+
+/* A header, then one item declaring the largest size an item may have,
+ * then a few bytes: the reader must not allocate what is not there. */
+static uint8_t *pf_huge_bundle(size_t *size)
+{
+    size_t valid_size;
+    uint8_t *valid = pf_bundle(VICTIM, &valid_size);
+    *size = ZC_BUNDLE_HEADER_SIZE + 32 + 8 + 100;
+    uint8_t *bytes = calloc(1, *size);
+    memcpy(bytes, valid, ZC_BUNDLE_HEADER_SIZE + 32);
+    zc_put_le64(bytes + ZC_BUNDLE_HEADER_SIZE + 32, ZC_BUNDLE_MAX_ENTRY_SIZE);
+    free(valid);
+    return bytes;
+}
+
+/* The import's core: every item the reader gives is stored only if it
+ * verifies under its key. Returns how many were stored. */
+static int pf_import(zc_disk_tier *tier, FILE *in, zc_bundle_item *last, char *reason,
+                     size_t reason_size)
+{
+    zc_bundle_reader reader = {0};
+    int stored = 0;
+    *last = ZC_BUNDLE_BAD;
+    if (zc_bundle_read_start(&reader, in, reason, reason_size) == ZC_OK) {
+        for (;;) {
+            zc_key key;
+            uint8_t *bytes = NULL;
+            size_t size = 0;
+            *last = zc_bundle_read_next(&reader, &key, &bytes, &size, reason, reason_size);
+            if (*last != ZC_BUNDLE_ENTRY)
+                break;
+            char why[256];
+            stored += zc_disk_tier_store_entry(tier, &key, bytes, size, why, sizeof why) == ZC_OK;
+            free(bytes);
+        }
+    }
+    zc_bundle_reader_close(&reader);
+    return stored;
+}
+
+static void pf_bundle_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("bundle", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    char rel[ZC_KEY_HEX_SIZE + 16], hex[ZC_KEY_HEX_SIZE];
+    zc_key victim = fc_key(VICTIM);
+    zc_key_to_hex(&victim, hex);
+    snprintf(rel, sizeof rel, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
+    cr_assert_eq(zc_disk_tier_remove_entry(tier, rel), ZC_OK, "the bundle would bring it back");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/planted.bundle", ft_root);
+    size_t valid_size, other_size;
+    uint8_t *valid = pf_bundle(VICTIM, &valid_size), *other = pf_bundle(3, &other_size);
+    pf_plant(path, kind, valid, valid_size, other, other_size, huge, huge_size);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    /* A FIFO is opened without waiting for a writer (a pipe with none). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    zc_bundle_item last = ZC_BUNDLE_BAD;
+    char reason[256] = "";
+    int stored = in != NULL ? pf_import(tier, in, &last, reason, sizeof reason) : 0;
+    if (in != NULL)
+        fclose(in);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "bundle", kind);
+    /* The symlink leads to a valid bundle the user named: that one imports. */
+    int expected = kind == PF_SYMLINK ? 1 : 0;
+    cr_assert_eq(stored, expected, "bundle, %s: %d entries stored", kind_names[kind], stored);
+    if (kind == PF_SYMLINK)
+        cr_assert_eq(last, ZC_BUNDLE_END);
+    else if (kind != PF_WRONG_KEY)
+        cr_assert(last == ZC_BUNDLE_BAD && reason[0] != '\0', "bundle, %s: %d without a reason",
+                  kind_names[kind], last);
+    if (stored == 0)
+        ft_assert_miss(tier, VICTIM);
+    ft_assert_miss(tier, 3); /* another key's bytes are never stored under its name */
+    if (stored == 0)
+        ft_store(tier, VICTIM);
+    pf_assert_cache_intact(tier, "bundle", kind);
+    free(valid);
+    free(other);
+    zc_disk_tier_close(tier);
+}
+
+Test(planted, bundles, .timeout = 600)
+{
+    size_t huge_size;
+    uint8_t *huge = pf_huge_bundle(&huge_size);
+    pf_each_kind(pf_bundle_case, huge, huge_size);
+}
