@@ -181,11 +181,14 @@ typedef struct clear_state {
     zc_disk_tier *tier;
     uint64_t remaining; /* entries that could not be removed still count */
     bool incomplete;    /* something could not be removed */
+    bool blobs;         /* the second pass: recorded SPIR-V only */
 } clear_state;
 
 static int remove_any_item(void *context, const zc_scan_item *item)
 {
     clear_state *state = context;
+    if ((item->kind == ZC_SCAN_BLOB) != state->blobs)
+        return 0;
     if (item->kind == ZC_SCAN_LOCK) {
         zc_disk_remove_unused_lock(state->tier, item, 0, 0); /* a held one is a build going on */
         return 0;
@@ -207,9 +210,14 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);
     if (status != ZC_OK)
         return status;
-    clear_state state = {tier, 0, false};
+    clear_state state = {tier, 0, false, false};
     zc_disk_begin_change(tier, &lock);
+    /* Recorded SPIR-V goes last: a clear cut short (a crash, a full disk)
+     * then never leaves a recipe naming SPIR-V that is gone. */
     status = zc_disk_scan(tier, remove_any_item, &state);
+    state.blobs = true;
+    if (status == ZC_OK)
+        status = zc_disk_scan(tier, remove_any_item, &state);
     zc_status written;
     if (status == ZC_OK)
         written = zc_disk_set_total(tier, &lock, state.remaining);

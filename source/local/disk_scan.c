@@ -140,8 +140,9 @@ zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
     return status;
 }
 
-/* True for a .trace or .recipe with no entry beside it; *ours when it is
- * named after a zecache key. */
+/* True for a .trace or .recipe with no entry beside it (nothing, or no
+ * regular file, by its entry's name: a scan counts neither); *ours when it
+ * is named after a zecache key. */
 static bool orphaned_sidecar(zc_disk_tier *tier, const zc_scan_item *item, bool *ours)
 {
     const char *suffix =
@@ -153,7 +154,9 @@ static bool orphaned_sidecar(zc_disk_tier *tier, const zc_scan_item *item, bool 
     if (item->kind != ZC_SCAN_SIDECAR || !zc_disk_has_suffix(item->name, suffix) ||
         snprintf(entry, sizeof entry, "%.*s%s", (int)stem, item->name, ZC_ENTRY_SUFFIX) >=
             (int)sizeof entry ||
-        tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        (tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0
+             ? S_ISREG(st.st_mode)
+             : errno != ENOENT))
         return false;
     *ours = zc_disk_parse_entry_name(entry, &key);
     return true;
