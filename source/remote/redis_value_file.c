@@ -37,17 +37,19 @@ static int open_unnamed(const char *dir)
     return -1;
 }
 
-static bool write_at(int fd, const uint8_t *bytes, size_t size, uint64_t offset)
+/* All of size bytes at offset, read or written. */
+static bool whole_io(int fd, uint8_t *bytes, size_t size, uint64_t offset, bool writing)
 {
     while (size > 0) {
-        ssize_t put = pwrite(fd, bytes, size, (off_t)offset);
-        if (put < 0 && errno == EINTR)
+        ssize_t done = writing ? pwrite(fd, bytes, size, (off_t)offset)
+                               : pread(fd, bytes, size, (off_t)offset);
+        if (done < 0 && errno == EINTR)
             continue;
-        if (put <= 0)
+        if (done <= 0)
             return false;
-        bytes += put;
-        size -= (size_t)put;
-        offset += (uint64_t)put;
+        bytes += done;
+        size -= (size_t)done;
+        offset += (uint64_t)done;
     }
     return true;
 }
@@ -79,7 +81,7 @@ static bool write_piece(void *context, uint64_t length, const uint8_t *bytes, si
         snprintf(why, why_size, "no temporary file: %s", strerror(errno));
         return false;
     }
-    if (!write_at(file->fd, bytes, size, file->received)) {
+    if (!whole_io(file->fd, (uint8_t *)bytes, size, file->received, true)) {
         snprintf(why, why_size, "cannot write the temporary file: %s", strerror(errno));
         return false;
     }
@@ -90,19 +92,6 @@ static bool write_piece(void *context, uint64_t length, const uint8_t *bytes, si
 zc_redis_sink zc_redis_value_file_sink(zc_redis_value_file *file)
 {
     return (zc_redis_sink){write_piece, file};
-}
-
-static bool read_all(int fd, uint8_t *bytes, size_t size)
-{
-    for (size_t at = 0; at < size;) {
-        ssize_t got = pread(fd, bytes + at, size - at, (off_t)at);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return false;
-        at += (size_t)got;
-    }
-    return true;
 }
 
 zc_status zc_redis_value_file_take(zc_redis_value_file *file, uint8_t **value, size_t *size,
@@ -118,7 +107,7 @@ zc_status zc_redis_value_file_take(zc_redis_value_file *file, uint8_t **value, s
     uint8_t *bytes = length <= SIZE_MAX ? malloc((size_t)length) : NULL;
     if (bytes == NULL)
         return ZC_ERR_NOMEM;
-    if (!read_all(file->fd, bytes, (size_t)length)) {
+    if (!whole_io(file->fd, bytes, (size_t)length, 0, false)) {
         free(bytes);
         return zc_explain(ZC_MISS, reason, reason_size, "%s", "cannot read the temporary file");
     }
