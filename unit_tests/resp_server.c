@@ -23,6 +23,7 @@
  *   scan-ok    an empty SCAN batch ending the iteration, the SCAN control
  *   scan-cycle a SCAN batch of 256 new recipe names, always under cursor 1
  *   scan-rising the same under a new cursor every time
+ *   scan-names:N  one SCAN batch of N names, ending the iteration
  *   prefix:FILE:N  announces N bytes, sends FILE's bytes then 'g' up to N,
  *              at full speed (an entry's header followed by garbage) */
 #include <arpa/inet.h>
@@ -87,14 +88,16 @@ static bool send_repeated(int fd, const char *text, unsigned long long times)
     return true;
 }
 
-/* One SCAN batch of 256 recipe names never sent before. */
-static bool send_scan_batch(int fd, unsigned long long cursor)
+/* One SCAN batch of count recipe names never sent before. */
+static bool send_scan_batch(int fd, unsigned long long cursor, unsigned count)
 {
     static unsigned long long next_name;
-    static char batch[256 * 96 + 64]; /* one send: no wait on Nagle's algorithm */
-    int length = snprintf(batch, sizeof batch, "*2\r\n$%d\r\n%llu\r\n*256\r\n",
-                          snprintf(NULL, 0, "%llu", cursor), cursor);
-    for (int i = 0; i < 256; i++)
+    static char batch[20000 * 96 + 64]; /* one send: no wait on Nagle's algorithm */
+    if (count > 20000)
+        return false;
+    int length = snprintf(batch, sizeof batch, "*2\r\n$%d\r\n%llu\r\n*%u\r\n",
+                          snprintf(NULL, 0, "%llu", cursor), cursor, count);
+    for (unsigned i = 0; i < count; i++)
         length += snprintf(batch + length, sizeof batch - (size_t)length,
                            "$82\r\nzecache:v1:recipe:%064llx\r\n", next_name++);
     return send_all(fd, batch, (size_t)length);
@@ -147,9 +150,11 @@ static int misbehave_more(int fd, const char *mode)
     if (strcmp(mode, "scan-ok") == 0)
         return send_text(fd, "*2\r\n$1\r\n0\r\n*0\r\n");
     if (strcmp(mode, "scan-cycle") == 0)
-        return send_scan_batch(fd, 1);
+        return send_scan_batch(fd, 1, 256);
     if (strcmp(mode, "scan-rising") == 0)
-        return send_scan_batch(fd, rising++);
+        return send_scan_batch(fd, rising++, 256);
+    if (sscanf(mode, "scan-names:%llu", &n) == 1)
+        return send_scan_batch(fd, 0, (unsigned)n);
     return -1;
 }
 

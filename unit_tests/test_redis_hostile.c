@@ -322,7 +322,8 @@ typedef struct reply_kind {
 /* Every reply kind: the simple types, bulk strings of every size against
  * the bounds (GET's: the largest entry of a 1 MiB payload; EVAL's word, 64
  * bytes; none for the others), arrays flat, nested and huge, streams that
- * never end, a stall past the timeout, resets, garbage, and SCAN batches. */
+ * never end, a stall past the timeout, resets, garbage, and SCAN batches
+ * (at and past the bound on names in one). */
 static void run_matrix(const reply_kind *kinds, size_t count)
 {
     zc_log_set_enabled(true);
@@ -359,13 +360,29 @@ Test(hostile, every_command_against_every_reply_kind, .timeout = 240)
     snprintf(at_bound, sizeof at_bound, "bulk:%llu", (unsigned long long)bound);
     snprintf(past_bound, sizeof past_bound, "bulk:%llu", (unsigned long long)bound + 1);
     const reply_kind kinds[] = {
-        {"status", "FFFOOFOF"},    {"integer", "FFFOOOFF"},    {"nil", "MMMOOFFF"},
-        {"error", "FFEFFFFF"},     {"bulk:0", "FFEFFFOF"},     {"bulk:64", "FFVFFFOF"},
-        {"bulk:65", "FFVFFFFF"},   {at_bound, "FFVFFFFF"},     {past_bound, "FFFFFFFF"},
-        {"huge", "FFFFFFFF"},      {"array:2", "FFFFFFFF"},    {"array:0", "FFFFFFFF"},
-        {"nested", "FFFFFFFF"},    {"huge-array", "FFFFFFFF"}, {"endless", "FFFFFFFF"},
-        {"stall", "FFFFFFFF"},     {"reset", "FFFFFFFF"},      {"drop", "FFFFFFFF"},
-        {"malformed", "FFFFFFFF"}, {"scan-ok", "FFFFFFFO"},    {"scan-cycle", "FFFFFFFF"},
+        {"status", "FFFOOFOF"},
+        {"integer", "FFFOOOFF"},
+        {"nil", "MMMOOFFF"},
+        {"error", "FFEFFFFF"},
+        {"bulk:0", "FFEFFFOF"},
+        {"bulk:64", "FFVFFFOF"},
+        {"bulk:65", "FFVFFFFF"},
+        {at_bound, "FFVFFFFF"},
+        {past_bound, "FFFFFFFF"},
+        {"huge", "FFFFFFFF"},
+        {"array:2", "FFFFFFFF"},
+        {"array:0", "FFFFFFFF"},
+        {"nested", "FFFFFFFF"},
+        {"huge-array", "FFFFFFFF"},
+        {"endless", "FFFFFFFF"},
+        {"stall", "FFFFFFFF"},
+        {"reset", "FFFFFFFF"},
+        {"drop", "FFFFFFFF"},
+        {"malformed", "FFFFFFFF"},
+        {"scan-ok", "FFFFFFFO"},
+        {"scan-cycle", "FFFFFFFF"},
+        {"scan-names:16384", "FFFFFFFO"},
+        {"scan-names:16385", "FFFFFFFF"},
     };
     run_matrix(kinds, sizeof kinds / sizeof kinds[0]);
 }
