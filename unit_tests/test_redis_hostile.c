@@ -104,7 +104,8 @@ static long max_rss_kib(void)
     return usage.ru_maxrss;
 }
 
-static const char *const modes[] = {"stall", "trickle", "huge", "malformed", "drop", "error"};
+static const char *const modes[] = {"stall", "trickle", "huge",       "malformed", "drop",
+                                    "error", "nested",  "huge-array", "endless",   "reset"};
 
 /* Each storage operation fails within connect + command timeouts. */
 static void check_operations_fail_in_time(bool tcp)
