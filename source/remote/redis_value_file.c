@@ -67,8 +67,9 @@ static bool take_head(zc_redis_value_file *file, uint64_t length, const uint8_t 
     if (take < missing)
         return true;
     zc_entry_header header;
-    return zc_entry_check_head(file->head, length, file->key, file->max_payload, &header, why,
-                               why_size) == ZC_OK;
+    file->bad_head = zc_entry_check_head(file->head, length, file->key, file->max_payload, &header,
+                                         why, why_size) != ZC_OK;
+    return !file->bad_head;
 }
 
 static bool write_piece(void *context, uint64_t length, const uint8_t *bytes, size_t size,

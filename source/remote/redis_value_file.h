@@ -8,6 +8,7 @@
 #ifndef ZECACHE_REDIS_VALUE_FILE_H
 #define ZECACHE_REDIS_VALUE_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ typedef struct zc_redis_value_file {
     uint64_t max_payload;
     const zc_remote_secret *secret;
     uint64_t received;
+    bool bad_head; /* refused for its header: a bad value, not a failure */
     uint8_t head[ZC_ENTRY_HEADER_SIZE];
 } zc_redis_value_file;
 

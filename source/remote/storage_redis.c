@@ -170,9 +170,16 @@ static zc_status refused(redis_storage *redis, const zc_key *key, redisReply *re
 
 /* ---- the storage operations ---- */
 
-/* An entry too large to hold went to file: verified there, then read. One
- * that does not verify reads as an empty value, which the caller rejects,
- * counts and replaces. */
+/* A value that is no entry of the key: an empty value, which the caller
+ * rejects, counts and replaces. */
+static zc_status bad_value(uint8_t **value, size_t *size)
+{
+    *value = malloc(1);
+    *size = 0;
+    return *value != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+/* An entry too large to hold went to file: verified there, then read. */
 static zc_status take_streamed(redis_storage *redis, const zc_key *shard, const char *name,
                                zc_redis_value_file *file, uint8_t **value, size_t *size)
 {
@@ -181,9 +188,7 @@ static zc_status take_streamed(redis_storage *redis, const zc_key *shard, const 
     if (status != ZC_MISS)
         return status;
     log_failure(server_for(redis, shard), name, reason);
-    *value = malloc(1);
-    *size = 0;
-    return *value != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    return bad_value(value, size);
 }
 
 /* GET name on shard's server: ZC_OK with the value, ZC_MISS when none.
@@ -197,8 +202,8 @@ static zc_status get_value(redis_storage *redis, const zc_key *shard, const char
     redisReply *reply =
         zc_redis_command(server_for(redis, shard), ZC_REDIS_REPLY_VALUE,
                          file != NULL ? &sink : NULL, 2, (const char *[]){"GET", name}, NULL);
-    if (reply == NULL)
-        return ZC_ERR_IO;
+    if (reply == NULL) /* refused for its header (logged): there, but bad */
+        return file != NULL && file->bad_head ? bad_value(value, size) : ZC_ERR_IO;
     if (reply->type == REDIS_REPLY_STRING && reply->str == NULL && reply->len > 0) {
         freeReplyObject(reply);
         return take_streamed(redis, shard, name, file, value, size);
