@@ -12,8 +12,22 @@
  *   malformed  answers with bytes that are not RESP
  *   drop       announces a value, sends part of it and closes the connection
  *   error      answers every command with an error
- *   nil        answers every command with nil (an absent key), the control */
+ *   nil        answers every command with nil (an absent key), the control
+ *   status     +OK                      integer    :1
+ *   bulk:N     a bulk string of N bytes
+ *   array:N    a flat array of N integers
+ *   nested     an array of an array of an array... a million deep
+ *   huge-array announces 100,000,000 elements, then ":1" at full speed
+ *   endless    a status line that never ends, at full speed
+ *   reset      announces a value, sends part of it and resets the connection
+ *   scan-ok    an empty SCAN batch ending the iteration, the SCAN control
+ *   scan-cycle a SCAN batch of 256 new recipe names, always under cursor 1
+ *   scan-rising the same under a new cursor every time
+ *   scan-names:N  one SCAN batch of N names, ending the iteration
+ *   prefix:FILE:N  announces N bytes, sends FILE's bytes then 'g' up to N,
+ *              at full speed (an entry's header followed by garbage) */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,9 +63,122 @@ static void pause_ms(long ms)
     nanosleep(&pause, NULL);
 }
 
+/* size bytes of fill, 64 KiB at a time; false when the client left. */
+static bool send_fill(int fd, char fill, unsigned long long size)
+{
+    static char block[1 << 16];
+    memset(block, fill, sizeof block);
+    for (unsigned long long sent = 0; sent < size; sent += sizeof block) {
+        size_t part = size - sent < sizeof block ? (size_t)(size - sent) : sizeof block;
+        if (!send_all(fd, block, part))
+            return false;
+    }
+    return true;
+}
+
+static bool send_repeated(int fd, const char *text, unsigned long long times)
+{
+    char block[1 << 14];
+    size_t length = strlen(text), per_block = sizeof block / length;
+    for (size_t i = 0; i < per_block; i++)
+        memcpy(block + i * length, text, length);
+    for (unsigned long long sent = 0; sent < times; sent += per_block)
+        if (!send_all(fd, block, (times - sent < per_block ? times - sent : per_block) * length))
+            return false;
+    return true;
+}
+
+/* One SCAN batch of count recipe names never sent before. */
+static bool send_scan_batch(int fd, unsigned long long cursor, unsigned count)
+{
+    static unsigned long long next_name;
+    static char batch[20000 * 96 + 64]; /* one send: no wait on Nagle's algorithm */
+    if (count > 20000)
+        return false;
+    int length = snprintf(batch, sizeof batch, "*2\r\n$%d\r\n%llu\r\n*%u\r\n",
+                          snprintf(NULL, 0, "%llu", cursor), cursor, count);
+    for (unsigned i = 0; i < count; i++)
+        length += snprintf(batch + length, sizeof batch - (size_t)length,
+                           "$82\r\nzecache:v1:recipe:%064llx\r\n", next_name++);
+    return send_all(fd, batch, (size_t)length);
+}
+
+/* prefix:FILE:N */
+static bool send_prefix(int fd, const char *argument)
+{
+    char path[512];
+    unsigned long long total = 0;
+    if (sscanf(argument, "%511[^:]:%llu", path, &total) != 2)
+        return false;
+    char head[4096];
+    int file = open(path, O_RDONLY);
+    ssize_t got = file >= 0 ? read(file, head, sizeof head) : -1;
+    if (file >= 0)
+        close(file);
+    if (got < 0 || (unsigned long long)got > total)
+        return false;
+    char announce[64];
+    snprintf(announce, sizeof announce, "$%llu\r\n", total);
+    return send_text(fd, announce) && send_all(fd, head, (size_t)got) &&
+           send_fill(fd, 'g', total - (unsigned long long)got) && send_text(fd, "\r\n");
+}
+
+/* Closed with a TCP reset (or, on a Unix socket, as a close). */
+static void reset(int fd)
+{
+    struct linger now = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
+}
+
+/* The modes that take an argument or answer SCAN; -1: not one of them. */
+static int misbehave_more(int fd, const char *mode)
+{
+    static unsigned long long rising = 1;
+    unsigned long long n = 0;
+    if (sscanf(mode, "bulk:%llu", &n) == 1) {
+        char announce[64];
+        snprintf(announce, sizeof announce, "$%llu\r\n", n);
+        return send_text(fd, announce) && send_fill(fd, 'b', n) && send_text(fd, "\r\n");
+    }
+    if (sscanf(mode, "array:%llu", &n) == 1) {
+        char announce[64];
+        snprintf(announce, sizeof announce, "*%llu\r\n", n);
+        return send_text(fd, announce) && send_repeated(fd, ":1\r\n", n);
+    }
+    if (strncmp(mode, "prefix:", 7) == 0)
+        return send_prefix(fd, mode + 7);
+    if (strcmp(mode, "scan-ok") == 0)
+        return send_text(fd, "*2\r\n$1\r\n0\r\n*0\r\n");
+    if (strcmp(mode, "scan-cycle") == 0)
+        return send_scan_batch(fd, 1, 256);
+    if (strcmp(mode, "scan-rising") == 0)
+        return send_scan_batch(fd, rising++, 256);
+    if (sscanf(mode, "scan-names:%llu", &n) == 1)
+        return send_scan_batch(fd, 0, (unsigned)n);
+    return -1;
+}
+
 /* One reply in mode; false when the connection is to be closed. */
 static bool misbehave(int fd, const char *mode)
 {
+    int more = misbehave_more(fd, mode);
+    if (more >= 0)
+        return more == 1;
+    if (strcmp(mode, "status") == 0)
+        return send_text(fd, "+OK\r\n");
+    if (strcmp(mode, "integer") == 0)
+        return send_text(fd, ":1\r\n");
+    if (strcmp(mode, "nested") == 0)
+        return send_text(fd, "*2\r\n$1\r\n0\r\n") && send_repeated(fd, "*1\r\n", 1000000);
+    if (strcmp(mode, "huge-array") == 0)
+        return send_text(fd, "*100000000\r\n") && send_repeated(fd, ":1\r\n", 100000000);
+    if (strcmp(mode, "endless") == 0)
+        return send_text(fd, "+") && send_fill(fd, 'e', 1ULL << 40);
+    if (strcmp(mode, "reset") == 0) {
+        send_text(fd, "$4096\r\npart of a value");
+        reset(fd);
+        return false;
+    }
     if (strcmp(mode, "stall") == 0) {
         pause_ms(60 * 1000);
         return false;
@@ -66,16 +193,9 @@ static bool misbehave(int fd, const char *mode)
         }
         return send_text(fd, "\r\n");
     }
-    if (strcmp(mode, "huge") == 0) {
-        static char block[1 << 16];
-        memset(block, 'h', sizeof block);
-        if (!send_text(fd, "$800000000\r\n"))
-            return false;
-        for (long sent = 0; sent < 800000000; sent += (long)sizeof block)
-            if (!send_all(fd, block, sizeof block))
-                return false;
-        return send_text(fd, "\r\n");
-    }
+    if (strcmp(mode, "huge") == 0)
+        return send_text(fd, "$800000000\r\n") && send_fill(fd, 'h', 800000000) &&
+               send_text(fd, "\r\n");
     if (strcmp(mode, "malformed") == 0)
         return send_text(fd, "?this is not RESP\r\n");
     if (strcmp(mode, "drop") == 0) {

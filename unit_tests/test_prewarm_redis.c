@@ -191,3 +191,110 @@ Test(prewarm_redis, a_damaged_recipe_in_redis_is_reported_and_the_rest_built)
                               "not built)") != NULL,
               "%s", run.out);
 }
+
+/* The values of Redis's keys matching pattern, and how many. */
+static size_t values_matching(const char *pattern, char ***names, redisReply ***values)
+{
+    redisReply *keys = t_redis_command(&server, 2, (const char *[]){"KEYS", pattern}, NULL);
+    cr_assert_eq(keys->type, REDIS_REPLY_ARRAY);
+    size_t count = keys->elements;
+    *names = calloc(count + 1, sizeof **names);
+    *values = calloc(count + 1, sizeof **values);
+    for (size_t i = 0; i < count; i++) {
+        (*names)[i] = strdup(keys->element[i]->str);
+        (*values)[i] = t_redis_command(&server, 2, (const char *[]){"GET", (*names)[i]}, NULL);
+        cr_assert_eq((*values)[i]->type, REDIS_REPLY_STRING);
+    }
+    freeReplyObject(keys);
+    return count;
+}
+
+static void delete_matching(const char *pattern)
+{
+    char **names;
+    redisReply **values;
+    size_t count = values_matching(pattern, &names, &values);
+    for (size_t i = 0; i < count; i++) {
+        freeReplyObject(t_redis_command(&server, 2, (const char *[]){"DEL", names[i]}, NULL));
+        freeReplyObject(values[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(values);
+}
+
+/* Entries: zecache:v1:<64 hex>, nothing after. */
+#define ENTRIES "zecache:v1:????????????????????????????????????????????????????????????????"
+
+/* Garbage planted under every recorded SPIR-V's name: a node that compiles
+ * the modules again (their entries gone from Redis and its own cache empty)
+ * records them again, which puts the right bytes back, and a fresh node's
+ * prewarm then builds every module. */
+Test(prewarm_redis, a_planted_spirv_value_is_replaced_when_recorded_again)
+{
+    record_on_node_a(ENV(remote));
+    char **names;
+    redisReply **good;
+    size_t count = values_matching(SPIRV, &names, &good);
+    cr_assert_eq(count, MODULE_COUNT - 1);
+    for (size_t i = 0; i < count; i++)
+        freeReplyObject(
+            t_redis_command(&server, 3, (const char *[]){"SET", names[i], "planted"}, NULL));
+    delete_matching(ENTRIES);
+    char node_c[PATH_MAX + 32];
+    snprintf(node_c, sizeof node_c, "NEO_CACHE_DIR=%s", in_scratch("node_c"));
+    for (int i = 0; i < MODULE_COUNT; i++) {
+        run_module(i, true, ENV(remote, node_c), NULL);
+        cr_assert_eq(count_of(run.err, MISS), 1, "module %d: %s", i, run.err);
+    }
+    for (size_t i = 0; i < count; i++) {
+        redisReply *now = t_redis_command(&server, 2, (const char *[]){"GET", names[i]}, NULL);
+        cr_assert_eq(now->type, REDIS_REPLY_STRING);
+        cr_assert_eq(now->len, good[i]->len, "%s not replaced", names[i]);
+        cr_assert_arr_eq(now->str, good[i]->str, now->len);
+        freeReplyObject(now);
+        freeReplyObject(good[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(good);
+    upgrade_compiler(in_scratch("igc"));
+    tool_run(ENV(remote, node_b_dir(), upgraded_library(false)), ARGS("prewarm", "-j", "2"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built, 0 already present, 0 failed") != NULL,
+              "%s", run.out);
+}
+
+/* A server whose SCAN always answers cursor 1 with 256 new names: prewarm
+ * stops listing at the cursor's return, says it could not list, and exits
+ * with failure within a bounded time and memory. */
+Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
+{
+    char socket_path[PATH_MAX];
+    snprintf(socket_path, sizeof socket_path, "%s/hostile.sock", sc.root);
+    int out[2];
+    cr_assert_eq(pipe(out), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(ZC_RESP_SERVER_PATH, "resp_server", "scan-cycle", "unix", socket_path, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char ready[32] = "";
+    cr_assert_gt(read(out[0], ready, sizeof ready - 1), 0);
+    close(out[0]);
+    char hostile[PATH_MAX + 64];
+    snprintf(hostile, sizeof hostile, "NEO_CACHE_REMOTE=redis+unix://%s", socket_path);
+    tool_run(ENV(hostile, node_b_dir()), ARGS("prewarm"));
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    cr_assert_eq(run.exit_status, 1, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "remote: cannot list the recorded inputs in Redis") != NULL, "%s",
+              run.out);
+    cr_assert(strstr(run.out, "0 recorded modules: 0 built, 0 already present, 1 failed") != NULL,
+              "%s", run.out);
+}

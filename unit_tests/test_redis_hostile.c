@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +20,20 @@
 #include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/cache.h"
+#include "zecache/entry.h"
+#include "zecache/log.h"
 #include "zecache/remote_spec.h"
 #include "zecache/storage.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+/* ASan keeps freed memory in quarantine, 256 MiB by default, which the
+ * memory bounds below, measured on RSS, would count: a smaller one. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "quarantine_size_mb=8";
+}
+#endif
 
 #define CONNECT_MS 300
 #define TIMEOUT_MS 300
@@ -42,6 +56,7 @@ TestSuite(hostile, .init = make_scratch, .fini = remove_scratch, .timeout = 120)
 
 typedef struct hostile_server {
     pid_t pid;
+    unsigned port;
     char url[512];
 } hostile_server;
 
@@ -55,6 +70,7 @@ static hostile_server start_server(const char *mode, bool tcp)
     server.pid = fork();
     cr_assert_geq(server.pid, 0);
     if (server.pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* also when an assertion ends the test */
         dup2(out[1], 1);
         close(out[0]);
         execl(ZC_RESP_SERVER_PATH, "resp_server", mode, tcp ? "tcp" : "unix", socket_path,
@@ -66,6 +82,7 @@ static hostile_server start_server(const char *mode, bool tcp)
     unsigned port = 0;
     cr_assert_eq(fscanf(lines, "ready %u", &port), 1, "resp_server %s did not start", mode);
     fclose(lines);
+    server.port = port;
     const char *attributes = "|connect-timeout=300|timeout=300";
     if (tcp)
         snprintf(server.url, sizeof server.url, "redis://localhost:%u%s", port, attributes);
@@ -87,7 +104,8 @@ static long max_rss_kib(void)
     return usage.ru_maxrss;
 }
 
-static const char *const modes[] = {"stall", "trickle", "huge", "malformed", "drop", "error"};
+static const char *const modes[] = {"stall", "trickle", "huge",       "malformed", "drop",
+                                    "error", "nested",  "huge-array", "endless",   "reset"};
 
 /* Each storage operation fails within connect + command timeouts. */
 static void check_operations_fail_in_time(bool tcp)
@@ -180,4 +198,317 @@ Test(hostile, the_cache_compiles_and_counts_what_the_server_did)
         cr_assert_leq(elapsed, 3 * (CONNECT_MS + TIMEOUT_MS) + MARGIN_MS, "%s: took %llu ms",
                       modes[m], (unsigned long long)elapsed);
     }
+}
+
+/* ---- the hostile-peer matrix: every command against every reply kind ---- */
+
+/* A storage on server's TCP port, with URL parts before the host (AUTH's
+ * password) and after it (SELECT's database), and the given timeouts. */
+static zc_storage *open_storage(const hostile_server *server, const char *userinfo,
+                                const char *path, unsigned timeout_ms, uint64_t max_payload)
+{
+    char url[512];
+    snprintf(url, sizeof url, "redis://%s127.0.0.1:%u%s|connect-timeout=%d|timeout=%u", userinfo,
+             server->port, path, CONNECT_MS, timeout_ms);
+    zc_remote_spec spec;
+    char reason[256] = "";
+    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
+    zc_storage *storage = NULL;
+    cr_assert_eq(zc_storage_redis_open(&spec, max_payload, scratch, &storage), ZC_OK);
+    zc_remote_spec_free(&spec);
+    return storage;
+}
+
+/* What a call came to: F a failure (ZC_ERR_IO or ZC_ERR_DISABLED, counted
+ * by the remote tier), M a miss, E an empty value (which no entry check
+ * takes: rejected and counted by the remote tier), V a value, O done. */
+typedef char outcome;
+
+static outcome outcome_of_get(zc_storage *storage, const zc_key *key)
+{
+    uint8_t *value = NULL;
+    size_t size = 0;
+    zc_status status = storage->ops->get(storage, key, &value, &size);
+    free(value);
+    cr_assert(status == ZC_OK || status == ZC_MISS || status == ZC_ERR_IO ||
+                  status == ZC_ERR_DISABLED,
+              "get: %s", zc_status_name(status));
+    return status == ZC_MISS ? 'M' : status != ZC_OK ? 'F' : size == 0 ? 'E' : 'V';
+}
+
+static outcome outcome_of(zc_status status)
+{
+    cr_assert(status == ZC_OK || status == ZC_MISS || status == ZC_ERR_IO ||
+                  status == ZC_ERR_DISABLED,
+              "%s", zc_status_name(status));
+    return status == ZC_OK ? 'O' : status == ZC_MISS ? 'M' : 'F';
+}
+
+static bool count_listed(void *context, const zc_key *key)
+{
+    (void)key;
+    (*(size_t *)context)++;
+    return true;
+}
+
+/* The commands, each the first (or only) one its call sends. */
+enum { AUTH, SELECT, GET, SET, DEL, EXISTS, EVAL, SCAN, COMMANDS };
+static const char *const command_names[COMMANDS] = {"AUTH", "SELECT", "GET",  "SET",
+                                                    "DEL",  "EXISTS", "EVAL", "SCAN"};
+
+static outcome run_command_against(int command, const hostile_server *server)
+{
+    zc_storage *storage = open_storage(server, command == AUTH ? ":password@" : "",
+                                       command == SELECT ? "/1" : "", TIMEOUT_MS, 1 << 20);
+    zc_key key = t_key(42);
+    uint8_t bytes[64] = {0};
+    outcome got = 'F';
+    if (command <= GET) {
+        got = outcome_of_get(storage, &key);
+    } else if (command == SET) {
+        got = outcome_of(storage->ops->put(storage, &key, bytes, sizeof bytes, false));
+    } else if (command == DEL) {
+        got = outcome_of(storage->ops->remove(storage, &key));
+    } else if (command == EXISTS) {
+        got = outcome_of(storage->ops->record(storage, &key, bytes, sizeof bytes, NULL, 0));
+    } else if (command == EVAL) {
+        zc_storage_claim_result result;
+        zc_storage_claim claim;
+        got = outcome_of(storage->ops->claim(storage, &key, 100, &result, &claim));
+        storage->ops->release(storage, &key, &claim, true);
+    } else {
+        size_t listed = 0;
+        got = outcome_of(storage->ops->list_recipes(storage, count_listed, &listed));
+    }
+    zc_storage_close(storage);
+    return got;
+}
+
+/* stderr to a file for the log lines: captured from here on. */
+static int capture_stderr(int *saved)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/stderr.txt", scratch);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    fflush(stderr);
+    *saved = dup(STDERR_FILENO);
+    cr_assert(dup2(fd, STDERR_FILENO) >= 0);
+    return fd;
+}
+
+static void restore_stderr(int fd, int saved)
+{
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+}
+
+/* The text logged since offset. */
+static void logged_since(int fd, off_t offset, char *text, size_t size)
+{
+    fflush(stderr);
+    ssize_t got = pread(fd, text, size - 1, offset);
+    text[got > 0 ? got : 0] = '\0';
+}
+
+typedef struct reply_kind {
+    const char *mode;
+    /* What each command comes to, AUTH SELECT GET SET DEL EXISTS EVAL SCAN. A
+     * reply AUTH or SELECT takes goes on to GET's. */
+    const char *expected;
+} reply_kind;
+
+/* Every reply kind: the simple types, bulk strings of every size against
+ * the bounds (GET's: the largest entry of a 1 MiB payload; EVAL's word, 64
+ * bytes; none for the others), arrays flat, nested and huge, streams that
+ * never end, a stall past the timeout, resets, garbage, and SCAN batches
+ * (at and past the bound on names in one). */
+static void run_matrix(const reply_kind *kinds, size_t count)
+{
+    zc_log_set_enabled(true);
+    int saved, log = capture_stderr(&saved);
+    for (size_t k = 0; k < count; k++) {
+        hostile_server server = start_server(kinds[k].mode, true);
+        long rss_before = max_rss_kib();
+        for (int c = 0; c < COMMANDS; c++) {
+            off_t log_start = lseek(log, 0, SEEK_END);
+            uint64_t start = t_monotonic_ms();
+            outcome got = run_command_against(c, &server);
+            uint64_t elapsed = t_monotonic_ms() - start;
+            char text[4096];
+            logged_since(log, log_start, text, sizeof text);
+            cr_assert_eq(got, kinds[k].expected[c], "%s to %s: '%c', expected '%c'\n%s",
+                         kinds[k].mode, command_names[c], got, kinds[k].expected[c], text);
+            cr_assert_leq(elapsed, 2 * (CONNECT_MS + TIMEOUT_MS) + MARGIN_MS, "%s to %s: %llu ms",
+                          kinds[k].mode, command_names[c], (unsigned long long)elapsed);
+            cr_assert(got != 'F' || strstr(text, "remote redis://") != NULL,
+                      "%s to %s: nothing logged", kinds[k].mode, command_names[c]);
+        }
+        long growth = max_rss_kib() - rss_before;
+        stop_server(&server);
+        cr_assert_lt(growth, 64 * 1024, "%s: memory grew by %ld KiB", kinds[k].mode, growth);
+    }
+    restore_stderr(log, saved);
+    zc_log_set_enabled(false);
+}
+
+Test(hostile, every_command_against_every_reply_kind, .timeout = 240)
+{
+    char at_bound[64], past_bound[64];
+    uint64_t bound = zc_entry_size_bound(1 << 20);
+    snprintf(at_bound, sizeof at_bound, "bulk:%llu", (unsigned long long)bound);
+    snprintf(past_bound, sizeof past_bound, "bulk:%llu", (unsigned long long)bound + 1);
+    const reply_kind kinds[] = {
+        {"status", "FFFOOFOF"},
+        {"integer", "FFFOOOFF"},
+        {"nil", "MMMOOFFF"},
+        {"error", "FFEFFFFF"},
+        {"bulk:0", "FFEFFFOF"},
+        {"bulk:64", "FFVFFFOF"},
+        {"bulk:65", "FFVFFFFF"},
+        {at_bound, "FFVFFFFF"},
+        {past_bound, "FFFFFFFF"},
+        {"huge", "FFFFFFFF"},
+        {"array:2", "FFFFFFFF"},
+        {"array:0", "FFFFFFFF"},
+        {"nested", "FFFFFFFF"},
+        {"huge-array", "FFFFFFFF"},
+        {"endless", "FFFFFFFF"},
+        {"stall", "FFFFFFFF"},
+        {"reset", "FFFFFFFF"},
+        {"drop", "FFFFFFFF"},
+        {"malformed", "FFFFFFFF"},
+        {"scan-ok", "FFFFFFFO"},
+        {"scan-cycle", "FFFFFFFF"},
+        {"scan-names:16384", "FFFFFFFO"},
+        {"scan-names:16385", "FFFFFFFF"},
+    };
+    run_matrix(kinds, sizeof kinds / sizeof kinds[0]);
+}
+
+/* A server answering with an array that announces 10^8 elements and then
+ * streams them: refused at its first line whatever the command (AUTH and
+ * SELECT on connecting too), with a timeout long enough to receive hundreds
+ * of MB. */
+Test(hostile, an_endless_array_is_refused_at_its_first_line)
+{
+    hostile_server server = start_server("huge-array", true);
+    long rss_before = max_rss_kib();
+    const char *userinfo[] = {":password@", "", "", ""}, *path[] = {"", "/1", "", ""};
+    for (int c = 0; c < 4; c++) {
+        zc_storage *storage = open_storage(&server, userinfo[c], path[c], 1500, 1 << 20);
+        zc_key key = t_key(1);
+        size_t listed = 0;
+        if (c < 3)
+            cr_assert_eq(outcome_of_get(storage, &key), 'F');
+        else
+            cr_assert_eq(storage->ops->list_recipes(storage, count_listed, &listed), ZC_ERR_IO);
+        zc_storage_close(storage);
+    }
+    long growth = max_rss_kib() - rss_before;
+    stop_server(&server);
+    cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
+}
+
+/* 800,000,000 bytes that are no entry, to a storage taking entries of the
+ * format's largest payload: refused as soon as its first bytes show no
+ * entry header, nothing buffered; a bad value (empty: the remote tier
+ * rejects it, counts it and replaces it), not a failure of the server. */
+Test(hostile, a_huge_value_is_refused_at_its_header)
+{
+    hostile_server server = start_server("huge", true);
+    zc_storage *storage = open_storage(&server, "", "", 3000, 0);
+    long rss_before = max_rss_kib();
+    zc_key key = t_key(1);
+    cr_assert_eq(outcome_of_get(storage, &key), 'E');
+    long growth = max_rss_kib() - rss_before;
+    zc_storage_close(storage);
+    stop_server(&server);
+    cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
+}
+
+/* A header that claims an entry of key with a payload of about 100 MB,
+ * signed (its checksum made right), in path. */
+static void write_entry_header(const char *path, const zc_key *key, uint64_t total)
+{
+    zc_artifact *artifact = t_artifact(64, 1);
+    uint8_t *entry = NULL;
+    size_t size = 0;
+    cr_assert_eq(zc_entry_encode(key, artifact, 3, &entry, &size), ZC_OK);
+    zc_artifact_unref(artifact);
+    uint64_t payload = 100000000,
+             compressed = total - ZC_ENTRY_HEADER_SIZE - ZC_ENTRY_SIGNATURE_SIZE;
+    for (int i = 0; i < 8; i++) {
+        entry[48 + i] = (uint8_t)(payload >> (8 * i)); /* binary size */
+        entry[56 + i] = 0;                             /* build log size */
+        entry[64 + i] = (uint8_t)(compressed >> (8 * i));
+    }
+    cr_assert(zc_entry_set_signed(entry)); /* and the header checksum */
+    FILE *file = fopen(path, "wb");
+    cr_assert_not_null(file);
+    cr_assert_eq(fwrite(entry, 1, ZC_ENTRY_HEADER_SIZE, file), ZC_ENTRY_HEADER_SIZE);
+    fclose(file);
+    free(entry);
+}
+
+/* 100 MB under a header that fits the key and the bulk's length: received
+ * into a temporary file, not memory, verified there and refused (an empty
+ * value, which the remote tier counts as rejected and replaces), the reason
+ * logged (the first check the garbage fails: a signed entry's trailer). */
+Test(hostile, a_large_value_is_received_into_a_file_and_verified_there)
+{
+    char path[128], mode[192];
+    zc_key key = t_key(5);
+    uint64_t total = 100000000;
+    snprintf(path, sizeof path, "%s/header", scratch);
+    write_entry_header(path, &key, total);
+    snprintf(mode, sizeof mode, "prefix:%s:%llu", path, (unsigned long long)total);
+    hostile_server server = start_server(mode, true);
+    zc_storage *storage = open_storage(&server, "", "", 20000, 0);
+    zc_log_set_enabled(true);
+    int saved, log = capture_stderr(&saved);
+    long rss_before = max_rss_kib();
+    cr_assert_eq(outcome_of_get(storage, &key), 'E');
+    long growth = max_rss_kib() - rss_before;
+    char text[4096];
+    logged_since(log, 0, text, sizeof text);
+    restore_stderr(log, saved);
+    zc_log_set_enabled(false);
+    zc_storage_close(storage);
+    stop_server(&server);
+    cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
+    cr_assert(strstr(text, "signed, but no signature at the end") != NULL, "%s", text);
+    /* A header naming another key refused at once, as a bad value. */
+    zc_key other = t_key(6);
+    server = start_server(mode, true);
+    storage = open_storage(&server, "", "", 20000, 0);
+    cr_assert_eq(outcome_of_get(storage, &other), 'E');
+    zc_storage_close(storage);
+    stop_server(&server);
+}
+
+/* SCAN's cursor coming back (always 1, with 256 new names each time) stops
+ * the listing at the second batch; a cursor that rises for ever, at the
+ * bound on keys. Both are failures. */
+Test(hostile, a_scan_that_never_ends_is_stopped)
+{
+    hostile_server server = start_server("scan-cycle", true);
+    zc_storage *storage = open_storage(&server, "", "", TIMEOUT_MS, 1 << 20);
+    size_t listed = 0;
+    cr_assert_eq(storage->ops->list_recipes(storage, count_listed, &listed), ZC_ERR_DISABLED);
+    cr_assert_eq(listed, 512);
+    zc_storage_close(storage);
+    stop_server(&server);
+    server = start_server("scan-rising", true);
+    storage = open_storage(&server, "", "", TIMEOUT_MS, 1 << 20);
+    long rss_before = max_rss_kib();
+    listed = 0;
+    cr_assert_eq(storage->ops->list_recipes(storage, count_listed, &listed), ZC_ERR_DISABLED);
+    cr_assert_eq(listed, 1 << 20);
+    long growth = max_rss_kib() - rss_before;
+    zc_storage_close(storage);
+    stop_server(&server);
+    cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
 }

@@ -574,3 +574,32 @@ Test(remote_cache, concurrent_stores_into_a_file_storage_leave_one_whole_entry, 
     }
     zc_remote_spec_free(&spec);
 }
+
+/* 32 MiB of garbage under a key's name, more than the transport holds in
+ * memory: refused at its first bytes (no entry header) as a bad value,
+ * which is counted as rejected, compiled and replaced, so that the next
+ * node gets a remote hit. */
+Test(remote_cache, a_huge_bad_value_is_rejected_and_replaced, .init = setup, .fini = teardown)
+{
+    zc_key key = t_key(7);
+    char name[128];
+    value_name(&key, name);
+    size_t size = (size_t)32 << 20;
+    char *garbage = malloc(size);
+    memset(garbage, 'g', size);
+    freeReplyObject(t_redis_command(&server, 3, (const char *[]){"SET", name, garbage},
+                                    (size_t[]){3, strlen(name), size}));
+    free(garbage);
+    zc_cache *victim = open_redis_node(NULL);
+    counted_compile counter = {0};
+    cr_assert_eq(lookup(victim, &key, &counter), ZC_LOOKUP_COMPILED);
+    zc_cache_stats stats = stats_of(victim);
+    cr_assert_eq(atomic_load(&counter.calls), 1);
+    cr_assert_eq(stats.remote_rejected, 1);
+    cr_assert_eq(stats.remote_errors, 0);
+    cr_assert_eq(stats.remote_stores, 1, "the bad value is replaced");
+    zc_cache_close(victim);
+    zc_cache *later = open_redis_node(NULL);
+    cr_assert_eq(lookup(later, &key, &counter), ZC_LOOKUP_REMOTE_HIT);
+    zc_cache_close(later);
+}

@@ -12,6 +12,8 @@
 #include "redis_storage_support.h"
 #include "redis_test_support.h"
 #include "zecache/disk_recipes.h"
+#include "zecache/entry.h"
+#include "zecache/remote_tag.h"
 #include "zecache/storage.h"
 
 static t_redis server;
@@ -495,8 +497,10 @@ static void assert_input(zc_storage *storage, zc_storage_input kind, const uint8
     free(value);
 }
 
-/* A recipe only beside its entry; SPIR-V under its digest, never replaced
- * (SET NX); every recorded key listed, across shards. */
+/* A recipe only beside its entry; SPIR-V under its digest, replaced when it
+ * holds other bytes than the recorded ones (under the digest of the first,
+ * the second is a planted or damaged value); every recorded key listed,
+ * across shards. */
 Test(storage_redis, recorded_inputs_beside_their_entries_and_listed, .fini = stop)
 {
     t_redis other;
@@ -522,11 +526,25 @@ Test(storage_redis, recorded_inputs_beside_their_entries_and_listed, .fini = sto
         cr_assert_eq(storage->ops->put(storage, &keys[i], recipe, sizeof recipe, false), ZC_OK);
         cr_assert_eq(storage->ops->record(storage, &keys[i], recipe, sizeof recipe, &blob, 1),
                      ZC_OK);
-        blob.bytes = other_spirv; /* the same digest: the first content stays */
+        assert_input(storage, ZC_STORAGE_SPIRV, blob.sha256, blob.bytes, sizeof spirv);
+        blob.bytes = i == 0 ? other_spirv : spirv; /* the same digest: what is recorded stays */
     }
-    assert_input(storage, ZC_STORAGE_SPIRV, blob.sha256, spirv, sizeof spirv);
     for (int i = 0; i < 3; i++)
         assert_input(storage, ZC_STORAGE_RECIPE, keys[i].bytes, recipe, sizeof recipe);
+    /* A value of another type under the SPIR-V's name is replaced too. */
+    char spirv_name[128] = "zecache:v1:spirv:";
+    for (int i = 0; i < 32; i++)
+        strcat(spirv_name, "42");
+    t_redis *holder = &server;
+    redisReply *type = t_redis_command(&server, 2, (const char *[]){"TYPE", spirv_name}, NULL);
+    if (strcmp(type->str, "none") == 0)
+        holder = &other;
+    freeReplyObject(type);
+    freeReplyObject(t_redis_command(holder, 2, (const char *[]){"DEL", spirv_name}, NULL));
+    freeReplyObject(
+        t_redis_command(holder, 3, (const char *[]){"RPUSH", spirv_name, "planted"}, NULL));
+    cr_assert_eq(storage->ops->record(storage, &keys[0], recipe, sizeof recipe, &blob, 1), ZC_OK);
+    assert_input(storage, ZC_STORAGE_SPIRV, blob.sha256, spirv, sizeof spirv);
     zc_key listed[3];
     memset(listed, 0, sizeof listed);
     cr_assert_eq(storage->ops->list_recipes(storage, collect_listed, listed), ZC_OK);
@@ -538,4 +556,51 @@ Test(storage_redis, recorded_inputs_beside_their_entries_and_listed, .fini = sto
     }
     zc_storage_close(storage);
     t_redis_stop(&other);
+}
+
+/* An entry of 20 MiB, over what the transport holds in memory: received
+ * into a temporary file, verified there and then read, byte for byte; the
+ * same entry with one byte of its compressed payload changed reads as an
+ * empty value (rejected), and one that is not signed where a secret is set
+ * too. */
+Test(storage_redis, an_entry_too_large_to_hold_is_verified_in_a_file, .init = start_plain,
+     .fini = stop, .timeout = 120)
+{
+    zc_key key = t_key(20);
+    zc_artifact *artifact = t_artifact(20 << 20, 20);
+    uint8_t *entry = NULL;
+    size_t size = 0;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 1, &entry, &size), ZC_OK);
+    zc_artifact_unref(artifact);
+    cr_assert_gt(size, (size_t)16 << 20 /* ZC_REDIS_IN_MEMORY_MAX */);
+    char url[512];
+    snprintf(url, sizeof url, "redis+unix://%s|timeout=20000", server.socket);
+    zc_remote_spec spec;
+    char reason[256] = "";
+    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
+    zc_storage *storage = NULL;
+    cr_assert_eq(zc_storage_redis_open(&spec, 0, server.dir, &storage), ZC_OK);
+    cr_assert_eq(storage->ops->put(storage, &key, entry, size, false), ZC_OK);
+    assert_get(storage, &key, entry, size);
+    entry[size / 2] ^= 0x20;
+    cr_assert_eq(storage->ops->put(storage, &key, entry, size, true), ZC_OK);
+    uint8_t *value = NULL;
+    size_t value_size = 1;
+    cr_assert_eq(storage->ops->get(storage, &key, &value, &value_size), ZC_OK);
+    cr_assert_eq(value_size, 0, "a damaged entry came back");
+    free(value);
+    zc_storage_close(storage);
+    zc_remote_secret secret = {.size = 16};
+    memset(secret.bytes, 's', secret.size);
+    spec.secret = &secret;
+    cr_assert_eq(zc_storage_redis_open(&spec, 0, server.dir, &storage), ZC_OK);
+    entry[size / 2] ^= 0x20;
+    cr_assert_eq(storage->ops->put(storage, &key, entry, size, true), ZC_OK);
+    value_size = 1;
+    cr_assert_eq(storage->ops->get(storage, &key, &value, &value_size), ZC_OK);
+    cr_assert_eq(value_size, 0, "an unsigned entry came back");
+    free(value);
+    zc_storage_close(storage);
+    zc_remote_spec_free(&spec);
+    free(entry);
 }

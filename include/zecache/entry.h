@@ -72,6 +72,23 @@ zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int co
 zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
                                size_t reason_size);
 
+/* The header of an entry of size bytes from its first ZC_ENTRY_HEADER_SIZE
+ * alone, as a value arrives: checked as above (but for the signature's
+ * magic at the end), its key against expected unless NULL and its payload
+ * against max_payload unless 0. ZC_MISS with a reason otherwise. */
+zc_status zc_entry_check_head(const uint8_t head[ZC_ENTRY_HEADER_SIZE], uint64_t size,
+                              const zc_key *expected, uint64_t max_payload, zc_entry_header *header,
+                              char *reason, size_t reason_size);
+
+/* Verifies the entry of size bytes in file fd as zc_entry_decode does
+ * (header, key, payload limit, frames, content sizes and checksums),
+ * reading and decompressing it piece by piece into buffers of a bounded
+ * size, whatever its size; the signature's tag is not checked
+ * (remote_tag.h). ZC_MISS with a reason when it does not verify or cannot
+ * be read. entry_stream.c. */
+zc_status zc_entry_verify_fd(int fd, uint64_t size, const zc_key *expected, uint64_t max_payload,
+                             char *reason, size_t reason_size);
+
 /* Verifies everything (header as above, expected key unless NULL, payload no
  * larger than max_payload unless 0, frame content size equal to the header's,
  * zstd content checksum present and correct) and returns the artifact.

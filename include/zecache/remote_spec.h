@@ -61,6 +61,10 @@ typedef struct zc_remote_spec {
      * from the secret (zc_remote_key_namespace), so that nodes with different
      * secrets keep their entries apart instead of replacing each other's. */
     char key_namespace[24];
+    /* Not parsed either: the secret the remote tier checks values with
+     * (NULL: none), for a storage that checks a value too large to hold
+     * before reading it (storage_redis.c). Outlives the storage. */
+    const struct zc_remote_secret *secret;
 } zc_remote_spec;
 
 /* Parses one storage (a URL with its |attributes). ZC_OK, or

@@ -67,6 +67,12 @@ zc_status zc_remote_tag_check_bytes(const zc_remote_secret *secret, const uint8_
                                     size_t size, size_t *data_size, char *reason,
                                     size_t reason_size);
 
+/* zc_remote_tag_check_bytes's check of a value of size bytes in file fd,
+ * read a piece at a time (a value too large to hold before it is known
+ * good). secret NULL: ZC_OK. */
+zc_status zc_remote_tag_check_fd(const zc_remote_secret *secret, int fd, uint64_t size,
+                                 char *reason, size_t reason_size);
+
 /* secret NULL: ZC_OK (the entry is verified as any other). Otherwise ZC_MISS
  * with the reason unless value is a signed entry whose tag matches. */
 zc_status zc_remote_tag_check(const zc_remote_secret *secret, const uint8_t *value, size_t size,

@@ -8,7 +8,8 @@
  *                     (file:///PATH: NFS, a read-only image), through the
  *                     disk tier's own code
  *   storage_redis.c   Redis through hiredis: one string value per entry,
- *                     per recipe and per distinct SPIR-V
+ *                     per recipe and per distinct SPIR-V (a recorded input
+ *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read)
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -101,9 +102,12 @@ void zc_storage_close(zc_storage *storage); /* NULL is accepted */
 /* The backends' constructors (zc_storage_open picks one). */
 zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
                                zc_storage **out);
-/* max_value: the largest value a get accepts; a larger reply is refused as
- * soon as its size is announced. */
-zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out);
+/* max_payload: the largest payload an entry may hold (0: the format's
+ * limit); a value larger than such an entry is refused as soon as its size
+ * is announced, and one too large to hold is received into a temporary file
+ * in temp_dir (NULL or "": TMPDIR or /tmp) and verified there first. */
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
+                                const char *temp_dir, zc_storage **out);
 
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under

@@ -173,9 +173,11 @@ zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int co
 }
 
 /* Checks in the order that gives the most useful reason: a file that is not
- * an entry at all, then one from another format version, then corruption. */
-zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
-                               size_t reason_size)
+ * an entry at all, then one from another format version, then corruption.
+ * data holds the whole entry of size bytes, or with only_head its first
+ * ZC_ENTRY_HEADER_SIZE (its signature's magic then unchecked). */
+static zc_status parse_header(const void *data, size_t size, bool only_head,
+                              zc_entry_header *header, char *reason, size_t reason_size)
 {
     const uint8_t *bytes = data;
     if (data == NULL || size < ZC_ENTRY_HEADER_SIZE)
@@ -203,7 +205,8 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
                           reserved);
     size_t signature = (flags & ZC_ENTRY_FLAG_SIGNED) != 0 ? ZC_ENTRY_SIGNATURE_SIZE : 0;
     if (size < ZC_ENTRY_HEADER_SIZE + signature ||
-        (signature != 0 && memcmp(bytes + size - signature, ZC_ENTRY_SIGNATURE_MAGIC, 8) != 0))
+        (signature != 0 && !only_head &&
+         memcmp(bytes + size - signature, ZC_ENTRY_SIGNATURE_MAGIC, 8) != 0))
         return zc_explain(ZC_MISS, reason, reason_size, "signed, but no signature at the end");
     if (!text_field_valid(bytes + OFFSET_DEVICE_NAME, sizeof header->meta.device_name) ||
         !text_field_valid(bytes + OFFSET_DRIVER_VERSION, sizeof header->meta.driver_version))
@@ -245,6 +248,26 @@ static zc_status check_payload_size(const zc_entry_header *header, uint64_t max_
                           (unsigned long long)header->binary_size,
                           (unsigned long long)header->log_size, (unsigned long long)limit);
     return ZC_OK;
+}
+
+zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
+                               size_t reason_size)
+{
+    return parse_header(data, size, false, header, reason, reason_size);
+}
+
+zc_status zc_entry_check_head(const uint8_t head[ZC_ENTRY_HEADER_SIZE], uint64_t size,
+                              const zc_key *expected, uint64_t max_payload, zc_entry_header *header,
+                              char *reason, size_t reason_size)
+{
+    if (size > SIZE_MAX)
+        return zc_explain(ZC_MISS, reason, reason_size, "%s", "larger than memory");
+    zc_status status = parse_header(head, (size_t)size, true, header, reason, reason_size);
+    if (status == ZC_OK && expected != NULL && !zc_key_equal(&header->key, expected))
+        status = zc_explain(ZC_MISS, reason, reason_size, "%s", "the header names another key");
+    if (status == ZC_OK)
+        status = check_payload_size(header, max_payload, reason, reason_size);
+    return status;
 }
 
 /* One frame of the payload: where it is in the entry and where it goes. */

@@ -358,58 +358,145 @@ static int connect_unix(const zc_remote_server *server, uint64_t deadline_ns, fa
 
 /* ---- one command on a connected context ---- */
 
-/* Whether the reply being received can still be one the caller accepts: its
- * announced size (a bulk string's "$<length>"), or else the bytes already
- * buffered, within max_reply. */
-static bool reply_within_limit(const redisReader *reader, size_t max_reply, failure *why)
+/* What one command takes back: its reply's shape, where a large value goes,
+ * and whether the connection must be dropped after it (a streamed value, or
+ * bytes after the reply that no command asked for). */
+typedef struct command {
+    zc_redis_reply_check check;
+    const zc_redis_sink *sink;
+    bool drop_after;
+} command;
+
+static command command_for(zc_redis_reply_kind kind, const zc_redis_sink *sink, size_t max_reply)
 {
-    size_t buffered = reader->len - reader->pos;
-    const char *start = reader->buf + reader->pos;
-    if (buffered > 1 && start[0] == '$' && memchr(start, '\n', buffered) != NULL) {
-        long long announced = strtoll(start + 1, NULL, 10);
-        if (announced > 0 && (unsigned long long)announced > max_reply)
-            return failed(why, "%s", "the reply is larger than any valid entry: refused");
+    command taking = {.check = {.kind = kind, .max_value = max_reply}, .sink = sink};
+    if (kind == ZC_REDIS_REPLY_VALUE && sink != NULL)
+        taking.check.in_memory_max = ZC_REDIS_IN_MEMORY_MAX;
+    else if (max_reply > ZC_REDIS_IN_MEMORY_MAX)
+        taking.check.max_value = ZC_REDIS_IN_MEMORY_MAX;
+    return taking;
+}
+
+static bool send_command(redisContext *context, int argc, const char **argv, const size_t *lengths,
+                         uint64_t deadline_ns, failure *why)
+{
+    if (redisAppendCommandArgv(context, argc, argv, lengths) != REDIS_OK)
+        return failed(why, "%s", context->errstr);
+    for (int done = 0; !done;) {
+        if (redisBufferWrite(context, &done) != REDIS_OK)
+            return failed(why, "send: %s", context->errstr);
+        if (!done && !wait_for(context->fd, POLLOUT, deadline_ns))
+            return failed(why, "%s", "timed out sending");
     }
-    if (buffered > max_reply + 64)
-        return failed(why, "%s", "the reply is larger than any valid entry: refused");
     return true;
 }
 
-static redisReply *exchange(redisContext *context, size_t max_reply, int argc, const char **argv,
-                            const size_t *lengths, uint64_t deadline_ns, failure *why)
+/* More of the reply into hiredis's buffer (up to 16 KiB a read). */
+static bool receive_more(redisContext *context, uint64_t deadline_ns, failure *why)
 {
-    if (redisAppendCommandArgv(context, argc, argv, lengths) != REDIS_OK) {
-        failed(why, "%s", context->errstr);
+    if (!wait_for(context->fd, POLLIN, deadline_ns))
+        return failed(why, "%s", "timed out waiting for the reply");
+    if (redisBufferRead(context) != REDIS_OK)
+        return failed(why, "receive: %s", context->errstr);
+    return true;
+}
+
+/* The value's next bytes to the sink, and its CRLF checked; *done counts
+ * the bytes of value and CRLF taken so far. */
+static bool feed_sink(command *taking, const char *bytes, size_t size, uint64_t *done, failure *why)
+{
+    uint64_t length = taking->check.bulk_length;
+    uint64_t left = length + 2 - *done;
+    size_t take = size < left ? size : (size_t)left;
+    size_t of_value = *done >= length ? 0 : (size_t)(length - *done < take ? length - *done : take);
+    char reason[128] = "";
+    if (of_value > 0 && !taking->sink->write(taking->sink->context, length, (const uint8_t *)bytes,
+                                             of_value, reason, sizeof reason))
+        return failed(why, "the value was refused: %s", reason);
+    for (size_t i = of_value; i < take; i++)
+        if (bytes[i] != "\r\n"[*done + i - length])
+            return failed(why, "%s", "a bulk string not ended by CRLF");
+    *done += take;
+    return true;
+}
+
+/* A value too large to hold, from the bytes hiredis buffered after its
+ * header on, straight from the socket to the sink. */
+static redisReply *stream_value(redisContext *context, command *taking, uint64_t deadline_ns,
+                                failure *why)
+{
+    enum { CHUNK = 256 << 10 };
+    redisReader *reader = context->reader;
+    uint64_t done = 0, whole = taking->check.bulk_length + 2;
+    taking->drop_after = true; /* hiredis's reader is left mid-reply */
+    if (!feed_sink(taking, reader->buf + reader->pos + taking->check.size,
+                   reader->len - reader->pos - taking->check.size, &done, why))
+        return NULL;
+    char *chunk = malloc(CHUNK);
+    if (chunk == NULL) {
+        failed(why, "%s", "out of memory");
         return NULL;
     }
-    for (int done = 0; !done;) {
-        if (redisBufferWrite(context, &done) != REDIS_OK) {
-            failed(why, "send: %s", context->errstr);
-            return NULL;
-        }
-        if (!done && !wait_for(context->fd, POLLOUT, deadline_ns)) {
-            failed(why, "%s", "timed out sending");
-            return NULL;
-        }
+    bool ok = true;
+    while (ok && done < whole) {
+        ok = wait_for(context->fd, POLLIN, deadline_ns) ||
+             failed(why, "%s", "timed out waiting for the reply");
+        ssize_t got = ok ? read(context->fd, chunk, CHUNK) : 0;
+        if (ok && got == 0)
+            ok = failed(why, "%s", "the server closed the connection");
+        else if (ok && got < 0 && errno != EAGAIN && errno != EINTR)
+            ok = failed(why, "receive: %s", strerror(errno));
+        else if (ok && got > 0)
+            ok = feed_sink(taking, chunk, (size_t)got, &done, why);
     }
+    free(chunk);
+    redisReply *reply = ok ? calloc(1, sizeof *reply) : NULL;
+    if (reply != NULL) {
+        reply->type = REDIS_REPLY_STRING;
+        reply->len = (size_t)taking->check.bulk_length;
+    } else if (ok) {
+        failed(why, "%s", "out of memory");
+    }
+    return reply;
+}
+
+/* A whole reply of the right shape is buffered: hiredis builds it. */
+static redisReply *parse_reply(redisContext *context, command *taking, failure *why)
+{
+    void *reply = NULL;
+    if (redisGetReplyFromReader(context, &reply) != REDIS_OK || reply == NULL) {
+        failed(why, "bad reply: %s", context->err != 0 ? context->errstr : "cut short");
+        return NULL;
+    }
+    if (context->reader->len > context->reader->pos)
+        taking->drop_after = true; /* more than one reply to one command */
+    return reply;
+}
+
+static redisReply *exchange(redisContext *context, command *taking, int argc, const char **argv,
+                            const size_t *lengths, uint64_t deadline_ns, failure *why)
+{
+    if (!send_command(context, argc, argv, lengths, deadline_ns, why))
+        return NULL;
     for (;;) {
-        void *reply = NULL;
-        if (redisGetReplyFromReader(context, &reply) != REDIS_OK) {
-            failed(why, "bad reply: %s", context->errstr);
+        redisReader *reader = context->reader;
+        switch (zc_redis_reply_check_bytes(&taking->check, reader->buf + reader->pos,
+                                           reader->len - reader->pos)) {
+        case ZC_REDIS_COMPLETE:
+            return parse_reply(context, taking, why);
+        case ZC_REDIS_STREAM:
+            if (taking->sink != NULL)
+                return stream_value(context, taking, deadline_ns, why);
+            failed(why, "%s", "a value too large to hold: refused");
             return NULL;
+        case ZC_REDIS_REFUSED:
+            failed(why, "refused: %s", taking->check.why);
+            return NULL;
+        case ZC_REDIS_INCOMPLETE:
+            break;
         }
-        if (reply != NULL)
-            return reply;
-        if (!reply_within_limit(context->reader, max_reply, why))
+        if (!receive_more(context, deadline_ns, why))
             return NULL;
-        if (!wait_for(context->fd, POLLIN, deadline_ns)) {
-            failed(why, "%s", "timed out waiting for the reply");
-            return NULL;
-        }
-        if (redisBufferRead(context) != REDIS_OK) {
-            failed(why, "receive: %s", context->errstr);
-            return NULL;
-        }
     }
 }
 
@@ -417,7 +504,8 @@ static redisReply *exchange(redisContext *context, size_t max_reply, int argc, c
 static bool accepted(redisContext *context, int argc, const char **argv, uint64_t deadline_ns,
                      failure *why)
 {
-    redisReply *reply = exchange(context, 4096, argc, argv, NULL, deadline_ns, why);
+    command taking = command_for(ZC_REDIS_REPLY_SIMPLE, NULL, 0);
+    redisReply *reply = exchange(context, &taking, argc, argv, NULL, deadline_ns, why);
     if (reply == NULL)
         return false;
     bool ok = reply->type != REDIS_REPLY_ERROR;
@@ -500,7 +588,8 @@ static bool lock_until(zc_redis_connection *connection, uint64_t deadline_ns)
     return pthread_mutex_timedlock(&connection->mutex, &until) == 0;
 }
 
-redisReply *zc_redis_command(zc_redis_connection *connection, int argc, const char **argv,
+redisReply *zc_redis_command(zc_redis_connection *connection, zc_redis_reply_kind kind,
+                             const zc_redis_sink *sink, int argc, const char **argv,
                              const size_t *lengths)
 {
     uint64_t start = zc_monotonic_ns();
@@ -520,9 +609,9 @@ redisReply *zc_redis_command(zc_redis_connection *connection, int argc, const ch
     uint64_t connect_deadline = deadline_after_ms(zc_monotonic_ns(), limits->connect_timeout_ms);
     if (connect_now(connection, connect_deadline < deadline ? connect_deadline : deadline, &why)) {
         step = argv[0];
-        reply =
-            exchange(connection->context, limits->max_reply, argc, argv, lengths, deadline, &why);
-        if (reply == NULL)
+        command taking = command_for(kind, sink, limits->max_reply);
+        reply = exchange(connection->context, &taking, argc, argv, lengths, deadline, &why);
+        if (reply == NULL || taking.drop_after)
             drop(connection);
     }
     sigpipe_restore(&guard);

@@ -68,6 +68,7 @@ static void open_storages(const zc_config *config, zc_remote *remote)
         zc_storage *storage = NULL;
         if (remote->secret != NULL)
             zc_remote_key_namespace(remote->secret, specs[i].key_namespace);
+        specs[i].secret = remote->secret;
         if (zc_storage_open(&specs[i], config, &storage) != ZC_OK) {
             zc_log_info("remote %s: not usable, left out", specs[i].name);
             continue;

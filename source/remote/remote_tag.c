@@ -31,16 +31,23 @@ static bool hash_padded(const uint8_t block[HMAC_BLOCK], uint8_t pad, const void
     return ok;
 }
 
+/* The key as HMAC pads it: hashed when longer than a block. */
+static bool key_block(const void *key, size_t key_size, uint8_t block[HMAC_BLOCK])
+{
+    memset(block, 0, HMAC_BLOCK);
+    if (key_size > HMAC_BLOCK)
+        return zc_sha256_digest(key, key_size, block);
+    if (key_size > 0)
+        memcpy(block, key, key_size);
+    return true;
+}
+
 bool zc_hmac_sha256(const void *key, size_t key_size, const void *data, size_t size,
                     uint8_t tag[ZC_REMOTE_TAG_SIZE])
 {
-    uint8_t block[HMAC_BLOCK] = {0};
-    if (key_size > HMAC_BLOCK) {
-        if (!zc_sha256_digest(key, key_size, block))
-            return false;
-    } else if (key_size > 0) {
-        memcpy(block, key, key_size);
-    }
+    uint8_t block[HMAC_BLOCK];
+    if (!key_block(key, key_size, block))
+        return false;
     uint8_t inner[ZC_SHA256_SIZE];
     return hash_padded(block, 0x36, data, size, inner) &&
            hash_padded(block, 0x5c, inner, sizeof inner, tag);
@@ -198,4 +205,56 @@ void zc_remote_key_namespace(const zc_remote_secret *secret, char out[24])
         snprintf(out + 1 + 2 * i, 3, "%02x", tag[i]);
     out[17] = ':';
     out[18] = '\0';
+}
+
+/* The inner hash of HMAC over the first size bytes of fd, read a chunk at
+ * a time. */
+static bool hash_padded_fd(const uint8_t block[HMAC_BLOCK], int fd, uint64_t size,
+                           uint8_t digest[ZC_SHA256_SIZE])
+{
+    enum { CHUNK = 256 << 10 };
+    uint8_t padded[HMAC_BLOCK];
+    for (int i = 0; i < HMAC_BLOCK; i++)
+        padded[i] = block[i] ^ 0x36;
+    zc_sha256 *hash = zc_sha256_create();
+    uint8_t *chunk = malloc(CHUNK);
+    bool ok = hash != NULL && chunk != NULL && zc_sha256_update(hash, padded, sizeof padded);
+    for (uint64_t at = 0; ok && at < size;) {
+        size_t take = size - at < CHUNK ? (size_t)(size - at) : CHUNK;
+        ssize_t got = pread(fd, chunk, take, (off_t)at);
+        ok = (got > 0 || (got < 0 && errno == EINTR)) &&
+             (got < 0 || zc_sha256_update(hash, chunk, (size_t)got));
+        at += got > 0 ? (uint64_t)got : 0;
+    }
+    ok = ok && zc_sha256_finish(hash, digest);
+    free(chunk);
+    zc_sha256_destroy(hash);
+    return ok;
+}
+
+zc_status zc_remote_tag_check_fd(const zc_remote_secret *secret, int fd, uint64_t size,
+                                 char *reason, size_t reason_size)
+{
+    if (secret == NULL)
+        return ZC_OK;
+    uint8_t trailer[ZC_REMOTE_TAG_TRAILER_SIZE], block[HMAC_BLOCK], inner[ZC_SHA256_SIZE],
+        expected[ZC_REMOTE_TAG_SIZE];
+    uint64_t data_size = size - sizeof trailer;
+    if (size < sizeof trailer ||
+        pread(fd, trailer, sizeof trailer, (off_t)data_size) != (ssize_t)sizeof trailer ||
+        memcmp(trailer, ZC_REMOTE_TAG_MAGIC, 8) != 0) {
+        snprintf(reason, reason_size, "not signed");
+        return ZC_MISS;
+    }
+    if (!key_block(secret->bytes, secret->size, block) ||
+        !hash_padded_fd(block, fd, data_size, inner) ||
+        !hash_padded(block, 0x5c, inner, sizeof inner, expected)) {
+        snprintf(reason, reason_size, "cannot compute the tag");
+        return ZC_MISS;
+    }
+    if (!same_tag(expected, trailer + 8)) {
+        snprintf(reason, reason_size, "signed with another secret, or altered");
+        return ZC_MISS;
+    }
+    return ZC_OK;
 }

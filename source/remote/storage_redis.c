@@ -3,18 +3,24 @@
  * limits). One string value per entry under
  * ZC_REDIS_ENTRY_PREFIX<hex> (GET, SET, DEL), per recipe under
  * ZC_REDIS_RECIPE_PREFIX<hex> and per distinct SPIR-V under
- * ZC_REDIS_SPIRV_PREFIX<sha256 hex> (SET NX); build locks are
+ * ZC_REDIS_SPIRV_PREFIX<sha256 hex> (replaced unless it holds the same
+ * bytes); build locks are
  * SET ZC_REDIS_LOCK_PREFIX<hex> <token> NX PX <ms>, released only by their
  * taker (a script compares the token). With shards, each key lives on the
  * server whose name scores highest for it (rendezvous hashing), so adding a
  * server moves only the keys it wins.
  *
  * Every command finishes or fails within the connect and command timeouts,
- * whatever the server does. A failed command drops the connection (a late
+ * whatever the server does, and takes only the reply shape it expects
+ * (redis_reply_shape.h); an entry too large to hold is received into a
+ * temporary file and verified there (redis_value_file.h). SCAN is bounded in
+ * calls and keys and stops when a cursor repeats. A failed command drops the connection (a late
  * reply must not answer the next command); the next one connects again, and
  * remote.c stops using a storage that keeps failing. One connection per
  * server per process. */
 #include <hiredis/hiredis.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +30,20 @@
 
 #include "monotonic_clock.h"
 #include "redis_connection.h"
+#include "redis_value_file.h"
 #include "zecache/disk_recipes.h"
+#include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/sha256.h"
 #include "zecache/storage.h"
 
 enum { FIRST_POLL_MS = 5, MAX_POLL_MS = 100, MIN_LOCK_MS = 1000, MAX_LOCK_MS = 600000 };
 #define SCAN_BATCH "256"
+/* One listing's bounds, per server: 2^20 recorded keys (32 MiB of keys in
+ * prewarm's list; a cluster's Redis holding more recorded modules would hold
+ * at least 4 GiB of the smallest entries), and 2^20 SCAN calls (a full
+ * iteration asks for 256 slots a call: a keyspace of 268 million keys). */
+enum { SCAN_MAX_KEYS = 1 << 20, SCAN_MAX_CALLS = 1 << 20 };
 
 /* ready: the entry exists; claimed: the lock is ours; failed: the holder
  * stored no entry (its build or store failed, or admission kept the module
@@ -40,6 +53,16 @@ static const char claim_script[] =
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end\n"
     "if redis.call('GET', KEYS[2]) == '" ZC_REDIS_FAILED_MARK "' then return 'failed' end\n"
     "return 'busy'\n";
+
+/* A recorded input's value: kept when it holds these very bytes, else
+ * replaced (a damaged or planted value, or one of another type), so that
+ * recording again repairs it. Compared on the server: nothing is read back.
+ * pcall: GET of another type is an error, which compares unequal. Only GET
+ * and SET: the ACL README gives zecache's user is enough. */
+static const char put_input_script[] =
+    "if redis.pcall('GET', KEYS[1]) == ARGV[1] then return 0 end\n"
+    "redis.call('SET', KEYS[1], ARGV[1])\n"
+    "return 1\n";
 
 /* Only the taker's token may delete the lock, or mark it failed. */
 static const char release_script[] =
@@ -58,6 +81,9 @@ typedef struct redis_storage {
     zc_redis_connection **servers;
     char name[sizeof(((zc_remote_spec *)0)->name)];
     char key_namespace[NAMESPACE_SIZE];
+    uint64_t max_payload;
+    const zc_remote_secret *secret;
+    char temp_dir[PATH_MAX]; /* for entries too large to hold */
 } redis_storage;
 
 typedef struct redis_key {
@@ -123,10 +149,10 @@ static zc_redis_connection *server_for(redis_storage *redis, const zc_key *key)
 /* One command on key's server, connecting first if needed, within the
  * storage's deadlines. NULL (logged) when the server could not be reached or
  * did not answer in time. */
-static redisReply *run_command(redis_storage *redis, const zc_key *key, int argc, const char **argv,
-                               const size_t *lengths)
+static redisReply *run_command(redis_storage *redis, const zc_key *key, zc_redis_reply_kind kind,
+                               int argc, const char **argv, const size_t *lengths)
 {
-    return zc_redis_command(server_for(redis, key), argc, argv, lengths);
+    return zc_redis_command(server_for(redis, key), kind, NULL, argc, argv, lengths);
 }
 
 static void log_failure(const zc_redis_connection *server, const char *what, const char *detail)
@@ -145,13 +171,44 @@ static zc_status refused(redis_storage *redis, const zc_key *key, redisReply *re
 
 /* ---- the storage operations ---- */
 
-/* GET name on shard's server: ZC_OK with the value, ZC_MISS when none. */
-static zc_status get_value(redis_storage *redis, const zc_key *shard, const char *name,
-                           uint8_t **value, size_t *size)
+/* A value that is no entry of the key: an empty value, which the caller
+ * rejects, counts and replaces. */
+static zc_status bad_value(uint8_t **value, size_t *size)
 {
-    redisReply *reply = run_command(redis, shard, 2, (const char *[]){"GET", name}, NULL);
-    if (reply == NULL)
-        return ZC_ERR_IO;
+    *value = malloc(1);
+    *size = 0;
+    return *value != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+/* An entry too large to hold went to file: verified there, then read. */
+static zc_status take_streamed(redis_storage *redis, const zc_key *shard, const char *name,
+                               zc_redis_value_file *file, uint8_t **value, size_t *size)
+{
+    char reason[256] = "";
+    zc_status status = zc_redis_value_file_take(file, value, size, reason, sizeof reason);
+    if (status != ZC_MISS)
+        return status;
+    log_failure(server_for(redis, shard), name, reason);
+    return bad_value(value, size);
+}
+
+/* GET name on shard's server: ZC_OK with the value, ZC_MISS when none.
+ * Without a file, a value too large to hold is refused (ZC_ERR_IO). */
+static zc_status get_value(redis_storage *redis, const zc_key *shard, const char *name,
+                           zc_redis_value_file *file, uint8_t **value, size_t *size)
+{
+    zc_redis_sink sink;
+    if (file != NULL)
+        sink = zc_redis_value_file_sink(file);
+    redisReply *reply =
+        zc_redis_command(server_for(redis, shard), ZC_REDIS_REPLY_VALUE,
+                         file != NULL ? &sink : NULL, 2, (const char *[]){"GET", name}, NULL);
+    if (reply == NULL) /* refused for its header (logged): there, but bad */
+        return file != NULL && file->bad_head ? bad_value(value, size) : ZC_ERR_IO;
+    if (reply->type == REDIS_REPLY_STRING && reply->str == NULL && reply->len > 0) {
+        freeReplyObject(reply);
+        return take_streamed(redis, shard, name, file, value, size);
+    }
     if (reply->type == REDIS_REPLY_NIL) {
         freeReplyObject(reply);
         return ZC_MISS;
@@ -184,17 +241,25 @@ static zc_status redis_get(zc_storage *storage, const zc_key *key, uint8_t **val
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
     redis_key_of(redis, key, &names);
-    return get_value(redis, key, names.entry, value, size);
+    zc_redis_value_file file;
+    zc_redis_value_file_init(&file, redis->temp_dir, key, redis->max_payload, redis->secret);
+    zc_status status = get_value(redis, key, names.entry, &file, value, size);
+    zc_redis_value_file_close(&file);
+    return status;
 }
 
-/* SET name value [NX]: ZC_OK also when NX found one there. what names the
- * command in a refusal. */
+/* SET name value, or with as_input put_input_script's replacement of
+ * anything but the same bytes. what names the command in a refusal. */
 static zc_status set_value(redis_storage *redis, const zc_key *shard, const char *name,
-                           const uint8_t *value, size_t size, bool only_new, const char *what)
+                           const uint8_t *value, size_t size, bool as_input, const char *what)
 {
-    const char *argv[] = {"SET", name, (const char *)value, "NX"};
-    size_t lengths[] = {3, strlen(name), size, 2};
-    redisReply *reply = run_command(redis, shard, only_new ? 4 : 3, argv, lengths);
+    const char *set[] = {"SET", name, (const char *)value};
+    size_t set_lengths[] = {3, strlen(name), size};
+    const char *eval[] = {"EVAL", put_input_script, "1", name, (const char *)value};
+    size_t eval_lengths[] = {4, sizeof put_input_script - 1, 1, strlen(name), size};
+    redisReply *reply =
+        as_input ? run_command(redis, shard, ZC_REDIS_REPLY_SIMPLE, 5, eval, eval_lengths)
+                 : run_command(redis, shard, ZC_REDIS_REPLY_SIMPLE, 3, set, set_lengths);
     if (reply == NULL)
         return ZC_ERR_IO;
     if (reply->type == REDIS_REPLY_ERROR)
@@ -220,7 +285,8 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
     redis_key_of(redis, key, &names);
-    redisReply *reply = run_command(redis, key, 2, (const char *[]){"DEL", names.entry}, NULL);
+    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 2,
+                                    (const char *[]){"DEL", names.entry}, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
     if (reply->type == REDIS_REPLY_ERROR)
@@ -252,7 +318,7 @@ static zc_status try_claim(redis_storage *redis, const zc_key *key, const redis_
     char px[24];
     snprintf(px, sizeof px, "%llu", (unsigned long long)lock_ms);
     const char *argv[] = {"EVAL", claim_script, "2", names->entry, names->lock, token, px};
-    redisReply *reply = run_command(redis, key, 7, argv, NULL);
+    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_WORD, 7, argv, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
     if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
@@ -329,7 +395,7 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     snprintf(mark_ms, sizeof mark_ms, "%d", ZC_REDIS_FAILED_MARK_MS);
     const char *argv[] = {"EVAL",       release_script,     "1",    names.lock,
                           claim->token, failed ? "1" : "0", mark_ms};
-    redisReply *reply = run_command(redis, key, 7, argv, NULL);
+    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 7, argv, NULL);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
         log_failure(server_for(redis, key), "EVAL (release)", reply->str);
     if (reply != NULL)
@@ -343,7 +409,8 @@ static zc_status entry_exists(redis_storage *redis, const zc_key *key)
 {
     redis_key names;
     redis_key_of(redis, key, &names);
-    redisReply *reply = run_command(redis, key, 2, (const char *[]){"EXISTS", names.entry}, NULL);
+    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 2,
+                                    (const char *[]){"EXISTS", names.entry}, NULL);
     if (reply == NULL)
         return ZC_ERR_IO;
     if (reply->type != REDIS_REPLY_INTEGER)
@@ -356,8 +423,10 @@ static zc_status entry_exists(redis_storage *redis, const zc_key *key)
 /* Like entries, no expiry: the server's maxmemory-policy evicts. A recipe is
  * written once per store and read only by prewarm, so under an LRU or LFU
  * policy it goes before its entry, which every hit reads. SPIR-V first,
- * each SET NX (the same content is never sent twice to a server that has
- * it), then the recipe, so a recipe never names SPIR-V not yet there. */
+ * each kept when the server holds the same bytes and replaced otherwise (a
+ * damaged or planted value is repaired by the next record, as a bad entry
+ * is by the next store), then the recipe, so a recipe never names SPIR-V
+ * not yet there. */
 static zc_status redis_record(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
                               size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
 {
@@ -369,7 +438,7 @@ static zc_status redis_record(zc_storage *storage, const zc_key *key, const uint
         memcpy(shard.bytes, blobs[i].sha256, sizeof shard.bytes);
         input_name_of(redis, ZC_STORAGE_SPIRV, &shard, name);
         status = set_value(redis, &shard, name, blobs[i].bytes, blobs[i].size, true,
-                           "SET (recorded inputs)");
+                           "EVAL (recorded SPIR-V)");
     }
     if (status != ZC_OK)
         return status;
@@ -385,33 +454,51 @@ static zc_status redis_get_input(zc_storage *storage, zc_storage_input kind, con
     memcpy(shard.bytes, id, sizeof shard.bytes);
     input_name name;
     input_name_of(redis, kind, &shard, name);
-    return get_value(redis, &shard, name, value, size);
+    return get_value(redis, &shard, name, NULL, value, size);
 }
 
-/* One SCAN reply: calls each with the keys its names hold. *cursor is the
- * next cursor, "0" at the end. False when each said stop. */
-static bool take_scan_batch(redisReply *reply, size_t prefix_length, char cursor[32],
-                            zc_storage_recipe_fn each, void *context)
+/* Where a listing of one server is: SCAN's cursor, the calls and keys so
+ * far, and the cursor last remembered (at call 2^k, Brent's way), which a
+ * server that cycles through cursors comes back to. */
+typedef struct scan_state {
+    char cursor[ZC_REDIS_MAX_CURSOR + 1];
+    char remembered[ZC_REDIS_MAX_CURSOR + 1];
+    size_t calls, keys;
+    zc_storage_recipe_fn each;
+    void *context;
+} scan_state;
+
+/* One SCAN reply (its shape checked by the transport): calls each with the
+ * keys its names hold, up to SCAN_MAX_KEYS. False when each said stop. */
+static bool take_scan_batch(redisReply *reply, size_t prefix_length, scan_state *scan)
 {
-    snprintf(cursor, 32, "%s", reply->element[0]->str);
+    snprintf(scan->cursor, sizeof scan->cursor, "%s", reply->element[0]->str);
     redisReply *names = reply->element[1];
-    for (size_t i = 0; i < names->elements; i++) {
+    for (size_t i = 0; i < names->elements && scan->keys < SCAN_MAX_KEYS; i++) {
         zc_key key;
         const redisReply *name = names->element[i];
-        if (name->type != REDIS_REPLY_STRING || name->len != prefix_length + 2 * ZC_KEY_SIZE ||
+        if (name->len != prefix_length + 2 * ZC_KEY_SIZE ||
             !zc_key_from_hex(name->str + prefix_length, &key))
             continue; /* not one of ours */
-        if (!each(context, &key))
+        scan->keys++;
+        if (!scan->each(scan->context, &key))
             return false;
     }
     return true;
 }
 
-static bool scan_reply_ok(const redisReply *reply)
+/* Why the listing must stop before the cursor says the end, or NULL. */
+static const char *scan_runaway(scan_state *scan)
 {
-    return reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-           reply->element[0]->type == REDIS_REPLY_STRING &&
-           reply->element[1]->type == REDIS_REPLY_ARRAY;
+    if (strcmp(scan->cursor, scan->remembered) == 0)
+        return "the cursor came back to one already seen: stopped";
+    if (scan->keys >= SCAN_MAX_KEYS)
+        return "more recorded keys than any cache holds: stopped";
+    if (++scan->calls >= SCAN_MAX_CALLS)
+        return "more calls than any keyspace needs: stopped";
+    if ((scan->calls & (scan->calls - 1)) == 0)
+        memcpy(scan->remembered, scan->cursor, sizeof scan->cursor);
+    return NULL;
 }
 
 /* SCAN in batches of SCAN_BATCH, so that no command holds the server long
@@ -419,22 +506,27 @@ static bool scan_reply_ok(const redisReply *reply)
 static zc_status scan_server(zc_redis_connection *server, const char *match, size_t prefix_length,
                              zc_storage_recipe_fn each, void *context)
 {
-    char cursor[32] = "0";
+    scan_state scan = {.cursor = "0", .each = each, .context = context};
     do {
-        const char *argv[] = {"SCAN", cursor, "MATCH", match, "COUNT", SCAN_BATCH};
-        redisReply *reply = zc_redis_command(server, 6, argv, NULL);
+        const char *argv[] = {"SCAN", scan.cursor, "MATCH", match, "COUNT", SCAN_BATCH};
+        redisReply *reply = zc_redis_command(server, ZC_REDIS_REPLY_SCAN, NULL, 6, argv, NULL);
         if (reply == NULL)
             return ZC_ERR_IO;
-        if (!scan_reply_ok(reply)) {
-            log_failure(server, "SCAN", reply->type == REDIS_REPLY_ERROR ? reply->str : "reply");
+        if (reply->type == REDIS_REPLY_ERROR) {
+            log_failure(server, "SCAN", reply->str);
             freeReplyObject(reply);
             return ZC_ERR_DISABLED;
         }
-        bool go_on = take_scan_batch(reply, prefix_length, cursor, each, context);
+        bool go_on = take_scan_batch(reply, prefix_length, &scan);
         freeReplyObject(reply);
         if (!go_on)
             return ZC_OK;
-    } while (strcmp(cursor, "0") != 0);
+        const char *runaway = strcmp(scan.cursor, "0") != 0 ? scan_runaway(&scan) : NULL;
+        if (runaway != NULL) {
+            log_failure(server, "SCAN", runaway);
+            return ZC_ERR_DISABLED;
+        }
+    } while (strcmp(scan.cursor, "0") != 0);
     return ZC_OK;
 }
 
@@ -474,7 +566,8 @@ static const zc_storage_ops redis_ops = {
     .close = redis_close,
 };
 
-zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc_storage **out)
+zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
+                                const char *temp_dir, zc_storage **out)
 {
     if (spec == NULL || spec->kind == ZC_REMOTE_FILE || spec->server_count == 0 || out == NULL)
         return ZC_ERR_INVALID_ARG;
@@ -486,7 +579,10 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc
         return ZC_ERR_NOMEM;
     }
     redis->servers = servers;
-    zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms, max_value};
+    /* Nothing larger than a valid entry (signed, at worst) is ever read. */
+    uint64_t max_value = zc_entry_size_bound(max_payload);
+    zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms,
+                              max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX};
     for (; redis->server_count < spec->server_count; redis->server_count++) {
         servers[redis->server_count] =
             zc_redis_connection_new(&spec->servers[redis->server_count], &limits);
@@ -497,6 +593,9 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, size_t max_value, zc
     }
     snprintf(redis->name, sizeof redis->name, "%s", spec->name);
     snprintf(redis->key_namespace, sizeof redis->key_namespace, "%s", spec->key_namespace);
+    snprintf(redis->temp_dir, sizeof redis->temp_dir, "%s", temp_dir != NULL ? temp_dir : "");
+    redis->max_payload = max_payload;
+    redis->secret = spec->secret;
     redis->base =
         (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
     *out = &redis->base;
