@@ -568,7 +568,7 @@ typedef struct blocked_command {
 static void *pop_with_a_wait(void *argument)
 {
     blocked_command *command = argument;
-    redisReply *reply = zc_redis_command(command->connection, 3,
+    redisReply *reply = zc_redis_command(command->connection, ZC_REDIS_REPLY_SIMPLE, NULL, 3,
                                          (const char *[]){"BLPOP", "zc-fork-list", "2"}, NULL);
     command->reply_type = reply != NULL ? reply->type : -1;
     if (reply != NULL)
@@ -604,7 +604,8 @@ static zc_redis_connection *connection_to(const t_redis *server)
 /* The server's id of the connection a command went on; -1 without one. */
 static long long client_id(zc_redis_connection *connection)
 {
-    redisReply *reply = zc_redis_command(connection, 2, (const char *[]){"CLIENT", "ID"}, NULL);
+    redisReply *reply = zc_redis_command(connection, ZC_REDIS_REPLY_SIMPLE, NULL, 2,
+                                         (const char *[]){"CLIENT", "ID"}, NULL);
     long long id = reply != NULL && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
     if (reply != NULL)
         freeReplyObject(reply);
