@@ -34,6 +34,7 @@
 #include "test_support.h"
 #include "zecache/disk_claim.h"
 #include "zecache/disk_tier.h"
+#include "zecache/stats.h"
 #include "zecache/storage.h"
 
 enum {
@@ -413,6 +414,56 @@ Test(fork_safety, child_stores_and_loads_after_a_fork_in_a_store)
     cr_assert_eq(atomic_load(&work.failures), 0);
     cr_assert_eq(zc_disk_tier_lock_timeouts(tier), 0);
     zc_disk_tier_close(tier);
+}
+
+/* ---- the stats file ---- */
+
+typedef struct merge {
+    zc_disk_tier *tier;
+    zc_status status;
+} merge;
+
+static void *merge_one_store(void *argument)
+{
+    merge *work = argument;
+    zc_stats_counters delta = {.stores = 1};
+    work->status = zc_stats_merge(work->tier, &delta);
+    return NULL;
+}
+
+/* A child forked while another thread merges counters into the stats file
+ * lives on while this process merges more: none waits out the lock, and
+ * every count is there. Without the fix the child holds the stats file's
+ * lock for its whole life. */
+Test(fork_safety, stats_merges_beside_a_child_forked_in_one)
+{
+    int release_child[2];
+    cr_assert_eq(pipe(release_child), 0);
+    zc_disk_tier *tier = open_pausing_tier();
+    merge work = {tier, ZC_ERR_IO};
+    arm_pause();
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, merge_one_store, &work), 0);
+    wait_until_in_section();
+    pid_t child = fork_idle_child(release_child);
+    say_forked();
+    cr_assert_eq(pthread_join(thread, NULL), 0);
+    zc_status merged[3];
+    for (int i = 0; i < 3; i++)
+        merged[i] = zc_stats_merge(tier, &(zc_stats_counters){.disk_hits = 2});
+    zc_stats_counters counters;
+    zc_status read = zc_stats_read(tier, &counters);
+    uint64_t timeouts = zc_disk_tier_lock_timeouts(tier);
+    close(release_child[1]);
+    cr_assert_eq(exit_code_of(child), 0);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(work.status, ZC_OK);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(merged[i], ZC_OK, "merge %d: %s", i, zc_status_name(merged[i]));
+    cr_assert_eq(read, ZC_OK);
+    cr_assert_eq(counters.stores, 1);
+    cr_assert_eq(counters.disk_hits, 6);
+    cr_assert_eq(timeouts, 0);
 }
 
 /* ---- build claims held at the fork ---- */
