@@ -33,6 +33,7 @@
 #include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_claim.h"
+#include "zecache/disk_maintenance.h"
 #include "zecache/disk_tier.h"
 #include "zecache/stats.h"
 #include "zecache/storage.h"
@@ -128,7 +129,7 @@ static void pause_in_section(void)
 static int pausing_flock(int fd, int operation)
 {
     int result = flock(fd, operation);
-    if (result == 0 && (operation & LOCK_EX) && atomic_exchange(&armed, false))
+    if (result == 0 && (operation & (LOCK_EX | LOCK_SH)) && atomic_exchange(&armed, false))
         pause_in_section();
     return result;
 }
@@ -416,6 +417,58 @@ Test(fork_safety, child_stores_and_loads_after_a_fork_in_a_store)
     zc_disk_tier_close(tier);
 }
 
+/* Runs locked_work on a thread whose first lock (on a pausing tier) is held
+ * across a fork of a child that lives until release[1] is closed. */
+static pid_t fork_while_locked(void *(*locked_work)(void *), void *argument, int release[2])
+{
+    arm_pause();
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, locked_work, argument), 0);
+    wait_until_in_section();
+    pid_t child = fork_idle_child(release);
+    say_forked();
+    cr_assert_eq(pthread_join(thread, NULL), 0);
+    return child;
+}
+
+/* ---- config.file read under a shared lock ---- */
+
+typedef struct size_query {
+    zc_disk_tier *tier;
+    zc_status status;
+    uint64_t size;
+} size_query;
+
+static void *query_recorded_size(void *argument)
+{
+    size_query *query = argument;
+    query->status = zc_disk_tier_recorded_size(query->tier, &query->size);
+    return NULL;
+}
+
+/* A child forked while another thread reads config.file under its shared
+ * lock (zecache stats) lives on while this process stores: no store waits
+ * out the lock. Without the fix the child keeps the shared lock, which
+ * every store's exclusive one waits for. */
+Test(fork_safety, stores_beside_a_child_forked_in_a_size_query)
+{
+    int release_child[2];
+    cr_assert_eq(pipe(release_child), 0);
+    zc_disk_tier *tier = open_pausing_tier();
+    cr_assert_eq(store_and_load(tier, 1, 1), 0); /* config.file holds a total */
+    size_query query = {tier, ZC_ERR_IO, 0};
+    pid_t child = fork_while_locked(query_recorded_size, &query, release_child);
+    int failures = store_and_load(tier, 10, 3);
+    uint64_t timeouts = zc_disk_tier_lock_timeouts(tier);
+    close(release_child[1]);
+    cr_assert_eq(exit_code_of(child), 0);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(query.status, ZC_OK);
+    cr_assert_gt(query.size, 0);
+    cr_assert_eq(timeouts, 0);
+    cr_assert_eq(failures, 0);
+}
+
 /* ---- the stats file ---- */
 
 typedef struct merge {
@@ -441,13 +494,7 @@ Test(fork_safety, stats_merges_beside_a_child_forked_in_one)
     cr_assert_eq(pipe(release_child), 0);
     zc_disk_tier *tier = open_pausing_tier();
     merge work = {tier, ZC_ERR_IO};
-    arm_pause();
-    pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, merge_one_store, &work), 0);
-    wait_until_in_section();
-    pid_t child = fork_idle_child(release_child);
-    say_forked();
-    cr_assert_eq(pthread_join(thread, NULL), 0);
+    pid_t child = fork_while_locked(merge_one_store, &work, release_child);
     zc_status merged[3];
     for (int i = 0; i < 3; i++)
         merged[i] = zc_stats_merge(tier, &(zc_stats_counters){.disk_hits = 2});
