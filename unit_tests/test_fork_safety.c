@@ -417,13 +417,32 @@ Test(fork_safety, child_stores_and_loads_after_a_fork_in_a_store)
     zc_disk_tier_close(tier);
 }
 
-/* Runs locked_work on a thread whose first lock (on a pausing tier) is held
- * across a fork of a child that lives until release[1] is closed. */
-static pid_t fork_while_locked(void *(*locked_work)(void *), void *argument, int release[2])
+typedef struct locked_work {
+    void *(*run)(void *);
+    void *argument;
+} locked_work;
+
+/* The thread lives until the fork is done, so that no TSan child sees it
+ * ended unjoined (reported as a thread leak). */
+static void *run_then_wait_for_the_fork(void *argument)
+{
+    locked_work *work = argument;
+    work->run(work->argument);
+    pthread_mutex_lock(&pause_state.lock);
+    while (!pause_state.forked)
+        pthread_cond_wait(&pause_state.changed, &pause_state.lock);
+    pthread_mutex_unlock(&pause_state.lock);
+    return NULL;
+}
+
+/* Runs run(argument) on a thread whose first lock (on a pausing tier) is
+ * held across a fork of a child that lives until release[1] is closed. */
+static pid_t fork_while_locked(void *(*run)(void *), void *argument, int release[2])
 {
     arm_pause();
+    locked_work work = {run, argument};
     pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, locked_work, argument), 0);
+    cr_assert_eq(pthread_create(&thread, NULL, run_then_wait_for_the_fork, &work), 0);
     wait_until_in_section();
     pid_t child = fork_idle_child(release);
     say_forked();
