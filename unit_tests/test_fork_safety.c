@@ -840,3 +840,42 @@ Test(fork_safety, child_release_leaves_the_parents_remote_claim)
                      held);
     cr_assert_str_eq(after, "", "the parent's own release did not remove its lock");
 }
+
+/* ---- a fork from inside a locked section ---- */
+
+static atomic_int exec_child_exit = -1;
+
+/* Forks once, with config.file locked, a child that execs at once. */
+static int execing_flock(int fd, int operation)
+{
+    int result = flock(fd, operation);
+    if (result == 0 && (operation & LOCK_EX) && atomic_exchange(&armed, false)) {
+        pid_t child = fork();
+        if (child == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        if (child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status))
+            atomic_store(&exec_child_exit, WEXITSTATUS(status));
+    }
+    return result;
+}
+
+/* A fork from inside a locked section (only a hook like this one can make
+ * it) does not wait for the section it is in: its child execs, and the
+ * store goes on. Without the forking thread's own tier left out of the fork
+ * handler, the fork waits for ever on a mutex its own thread holds. */
+Test(fork_safety, fork_inside_a_locked_section_does_not_deadlock, .timeout = 30)
+{
+    static zc_fs_ops ops;
+    ops = *zc_fs_ops_default();
+    ops.flock = execing_flock;
+    zc_disk_tier *tier = open_tier(&ops);
+    atomic_store(&exec_child_exit, -1);
+    atomic_store(&armed, true);
+    int failures = store_and_load(tier, 1, 2);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(atomic_load(&exec_child_exit), 0);
+    cr_assert_eq(failures, 0);
+}
