@@ -33,7 +33,9 @@
 #include "redis_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_claim.h"
+#include "zecache/disk_maintenance.h"
 #include "zecache/disk_tier.h"
+#include "zecache/stats.h"
 #include "zecache/storage.h"
 
 enum {
@@ -127,7 +129,7 @@ static void pause_in_section(void)
 static int pausing_flock(int fd, int operation)
 {
     int result = flock(fd, operation);
-    if (result == 0 && (operation & LOCK_EX) && atomic_exchange(&armed, false))
+    if (result == 0 && (operation & (LOCK_EX | LOCK_SH)) && atomic_exchange(&armed, false))
         pause_in_section();
     return result;
 }
@@ -413,6 +415,121 @@ Test(fork_safety, child_stores_and_loads_after_a_fork_in_a_store)
     cr_assert_eq(atomic_load(&work.failures), 0);
     cr_assert_eq(zc_disk_tier_lock_timeouts(tier), 0);
     zc_disk_tier_close(tier);
+}
+
+typedef struct locked_work {
+    void *(*run)(void *);
+    void *argument;
+} locked_work;
+
+/* The thread lives until the fork is done, so that no TSan child sees it
+ * ended unjoined (reported as a thread leak). */
+static void *run_then_wait_for_the_fork(void *argument)
+{
+    locked_work *work = argument;
+    work->run(work->argument);
+    pthread_mutex_lock(&pause_state.lock);
+    while (!pause_state.forked)
+        pthread_cond_wait(&pause_state.changed, &pause_state.lock);
+    pthread_mutex_unlock(&pause_state.lock);
+    return NULL;
+}
+
+/* Runs run(argument) on a thread whose first lock (on a pausing tier) is
+ * held across a fork of a child that lives until release[1] is closed. */
+static pid_t fork_while_locked(void *(*run)(void *), void *argument, int release[2])
+{
+    arm_pause();
+    locked_work work = {run, argument};
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, run_then_wait_for_the_fork, &work), 0);
+    wait_until_in_section();
+    pid_t child = fork_idle_child(release);
+    say_forked();
+    cr_assert_eq(pthread_join(thread, NULL), 0);
+    return child;
+}
+
+/* ---- config.file read under a shared lock ---- */
+
+typedef struct size_query {
+    zc_disk_tier *tier;
+    zc_status status;
+    uint64_t size;
+} size_query;
+
+static void *query_recorded_size(void *argument)
+{
+    size_query *query = argument;
+    query->status = zc_disk_tier_recorded_size(query->tier, &query->size);
+    return NULL;
+}
+
+/* A child forked while another thread reads config.file under its shared
+ * lock (zecache stats) lives on while this process stores: no store waits
+ * out the lock. Without the fix the child keeps the shared lock, which
+ * every store's exclusive one waits for. */
+Test(fork_safety, stores_beside_a_child_forked_in_a_size_query)
+{
+    int release_child[2];
+    cr_assert_eq(pipe(release_child), 0);
+    zc_disk_tier *tier = open_pausing_tier();
+    cr_assert_eq(store_and_load(tier, 1, 1), 0); /* config.file holds a total */
+    size_query query = {tier, ZC_ERR_IO, 0};
+    pid_t child = fork_while_locked(query_recorded_size, &query, release_child);
+    int failures = store_and_load(tier, 10, 3);
+    uint64_t timeouts = zc_disk_tier_lock_timeouts(tier);
+    close(release_child[1]);
+    cr_assert_eq(exit_code_of(child), 0);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(query.status, ZC_OK);
+    cr_assert_gt(query.size, 0);
+    cr_assert_eq(timeouts, 0);
+    cr_assert_eq(failures, 0);
+}
+
+/* ---- the stats file ---- */
+
+typedef struct merge {
+    zc_disk_tier *tier;
+    zc_status status;
+} merge;
+
+static void *merge_one_store(void *argument)
+{
+    merge *work = argument;
+    zc_stats_counters delta = {.stores = 1};
+    work->status = zc_stats_merge(work->tier, &delta);
+    return NULL;
+}
+
+/* A child forked while another thread merges counters into the stats file
+ * lives on while this process merges more: none waits out the lock, and
+ * every count is there. Without the fix the child holds the stats file's
+ * lock for its whole life. */
+Test(fork_safety, stats_merges_beside_a_child_forked_in_one)
+{
+    int release_child[2];
+    cr_assert_eq(pipe(release_child), 0);
+    zc_disk_tier *tier = open_pausing_tier();
+    merge work = {tier, ZC_ERR_IO};
+    pid_t child = fork_while_locked(merge_one_store, &work, release_child);
+    zc_status merged[3];
+    for (int i = 0; i < 3; i++)
+        merged[i] = zc_stats_merge(tier, &(zc_stats_counters){.disk_hits = 2});
+    zc_stats_counters counters;
+    zc_status read = zc_stats_read(tier, &counters);
+    uint64_t timeouts = zc_disk_tier_lock_timeouts(tier);
+    close(release_child[1]);
+    cr_assert_eq(exit_code_of(child), 0);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(work.status, ZC_OK);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(merged[i], ZC_OK, "merge %d: %s", i, zc_status_name(merged[i]));
+    cr_assert_eq(read, ZC_OK);
+    cr_assert_eq(counters.stores, 1);
+    cr_assert_eq(counters.disk_hits, 6);
+    cr_assert_eq(timeouts, 0);
 }
 
 /* ---- build claims held at the fork ---- */
@@ -723,4 +840,43 @@ Test(fork_safety, child_release_leaves_the_parents_remote_claim)
     cr_assert_str_eq(held, claim.token, "the child's release replaced the parent's lock by \"%s\"",
                      held);
     cr_assert_str_eq(after, "", "the parent's own release did not remove its lock");
+}
+
+/* ---- a fork from inside a locked section ---- */
+
+static atomic_int exec_child_exit = -1;
+
+/* Forks once, with config.file locked, a child that execs at once. */
+static int execing_flock(int fd, int operation)
+{
+    int result = flock(fd, operation);
+    if (result == 0 && (operation & LOCK_EX) && atomic_exchange(&armed, false)) {
+        pid_t child = fork();
+        if (child == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int status = 0;
+        if (child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status))
+            atomic_store(&exec_child_exit, WEXITSTATUS(status));
+    }
+    return result;
+}
+
+/* A fork from inside a locked section (only a hook like this one can make
+ * it) does not wait for the section it is in: its child execs, and the
+ * store goes on. Without the forking thread's own tier left out of the fork
+ * handler, the fork waits for ever on a mutex its own thread holds. */
+Test(fork_safety, fork_inside_a_locked_section_does_not_deadlock, .timeout = 30)
+{
+    static zc_fs_ops ops;
+    ops = *zc_fs_ops_default();
+    ops.flock = execing_flock;
+    zc_disk_tier *tier = open_tier(&ops);
+    atomic_store(&exec_child_exit, -1);
+    atomic_store(&armed, true);
+    int failures = store_and_load(tier, 1, 2);
+    zc_disk_tier_close(tier);
+    cr_assert_eq(atomic_load(&exec_child_exit), 0);
+    cr_assert_eq(failures, 0);
 }

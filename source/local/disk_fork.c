@@ -19,8 +19,8 @@
  *   descriptor that was no build lock's. A claim records the process that
  *   took it: the child's copy is not its own (disk_claim.c).
  *
- * A fork() from inside a locked section (the library never does one; an
- * fs_ops or logging hook could) does not lock that thread's own tier again,
+ * A fork() from inside a locked section (nothing in one calls back into the
+ * application; a test's fs_ops could) does not lock that thread's own tier,
  * which would deadlock: its child goes on with the section it was in,
  * sharing config.file's lock with the parent until it leaves the section,
  * execs (the descriptor is close-on-exec) or exits. A child that only execs

@@ -32,7 +32,8 @@ struct zc_disk_tier {
     uint64_t max_size; /* 0: no limit */
     int compression_level;
     /* Serialises this process's locked sections; flock on config.file
-     * serialises them with other processes (ours and the driver). */
+     * serialises them with other processes (ours and the driver). Held
+     * across fork() (disk_fork.c): taken through zc_disk_section_enter. */
     pthread_mutex_t mutex;
     atomic_uint_least64_t evictions; /* entries this tier's stores evicted */
     /* Modes for what the tier creates (the umask applies on top): 0700 and

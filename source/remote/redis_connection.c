@@ -128,8 +128,9 @@ static void sigpipe_restore(sigpipe_guard *guard)
  * child's copy, its mutex held by a thread the child does not have: the
  * child closes its copy of the socket, forgets the half-updated context
  * (its memory is left: freeing it is not safe) and makes the mutex anew, so
- * that its commands connect instead of waiting out their deadline. No
- * command calls out of this file, so a fork never happens inside one. */
+ * that its commands connect instead of waiting out their deadline. Nothing
+ * in a command calls back into the application, so the forking thread is
+ * never inside one. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static zc_redis_connection *live_connections;
 
