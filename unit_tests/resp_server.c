@@ -23,6 +23,7 @@
  *   scan-ok    an empty SCAN batch ending the iteration, the SCAN control
  *   scan-cycle a SCAN batch of 256 new recipe names, always under cursor 1
  *   scan-rising the same under a new cursor every time
+ *   scan-rising-slow-nil  scan-rising to SCAN, nil after 20 ms to the rest
  *   scan-names:N  one SCAN batch of N names, ending the iteration
  *   prefix:FILE:N  announces N bytes, sends FILE's bytes then 'g' up to N,
  *              at full speed (an entry's header followed by garbage) */
@@ -130,11 +131,20 @@ static void reset(int fd)
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
 }
 
+/* The command being answered, as received. */
+static const char *received;
+
 /* The modes that take an argument or answer SCAN; -1: not one of them. */
 static int misbehave_more(int fd, const char *mode)
 {
     static unsigned long long rising = 1;
     unsigned long long n = 0;
+    if (strcmp(mode, "scan-rising-slow-nil") == 0) {
+        if (strstr(received, "\r\nSCAN\r\n") != NULL)
+            return send_scan_batch(fd, rising++, 256);
+        pause_ms(20);
+        return send_text(fd, "$-1\r\n");
+    }
     if (sscanf(mode, "bulk:%llu", &n) == 1) {
         char announce[64];
         snprintf(announce, sizeof announce, "$%llu\r\n", n);
@@ -211,10 +221,13 @@ static bool misbehave(int fd, const char *mode)
  * under test sends one command and waits for its answer. */
 static void serve(int fd, const char *mode)
 {
-    char buffer[1 << 16];
-    while (recv(fd, buffer, sizeof buffer, 0) > 0)
+    static char buffer[(1 << 16) + 1];
+    received = buffer;
+    for (ssize_t got; (got = recv(fd, buffer, sizeof buffer - 1, 0)) > 0;) {
+        buffer[got] = '\0';
         if (!misbehave(fd, mode))
             break;
+    }
     close(fd);
 }
 

@@ -265,10 +265,9 @@ Test(prewarm_redis, a_planted_spirv_value_is_replaced_when_recorded_again)
               "%s", run.out);
 }
 
-/* A server whose SCAN always answers cursor 1 with 256 new names: prewarm
- * stops listing at the cursor's return, says it could not list, and exits
- * with failure within a bounded time and memory. */
-Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
+/* zecache prewarm against resp_server in mode: it says it could not list
+ * the recorded inputs and exits with failure. */
+static void prewarm_against_hostile(const char *mode)
 {
     char socket_path[PATH_MAX];
     snprintf(socket_path, sizeof socket_path, "%s/hostile.sock", sc.root);
@@ -280,7 +279,7 @@ Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(out[1], 1);
         close(out[0]);
-        execl(ZC_RESP_SERVER_PATH, "resp_server", "scan-cycle", "unix", socket_path, (char *)NULL);
+        execl(ZC_RESP_SERVER_PATH, "resp_server", mode, "unix", socket_path, (char *)NULL);
         _exit(127);
     }
     close(out[1]);
@@ -297,4 +296,21 @@ Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
               run.out);
     cr_assert(strstr(run.out, "0 recorded modules: 0 built, 0 already present, 1 failed") != NULL,
               "%s", run.out);
+}
+
+/* A server whose SCAN always answers cursor 1 with 256 new names: prewarm
+ * stops listing at the cursor's return, says it could not list, and exits
+ * with failure within a bounded time and memory. */
+Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
+{
+    prewarm_against_hostile("scan-cycle");
+}
+
+/* A server whose SCAN rises for ever, 256 new names a batch, and answers
+ * every GET with nil after 20 ms: the listing stops at the bound on keys
+ * (2^20), and none of the keys a runaway listing named is read (2^20 GETs
+ * would take six hours). */
+Test(prewarm_redis, a_runaway_listing_reads_none_of_its_keys, .timeout = 60)
+{
+    prewarm_against_hostile("scan-rising-slow-nil");
 }

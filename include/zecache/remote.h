@@ -57,7 +57,7 @@ void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recip
  * file:// storages are read as directories). Calls each with every recorded
  * key (one may come twice, or from several storages) until it returns
  * false; ZC_ERR_IO or ZC_ERR_DISABLED when a storage failed (the others
- * are still listed). */
+ * are still listed; the failed one is not used again by remote). */
 typedef zc_storage_recipe_fn zc_remote_recipe_fn;
 zc_status zc_remote_list_recipes(zc_remote *remote, zc_remote_recipe_fn each, void *context);
 

@@ -266,7 +266,10 @@ void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recip
 }
 
 /* A storage that fails leaves the others listed: the first failure is
- * returned once all were tried. */
+ * returned once all were tried. One whose listing failed is not used again:
+ * it may have named up to a listing's bound of keys before it was stopped
+ * (a cursor that never ends), and reading a recipe for each of them, however
+ * slowly the server answers, is what stopping the listing was for. */
 zc_status zc_remote_list_recipes(zc_remote *remote, zc_remote_recipe_fn each, void *context)
 {
     zc_status first_failure = ZC_OK;
@@ -276,7 +279,12 @@ zc_status zc_remote_list_recipes(zc_remote *remote, zc_remote_recipe_fn each, vo
             continue;
         zc_status status = slot->storage->ops->list_recipes(slot->storage, each, context);
         note_result(remote, slot, status);
-        if (status != ZC_OK && first_failure == ZC_OK)
+        if (status == ZC_OK)
+            continue;
+        if (!atomic_exchange(&slot->given_up, true))
+            zc_log_info("remote %s: its listing failed: not used again by this process",
+                        slot->storage->name);
+        if (first_failure == ZC_OK)
             first_failure = status;
     }
     return first_failure;
