@@ -24,6 +24,7 @@
  *   scan-cycle a SCAN batch of 256 new recipe names, always under cursor 1
  *   scan-rising the same under a new cursor every time
  *   scan-rising-slow-nil  scan-rising to SCAN, nil after 20 ms to the rest
+ *   auth-twice  two replies to AUTH (+OK and nil), an error to the rest
  *   scan-names:N  one SCAN batch of N names, ending the iteration
  *   prefix:FILE:N  announces N bytes, sends FILE's bytes then 'g' up to N,
  *              at full speed (an entry's header followed by garbage) */
@@ -145,6 +146,10 @@ static int misbehave_more(int fd, const char *mode)
         pause_ms(20);
         return send_text(fd, "$-1\r\n");
     }
+    if (strcmp(mode, "auth-twice") == 0)
+        return send_text(fd, strstr(received, "\r\nAUTH\r\n") != NULL
+                                 ? "+OK\r\n$-1\r\n"
+                                 : "-ERR the reply to this command\r\n");
     if (sscanf(mode, "bulk:%llu", &n) == 1) {
         char announce[64];
         snprintf(announce, sizeof announce, "$%llu\r\n", n);

@@ -489,6 +489,21 @@ Test(hostile, a_large_value_is_received_into_a_file_and_verified_there)
     stop_server(&server);
 }
 
+/* A server answering AUTH with two replies (+OK, then nil) and every
+ * other command with an error: the second reply to AUTH is no answer to
+ * the GET that follows, so the connection is refused, the GET failed (not
+ * a miss read from what AUTH left). */
+Test(hostile, a_second_reply_to_auth_is_not_the_next_commands)
+{
+    hostile_server server = start_server("auth-twice", true);
+    zc_storage *storage = open_storage(&server, ":password@", "", TIMEOUT_MS, 1 << 20);
+    zc_key key = t_key(1);
+    outcome got = outcome_of_get(storage, &key);
+    cr_assert_eq(got, 'F', "'%c'", got);
+    zc_storage_close(storage);
+    stop_server(&server);
+}
+
 /* SCAN's cursor coming back (always 1, with 256 new names each time) stops
  * the listing at the second batch; a cursor that rises for ever, at the
  * bound on keys. Both are failures. */

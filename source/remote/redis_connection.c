@@ -509,8 +509,12 @@ static bool accepted(redisContext *context, int argc, const char **argv, uint64_
     redisReply *reply = exchange(context, &taking, argc, argv, NULL, deadline_ns, why);
     if (reply == NULL)
         return false;
-    bool ok = reply->type != REDIS_REPLY_ERROR;
-    if (!ok)
+    /* Bytes after the reply would answer the next command: the connection
+     * is refused, as zc_redis_command drops one after any other command. */
+    bool ok = reply->type != REDIS_REPLY_ERROR && !taking.drop_after;
+    if (taking.drop_after)
+        failed(why, "%s", "more than one reply");
+    else if (!ok)
         failed(why, "%s", reply->str != NULL ? reply->str : "refused");
     freeReplyObject(reply);
     return ok;
