@@ -918,6 +918,16 @@ static void note_forks_before_the_guard(void)
     forget_the_last_fork();
 }
 
+/* Keeps a thread alive until the forking thread is past fork(), so that no
+ * child sees it ended unjoined (a leak to ThreadSanitizer). */
+static void live_until_forked(void)
+{
+    pthread_mutex_lock(&pause_state.lock);
+    while (!pause_state.forked)
+        pthread_cond_wait(&pause_state.changed, &pause_state.lock);
+    pthread_mutex_unlock(&pause_state.lock);
+}
+
 /* The writing end of a FIFO a reader waits on: closed (EOF for a reader in
  * read()), or, when fd is -1, opened (a writer for one in open()). */
 typedef struct fifo_writer {
@@ -938,6 +948,7 @@ static void *let_the_reader_go(void *argument)
     } else {
         writer->fd = open(writer->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     }
+    live_until_forked();
     return NULL;
 }
 
@@ -958,21 +969,18 @@ static pid_t fork_then_let_go(fifo_writer *writer, int (*child_work)(void))
     return child;
 }
 
-static char settings_fifo[300];
-
 static void *take_the_driver_part(void *argument)
 {
     *(bool *)argument = !zc_environment_driver_part()->failed;
+    live_until_forked();
     return NULL;
 }
 
-/* The driver's part again: its settings file (the FIFO) gone, so that
- * nothing blocks but the lock. */
-static int take_the_driver_part_again(void)
+/* Under the same lock (the driver's part is the parent thread's, taken). */
+static int propose_the_compiler_part(void)
 {
-    unlink(settings_fifo);
-    zc_environment_forget();
-    return zc_environment_driver_part()->failed ? 1 : 0;
+    zc_environment_propose_compiler_part();
+    return 0;
 }
 
 /* Without the snapshot lock held across fork(), the child waits for ever
@@ -985,6 +993,7 @@ Test(fork_safety, child_takes_the_environment_forked_while_another_thread_reads_
     zc_environment_forget();
     (void)zc_environment_driver_part(); /* no settings file yet: guards the lock */
     note_forks_before_the_guard();
+    char settings_fifo[300];
     snprintf(settings_fifo, sizeof settings_fifo, "%s/igdrcl.config", test_root);
     cr_assert_eq(mkfifo(settings_fifo, 0600), 0);
     zc_environment_forget();
@@ -994,7 +1003,7 @@ Test(fork_safety, child_takes_the_environment_forked_while_another_thread_reads_
     /* Open once the reader has opened: it has the lock, and waits in read(). */
     fifo_writer writer = {settings_fifo, open(settings_fifo, O_WRONLY | O_CLOEXEC)};
     cr_assert_geq(writer.fd, 0);
-    pid_t child = fork_then_let_go(&writer, take_the_driver_part_again);
+    pid_t child = fork_then_let_go(&writer, propose_the_compiler_part);
     pthread_join(reader, NULL);
     int code = exit_code_of(child);
     zc_environment_forget();
@@ -1010,6 +1019,7 @@ static void *predict_the_compiler(void *argument)
 {
     atomic_store(&predicting_thread, (pid_t)syscall(SYS_gettid));
     *(bool *)argument = zc_compiler_identity_get(NULL) == NULL;
+    live_until_forked();
     return NULL;
 }
 
