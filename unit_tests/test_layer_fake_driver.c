@@ -1116,65 +1116,11 @@ Test(layer, unidentified_compiler_bypasses_the_cache)
     zc_compiler_identity_reset(NULL);
 }
 
-/* A fork while another thread holds a handle map's mutex must not leave it
- * held in the child: fork waits for it, and the child can use the map. */
-typedef struct held_map {
-    zcl_handle_map *map;
-    pthread_mutex_t ready_lock;
-    pthread_cond_t ready;
-    bool holding;
-    bool forked; /* the thread lives until then, so that no child sees it ended unjoined */
-} held_map;
-
-static void *hold_map_a_while(void *argument)
-{
-    held_map *held = argument;
-    pthread_mutex_lock(&held->map->lock);
-    pthread_mutex_lock(&held->ready_lock);
-    held->holding = true;
-    pthread_cond_signal(&held->ready);
-    pthread_mutex_unlock(&held->ready_lock);
-    usleep(200 * 1000);
-    pthread_mutex_unlock(&held->map->lock);
-    pthread_mutex_lock(&held->ready_lock);
-    while (!held->forked)
-        pthread_cond_wait(&held->ready, &held->ready_lock);
-    pthread_mutex_unlock(&held->ready_lock);
-    return NULL;
-}
-
-Test(layer, handle_maps_stay_usable_in_a_forked_child)
-{
-    static zcl_handle_map map = ZCL_HANDLE_MAP_INIT;
-    cr_assert(zcl_handle_map_put(&map, (void *)0x1000, 1));
-    held_map held = {&map, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
-    pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, hold_map_a_while, &held), 0);
-    pthread_mutex_lock(&held.ready_lock);
-    while (!held.holding)
-        pthread_cond_wait(&held.ready, &held.ready_lock);
-    pthread_mutex_unlock(&held.ready_lock);
-    pid_t child = fork();
-    cr_assert_geq(child, 0);
-    if (child == 0) {
-        alarm(5);
-        _exit(zcl_handle_map_put(&map, (void *)0x2000, 2) ? 0 : 1);
-    }
-    pthread_mutex_lock(&held.ready_lock);
-    held.forked = true;
-    pthread_cond_signal(&held.ready);
-    pthread_mutex_unlock(&held.ready_lock);
-    int status = 0;
-    cr_assert_eq(waitpid(child, &status, 0), child);
-    pthread_join(thread, NULL);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
-}
-
 /* A fork while another thread holds one of the layer's process-wide locks
- * inside a driver call (fork_guard.c): the fork waits for it, and the child
- * takes the lock itself. The driver call, replaced in the layer's table,
- * pauses 200 ms once; without the lock held across fork(), the child waits
- * for ever for it and is killed by its alarm. */
+ * (fork_guard.c), here inside a driver call: the fork waits for it, and the
+ * child takes the lock itself. The driver call, replaced in the layer's
+ * table, pauses 200 ms once; without the lock held across fork(), the child
+ * waits for ever for it and is killed by its alarm. */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -1296,4 +1242,26 @@ Test(layer, a_child_checks_binaries_forked_during_a_check)
     int code = fork_while_in_the_driver(check_a_loaded_binary, read_the_spare_size);
     zcl_layer.next.module_get_native_binary = get_native_binary;
     cr_assert_eq(code, 0);
+}
+
+/* A fork while another thread holds a handle map's mutex must not leave it
+ * held in the child: fork waits for it, and the child can use the map. */
+static zcl_handle_map held_map = ZCL_HANDLE_MAP_INIT;
+
+static void hold_the_map(void)
+{
+    pthread_mutex_lock(&held_map.lock);
+    pause_in_the_driver();
+    pthread_mutex_unlock(&held_map.lock);
+}
+
+static int put_in_the_map(void)
+{
+    return zcl_handle_map_put(&held_map, (void *)0x2000, 2) ? 0 : 1;
+}
+
+Test(layer, handle_maps_stay_usable_in_a_forked_child)
+{
+    cr_assert(zcl_handle_map_put(&held_map, (void *)0x1000, 1));
+    cr_assert_eq(fork_while_in_the_driver(hold_the_map, put_in_the_map), 0);
 }

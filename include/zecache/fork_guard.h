@@ -1,10 +1,11 @@
 /* Process-wide mutexes held across fork(), so that a child never inherits
  * one locked by a thread it does not have (it would wait for it for ever).
  *
- * Only for leaf locks: mutexes of static storage under which no other lock
- * with a fork handler is taken, and which are never taken under one. Then
- * the order in which prepare handlers run cannot deadlock them against the
- * others. fork() waits for the sections in flight under a guarded lock. */
+ * Only for leaf locks: mutexes that live as long as the process, under
+ * which no other lock with a fork handler is taken, and which are never
+ * taken under one. Then the order in which prepare handlers run cannot
+ * deadlock them against the others. fork() waits for the sections in
+ * flight under a guarded lock. */
 #ifndef ZECACHE_FORK_GUARD_H
 #define ZECACHE_FORK_GUARD_H
 

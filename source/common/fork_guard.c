@@ -8,8 +8,9 @@
 
 #include "zecache/log.h"
 
-/* The process-wide locks of the core and the layer, with room to spare. */
-#define MAX_GUARDED 16
+/* The process-wide locks of the core and the layer, and the layer's handle
+ * maps, with room to spare. */
+#define MAX_GUARDED 32
 
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t *held[MAX_GUARDED];
