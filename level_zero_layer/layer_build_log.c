@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "layer_internal.h"
+#include "zecache/fork_guard.h"
 
 typedef struct layer_build_log {
     size_t size; /* without the terminating NUL */
@@ -23,6 +24,9 @@ enum { REGISTRY_MIN_CAPACITY = 16 };
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static layer_build_log **registry; /* capacity slots, NULL = empty; at most half full */
 static size_t registry_capacity, registry_count;
+/* Held across fork(): a child forked while another thread was in the
+ * registry would otherwise wait for ever at its next build log. */
+static atomic_bool registry_lock_guarded;
 
 /* Addresses from malloc share their low bits: mix them all in. */
 static size_t slot_of(const void *handle, size_t capacity)
@@ -91,7 +95,7 @@ ze_module_build_log_handle_t zcl_build_log_create(const char *text, size_t size)
     if (size > 0)
         memcpy(log->text, text, size);
     log->text[size] = '\0';
-    pthread_mutex_lock(&registry_lock);
+    zc_fork_guard_lock(&registry_lock, &registry_lock_guarded);
     bool added = registry_add(log);
     pthread_mutex_unlock(&registry_lock);
     if (!added) {
@@ -105,7 +109,7 @@ ze_module_build_log_handle_t zcl_build_log_create(const char *text, size_t size)
 static layer_build_log *find_registered(ze_module_build_log_handle_t handle, bool unlink)
 {
     layer_build_log *found = NULL;
-    pthread_mutex_lock(&registry_lock);
+    zc_fork_guard_lock(&registry_lock, &registry_lock_guarded);
     if (registry_count > 0) {
         size_t slot = probe(registry, registry_capacity, handle);
         found = registry[slot];

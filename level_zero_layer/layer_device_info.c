@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "layer_internal.h"
+#include "zecache/fork_guard.h"
 #include "zecache/log.h"
 
 /* Not in the 1.4 headers Debian ships; layout and values from the spec. */
@@ -31,6 +32,9 @@ typedef struct device_record {
 } device_record;
 
 static pthread_mutex_t records_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held across fork(): a fork waits for a device's first queries, else a
+ * child forked meanwhile would wait for ever at its next module. */
+static atomic_bool records_lock_guarded;
 static device_record *records;
 
 typedef struct byte_writer {
@@ -223,7 +227,7 @@ static device_record *create_record(ze_device_handle_t device)
 const zcl_device_info *zcl_device_info_get(ze_device_handle_t device)
 {
     /* Queries run under the lock, but only on a device's first module. */
-    pthread_mutex_lock(&records_lock);
+    zc_fork_guard_lock(&records_lock, &records_lock_guarded);
     device_record *record = find_record(device);
     if (record == NULL) {
         record = create_record(device);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "layer_internal.h"
+#include "zecache/fork_guard.h"
 
 struct zcl_handle_slot {
     const void *handle; /* NULL: empty; TOMBSTONE: removed */
@@ -58,51 +59,10 @@ static bool grow(zcl_handle_map *map)
     return true;
 }
 
-#define MAX_MAPS 8
-
-static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static zcl_handle_map *maps[MAX_MAPS];
-static size_t map_count;
-
-static void lock_maps(void)
-{
-    pthread_mutex_lock(&maps_lock);
-    for (size_t i = 0; i < map_count; i++)
-        pthread_mutex_lock(&maps[i]->lock);
-}
-
-static void unlock_maps(void)
-{
-    for (size_t i = map_count; i-- > 0;)
-        pthread_mutex_unlock(&maps[i]->lock);
-    pthread_mutex_unlock(&maps_lock);
-}
-
-static void register_fork_handlers(void)
-{
-    (void)pthread_atfork(lock_maps, unlock_maps, unlock_maps);
-}
-
-/* Called before the map's first entry: from then on forks lock it. */
-static void take_part_in_forks(zcl_handle_map *map)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, register_fork_handlers);
-    pthread_mutex_lock(&maps_lock);
-    bool known = false;
-    for (size_t i = 0; i < map_count && !known; i++)
-        known = maps[i] == map;
-    if (!known && map_count < MAX_MAPS)
-        maps[map_count++] = map;
-    pthread_mutex_unlock(&maps_lock);
-    atomic_store(&map->in_forks, true);
-}
-
 bool zcl_handle_map_put(zcl_handle_map *map, const void *handle, uintptr_t value)
 {
-    if (!atomic_load(&map->in_forks))
-        take_part_in_forks(map);
-    pthread_mutex_lock(&map->lock);
+    /* Before the map's first entry: from then on forks lock it. */
+    zc_fork_guard_lock(&map->lock, &map->in_forks);
     bool ok = (map->used + 1) * 2 <= map->capacity || grow(map);
     if (ok) {
         zcl_handle_slot *at = probe(map->slots, map->capacity, handle);

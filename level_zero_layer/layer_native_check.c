@@ -18,10 +18,15 @@
 #include <sys/mman.h>
 
 #include "layer_internal.h"
+#include "zecache/fork_guard.h"
 
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *spare;
 static size_t spare_size;
+/* Held across fork(): a fork waits for a comparison under way, else a child
+ * forked meanwhile would never have the buffer again, and would wait for
+ * ever to reserve it. */
+static atomic_bool spare_lock_guarded;
 
 /* A buffer of size bytes with its pages already present: the driver's copy
  * into a fresh buffer would otherwise take one fault per page, which cost
@@ -53,6 +58,7 @@ static void grow_spare(size_t size)
 /* The spare buffer grown to size, or NULL (then the caller allocates). */
 static uint8_t *take_spare(size_t size)
 {
+    zc_fork_guard(&spare_lock, &spare_lock_guarded);
     if (size == 0 || size > ZCL_SPARE_MAX || pthread_mutex_trylock(&spare_lock) != 0)
         return NULL;
     grow_spare(size);
@@ -65,14 +71,14 @@ static uint8_t *take_spare(size_t size)
 
 void zcl_native_check_reserve(size_t size)
 {
-    pthread_mutex_lock(&spare_lock);
+    zc_fork_guard_lock(&spare_lock, &spare_lock_guarded);
     grow_spare(size < ZCL_SPARE_MAX ? size : ZCL_SPARE_MAX);
     pthread_mutex_unlock(&spare_lock);
 }
 
 size_t zcl_native_check_spare_size(void)
 {
-    pthread_mutex_lock(&spare_lock);
+    zc_fork_guard_lock(&spare_lock, &spare_lock_guarded);
     size_t size = spare_size;
     pthread_mutex_unlock(&spare_lock);
     return size;

@@ -14,18 +14,23 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/key/compiler_identity_internal.h"
+#include "../source/key/environment_internal.h"
 #include "../source/local/fs_ops.h"
 #include "../source/remote/redis_connection.h"
 #include "disk_test_support.h"
@@ -106,13 +111,10 @@ static void deadline_after_ms(struct timespec *at, long ms)
     }
 }
 
-/* In the section (config.file locked): waits until the fork is done, or
- * until it has been pending for PENDING_GRACE_MS (it waits for us). */
-static void pause_in_section(void)
+/* Under pause_state.lock: waits until the fork is done, or until it has
+ * been pending for PENDING_GRACE_MS (it waits for the caller). */
+static void wait_for_the_fork_locked(void)
 {
-    pthread_mutex_lock(&pause_state.lock);
-    pause_state.in_section = true;
-    pthread_cond_broadcast(&pause_state.changed);
     while (!pause_state.forked && !pause_state.pending)
         pthread_cond_wait(&pause_state.changed, &pause_state.lock);
     if (!pause_state.forked) {
@@ -122,6 +124,15 @@ static void pause_in_section(void)
                pthread_cond_timedwait(&pause_state.changed, &pause_state.lock, &until) == 0)
             ;
     }
+}
+
+/* In the section (config.file locked): waits for the fork. */
+static void pause_in_section(void)
+{
+    pthread_mutex_lock(&pause_state.lock);
+    pause_state.in_section = true;
+    pthread_cond_broadcast(&pause_state.changed);
+    wait_for_the_fork_locked();
     pause_state.in_section = false;
     pthread_mutex_unlock(&pause_state.lock);
 }
@@ -134,12 +145,17 @@ static int pausing_flock(int fd, int operation)
     return result;
 }
 
-static void arm_pause(void)
+static void forget_the_last_fork(void)
 {
     pthread_mutex_lock(&pause_state.lock);
     pause_state.pending = false;
     pause_state.forked = false;
     pthread_mutex_unlock(&pause_state.lock);
+}
+
+static void arm_pause(void)
+{
+    forget_the_last_fork();
     atomic_store(&armed, true);
 }
 
@@ -879,4 +895,187 @@ Test(fork_safety, fork_inside_a_locked_section_does_not_deadlock, .timeout = 30)
     zc_disk_tier_close(tier);
     cr_assert_eq(atomic_load(&exec_child_exit), 0);
     cr_assert_eq(failures, 0);
+}
+
+/* ---- the key's process-wide locks (fork_guard.c) ----
+ *
+ * A thread holds the lock, kept in a file read from a FIFO nobody writes
+ * yet; this thread forks; a third thread lets the reader go once the fork
+ * is done, or once it has been pending for a while (it waits for the lock).
+ * The child takes the lock itself, under alarm(). */
+
+/* Registered after the fork guard's handlers (which the test's first use of
+ * the facility registers), so that it runs before their prepare handler. */
+static void register_guard_note(void)
+{
+    cr_assert_eq(pthread_atfork(note_fork_pending, NULL, NULL), 0);
+}
+
+static void note_forks_before_the_guard(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_guard_note);
+    forget_the_last_fork();
+}
+
+/* Keeps a thread alive until the forking thread is past fork(), so that no
+ * child sees it ended unjoined (a leak to ThreadSanitizer). */
+static void live_until_forked(void)
+{
+    pthread_mutex_lock(&pause_state.lock);
+    while (!pause_state.forked)
+        pthread_cond_wait(&pause_state.changed, &pause_state.lock);
+    pthread_mutex_unlock(&pause_state.lock);
+}
+
+/* The writing end of a FIFO a reader waits on: closed (EOF for a reader in
+ * read()), or, when fd is -1, opened (a writer for one in open()). */
+typedef struct fifo_writer {
+    const char *path;
+    int fd;
+} fifo_writer;
+
+/* Lets the FIFO's reader go once the fork no longer waits for it. */
+static void *let_the_reader_go(void *argument)
+{
+    fifo_writer *writer = argument;
+    pthread_mutex_lock(&pause_state.lock);
+    wait_for_the_fork_locked();
+    pthread_mutex_unlock(&pause_state.lock);
+    if (writer->fd >= 0) {
+        close(writer->fd);
+        writer->fd = -1;
+    } else {
+        writer->fd = open(writer->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    }
+    live_until_forked();
+    return NULL;
+}
+
+/* Forks a child that runs child_work (its exit code) under alarm(), and
+ * lets the reader go while the fork is pending or once it is done. */
+static pid_t fork_then_let_go(fifo_writer *writer, int (*child_work)(void))
+{
+    pthread_t helper;
+    cr_assert_eq(pthread_create(&helper, NULL, let_the_reader_go, writer), 0);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        alarm(CHILD_ALARM_SEC);
+        _exit(child_work());
+    }
+    say_forked();
+    pthread_join(helper, NULL);
+    return child;
+}
+
+static void *take_the_driver_part(void *argument)
+{
+    *(bool *)argument = !zc_environment_driver_part()->failed;
+    live_until_forked();
+    return NULL;
+}
+
+/* Under the same lock (the driver's part is the parent thread's, taken). */
+static int propose_the_compiler_part(void)
+{
+    zc_environment_propose_compiler_part();
+    return 0;
+}
+
+/* Without the snapshot lock held across fork(), the child waits for ever
+ * for the lock of a thread it does not have: killed by its alarm. */
+Test(fork_safety, child_takes_the_environment_forked_while_another_thread_reads_it)
+{
+    char previous_dir[PATH_MAX];
+    cr_assert_not_null(getcwd(previous_dir, sizeof previous_dir));
+    cr_assert_eq(chdir(test_root), 0);
+    zc_environment_forget();
+    (void)zc_environment_driver_part(); /* no settings file yet: guards the lock */
+    note_forks_before_the_guard();
+    char settings_fifo[300];
+    snprintf(settings_fifo, sizeof settings_fifo, "%s/igdrcl.config", test_root);
+    cr_assert_eq(mkfifo(settings_fifo, 0600), 0);
+    zc_environment_forget();
+    bool taken = false;
+    pthread_t reader;
+    cr_assert_eq(pthread_create(&reader, NULL, take_the_driver_part, &taken), 0);
+    /* Open once the reader has opened: it has the lock, and waits in read(). */
+    fifo_writer writer = {settings_fifo, open(settings_fifo, O_WRONLY | O_CLOEXEC)};
+    cr_assert_geq(writer.fd, 0);
+    pid_t child = fork_then_let_go(&writer, propose_the_compiler_part);
+    pthread_join(reader, NULL);
+    int code = exit_code_of(child);
+    zc_environment_forget();
+    cr_assert_eq(chdir(previous_dir), 0);
+    cr_assert(taken);
+    cr_assert_eq(code, 0);
+}
+
+static char ld_cache_fifo[300];
+static _Atomic pid_t predicting_thread;
+
+static void *predict_the_compiler(void *argument)
+{
+    atomic_store(&predicting_thread, (pid_t)syscall(SYS_gettid));
+    *(bool *)argument = zc_compiler_identity_get(NULL) == NULL;
+    live_until_forked();
+    return NULL;
+}
+
+/* Whether the thread is blocked opening path (its address, as passed). */
+static bool opening(pid_t thread, const char *path)
+{
+    char name[64], line[256] = "";
+    snprintf(name, sizeof name, "/proc/self/task/%ld/syscall", (long)thread);
+    FILE *file = fopen(name, "r");
+    if (file == NULL)
+        return false;
+    bool read = fgets(line, sizeof line, file) != NULL;
+    fclose(file);
+    long number = -1;
+    unsigned long long dir = 0, address = 0;
+    return read && sscanf(line, "%ld %llx %llx", &number, &dir, &address) == 3 &&
+           number == SYS_openat && address == (unsigned long long)(uintptr_t)path;
+}
+
+static int identify_the_compiler_again(void)
+{
+    static const char *const no_dirs[] = {NULL};
+    zc_library_search nowhere = {.default_dirs = no_dirs};
+    zc_compiler_identity_reset(&nowhere);
+    return zc_compiler_identity_get(NULL) == NULL ? 0 : 1;
+}
+
+/* The prediction reads ld.so.cache under the identity's lock: here a FIFO,
+ * whose open() waits for a writer. Without the lock held across fork(),
+ * the child waits for ever for it: killed by its alarm. */
+Test(fork_safety, child_identifies_the_compiler_forked_while_another_thread_does)
+{
+    static const char *const no_dirs[] = {NULL};
+    zc_compiler_identity_reset(NULL); /* guards the lock */
+    note_forks_before_the_guard();
+    snprintf(ld_cache_fifo, sizeof ld_cache_fifo, "%s/ld.so.cache", test_root);
+    cr_assert_eq(mkfifo(ld_cache_fifo, 0600), 0);
+    zc_library_search through_the_fifo = {.ld_so_cache = ld_cache_fifo, .default_dirs = no_dirs};
+    zc_compiler_identity_reset(&through_the_fifo);
+    atomic_store(&predicting_thread, 0);
+    bool unidentified = false;
+    pthread_t predictor;
+    cr_assert_eq(pthread_create(&predictor, NULL, predict_the_compiler, &unidentified), 0);
+    for (int i = 0; i < 200000 && !(atomic_load(&predicting_thread) != 0 &&
+                                    opening(atomic_load(&predicting_thread), ld_cache_fifo));
+         i++)
+        usleep(100);
+    cr_assert(opening(atomic_load(&predicting_thread), ld_cache_fifo));
+    /* The writer stays while the prediction opens the file again. */
+    fifo_writer writer = {ld_cache_fifo, -1};
+    pid_t child = fork_then_let_go(&writer, identify_the_compiler_again);
+    pthread_join(predictor, NULL);
+    int code = exit_code_of(child);
+    cr_assert_geq(writer.fd, 0);
+    close(writer.fd);
+    zc_compiler_identity_reset(NULL);
+    cr_assert(unidentified);
+    cr_assert_eq(code, 0);
 }

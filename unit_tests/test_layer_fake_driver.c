@@ -1116,56 +1116,152 @@ Test(layer, unidentified_compiler_bypasses_the_cache)
     zc_compiler_identity_reset(NULL);
 }
 
-/* A fork while another thread holds a handle map's mutex must not leave it
- * held in the child: fork waits for it, and the child can use the map. */
-typedef struct held_map {
-    zcl_handle_map *map;
-    pthread_mutex_t ready_lock;
-    pthread_cond_t ready;
+/* A fork while another thread holds one of the layer's process-wide locks
+ * (fork_guard.c), here inside a driver call: the fork waits for it, and the
+ * child takes the lock itself. The driver call, replaced in the layer's
+ * table, pauses 200 ms once; without the lock held across fork(), the child
+ * waits for ever for it and is killed by its alarm. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
     bool holding;
-    bool forked; /* the thread lives until then, so that no child sees it ended unjoined */
-} held_map;
+    bool forked;       /* the holder lives until then, so that no child sees it ended unjoined */
+    atomic_bool armed; /* the next call pauses */
+} slow_call = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false, false};
 
-static void *hold_map_a_while(void *argument)
+static void pause_in_the_driver(void)
 {
-    held_map *held = argument;
-    pthread_mutex_lock(&held->map->lock);
-    pthread_mutex_lock(&held->ready_lock);
-    held->holding = true;
-    pthread_cond_signal(&held->ready);
-    pthread_mutex_unlock(&held->ready_lock);
+    if (!atomic_exchange(&slow_call.armed, false))
+        return;
+    pthread_mutex_lock(&slow_call.lock);
+    slow_call.holding = true;
+    pthread_cond_broadcast(&slow_call.changed);
+    pthread_mutex_unlock(&slow_call.lock);
     usleep(200 * 1000);
-    pthread_mutex_unlock(&held->map->lock);
-    pthread_mutex_lock(&held->ready_lock);
-    while (!held->forked)
-        pthread_cond_wait(&held->ready, &held->ready_lock);
-    pthread_mutex_unlock(&held->ready_lock);
+}
+
+static ze_result_t ZE_APICALL slow_driver_get(uint32_t *count, ze_driver_handle_t *drivers)
+{
+    (void)drivers;
+    pause_in_the_driver();
+    *count = 0;
+    return ZE_RESULT_SUCCESS;
+}
+
+enum { SLOW_BINARY_SIZE = 16 };
+
+static ze_result_t ZE_APICALL slow_native_binary(ze_module_handle_t module, size_t *size,
+                                                 uint8_t *binary)
+{
+    (void)module;
+    if (binary != NULL) {
+        pause_in_the_driver();
+        memset(binary, 0, SLOW_BINARY_SIZE);
+    }
+    *size = SLOW_BINARY_SIZE;
+    return ZE_RESULT_SUCCESS;
+}
+
+static void *run_holder(void *argument)
+{
+    ((void (*)(void))(uintptr_t)argument)();
+    pthread_mutex_lock(&slow_call.lock);
+    while (!slow_call.forked)
+        pthread_cond_wait(&slow_call.changed, &slow_call.lock);
+    pthread_mutex_unlock(&slow_call.lock);
     return NULL;
 }
 
-Test(layer, handle_maps_stay_usable_in_a_forked_child)
+/* The exit code of a child forked while holder's thread pauses in the
+ * driver, and that runs child_work under alarm(). */
+static int fork_while_in_the_driver(void (*holder)(void), int (*child_work)(void))
 {
-    static zcl_handle_map map = ZCL_HANDLE_MAP_INIT;
-    cr_assert(zcl_handle_map_put(&map, (void *)0x1000, 1));
-    held_map held = {&map, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
+    slow_call.holding = false;
+    slow_call.forked = false;
+    atomic_store(&slow_call.armed, true);
     pthread_t thread;
-    cr_assert_eq(pthread_create(&thread, NULL, hold_map_a_while, &held), 0);
-    pthread_mutex_lock(&held.ready_lock);
-    while (!held.holding)
-        pthread_cond_wait(&held.ready, &held.ready_lock);
-    pthread_mutex_unlock(&held.ready_lock);
+    cr_assert_eq(pthread_create(&thread, NULL, run_holder, (void *)(uintptr_t)holder), 0);
+    pthread_mutex_lock(&slow_call.lock);
+    while (!slow_call.holding)
+        pthread_cond_wait(&slow_call.changed, &slow_call.lock);
+    pthread_mutex_unlock(&slow_call.lock);
     pid_t child = fork();
     cr_assert_geq(child, 0);
     if (child == 0) {
         alarm(5);
-        _exit(zcl_handle_map_put(&map, (void *)0x2000, 2) ? 0 : 1);
+        _exit(child_work());
     }
-    pthread_mutex_lock(&held.ready_lock);
-    held.forked = true;
-    pthread_cond_signal(&held.ready);
-    pthread_mutex_unlock(&held.ready_lock);
+    pthread_mutex_lock(&slow_call.lock);
+    slow_call.forked = true;
+    pthread_cond_broadcast(&slow_call.changed);
+    pthread_mutex_unlock(&slow_call.lock);
     int status = 0;
     cr_assert_eq(waitpid(child, &status, 0), child);
     pthread_join(thread, NULL);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+    cr_assert(WIFEXITED(status), "child status 0x%x (a hang caught by alarm?)", status);
+    return WEXITSTATUS(status);
+}
+
+static int unknown_devices[2];
+
+static void describe_an_unknown_device(void)
+{
+    (void)zcl_device_info_get((ze_device_handle_t)&unknown_devices[0]);
+}
+
+static int describe_another_unknown_device(void)
+{
+    return zcl_device_info_get((ze_device_handle_t)&unknown_devices[1]) == NULL ? 0 : 1;
+}
+
+Test(layer, a_child_describes_devices_forked_during_a_device_query)
+{
+    ze_pfnDriverGet_t driver_get = zcl_layer.next.driver_get;
+    zcl_layer.next.driver_get = slow_driver_get;
+    int code =
+        fork_while_in_the_driver(describe_an_unknown_device, describe_another_unknown_device);
+    zcl_layer.next.driver_get = driver_get;
+    cr_assert_eq(code, 0);
+}
+
+static void check_a_loaded_binary(void)
+{
+    static const uint8_t zeros[SLOW_BINARY_SIZE];
+    (void)zcl_native_loaded_unchanged((ze_module_handle_t)&unknown_devices[0], zeros, sizeof zeros);
+}
+
+static int read_the_spare_size(void)
+{
+    return zcl_native_check_spare_size() > 0 ? 0 : 1;
+}
+
+Test(layer, a_child_checks_binaries_forked_during_a_check)
+{
+    ze_pfnModuleGetNativeBinary_t get_native_binary = zcl_layer.next.module_get_native_binary;
+    zcl_layer.next.module_get_native_binary = slow_native_binary;
+    int code = fork_while_in_the_driver(check_a_loaded_binary, read_the_spare_size);
+    zcl_layer.next.module_get_native_binary = get_native_binary;
+    cr_assert_eq(code, 0);
+}
+
+/* A fork while another thread holds a handle map's mutex must not leave it
+ * held in the child: fork waits for it, and the child can use the map. */
+static zcl_handle_map held_map = ZCL_HANDLE_MAP_INIT;
+
+static void hold_the_map(void)
+{
+    pthread_mutex_lock(&held_map.lock);
+    pause_in_the_driver();
+    pthread_mutex_unlock(&held_map.lock);
+}
+
+static int put_in_the_map(void)
+{
+    return zcl_handle_map_put(&held_map, (void *)0x2000, 2) ? 0 : 1;
+}
+
+Test(layer, handle_maps_stay_usable_in_a_forked_child)
+{
+    cr_assert(zcl_handle_map_put(&held_map, (void *)0x1000, 1));
+    cr_assert_eq(fork_while_in_the_driver(hold_the_map, put_in_the_map), 0);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "compiler_identity_internal.h"
+#include "zecache/fork_guard.h"
 #include "zecache/log.h"
 
 static const char *const compiler_names[ZC_COMPILER_LIBRARY_MAX] = {
@@ -217,6 +218,10 @@ bool zc_compiler_identity_merge(const zc_compiler_identity *predicted,
 /* ---- this process ---- */
 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held across fork(): a fork waits for the first module's prediction (it
+ * reads and hashes the compiler's libraries), else a child forked meanwhile
+ * would wait for ever at its first key. */
+static atomic_bool state_lock_guarded;
 static bool predicted_once;
 static zc_compiler_identity predicted, loaded;
 static _Atomic(const zc_compiler_identity *) current;
@@ -240,7 +245,7 @@ const zc_compiler_identity *zc_compiler_identity_get(const char *driver_path)
     const zc_compiler_identity *identity = atomic_load_explicit(&current, memory_order_acquire);
     if (identity != NULL || atomic_load(&unidentified))
         return identity;
-    pthread_mutex_lock(&state_lock);
+    zc_fork_guard_lock(&state_lock, &state_lock_guarded);
     if (!predicted_once) {
         predicted_once = true;
         predict_once(driver_path);
@@ -266,7 +271,7 @@ bool zc_compiler_identity_check_loaded(void)
         free(lists);
         return false; /* not loaded yet: check after a later compile */
     }
-    pthread_mutex_lock(&state_lock);
+    zc_fork_guard_lock(&state_lock, &state_lock_guarded);
     if (!atomic_load(&checked)) {
         atomic_store(&checked, true);
         differs = zc_compiler_identity_merge(&predicted, mapped, count, &loaded);
@@ -287,7 +292,7 @@ bool zc_compiler_identity_changed(void)
 
 void zc_compiler_identity_reset(const zc_library_search *search)
 {
-    pthread_mutex_lock(&state_lock);
+    zc_fork_guard_lock(&state_lock, &state_lock_guarded);
     search_overridden = search != NULL;
     if (search != NULL)
         search_override = *search;

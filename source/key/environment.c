@@ -35,6 +35,7 @@
  * /tmp/IntelIGC/debugFlags/Options.txt, once per process, just before its
  * first compile (LoadRegistryKeys). */
 #include "environment_internal.h"
+#include "zecache/fork_guard.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +59,10 @@ static struct {
     zc_environment_part part;
 } proposal;
 static pthread_mutex_t snapshot_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held across fork(): a fork waits for a part being taken (it reads the
+ * settings files), else a child forked meanwhile would wait for ever at its
+ * first key. */
+static atomic_bool snapshot_lock_guarded;
 
 extern char **environ;
 
@@ -268,7 +273,7 @@ static const zc_environment_part *part_of(snapshot_slot *slot,
 {
     if (atomic_load_explicit(&slot->taken, memory_order_acquire))
         return &slot->part;
-    pthread_mutex_lock(&snapshot_lock);
+    zc_fork_guard_lock(&snapshot_lock, &snapshot_lock_guarded);
     if (!atomic_load_explicit(&slot->taken, memory_order_relaxed)) {
         take(&slot->part);
         atomic_store_explicit(&slot->taken, true, memory_order_release);
@@ -351,7 +356,7 @@ void zc_environment_snapshot_driver(void)
 
 void zc_environment_propose_compiler_part(void)
 {
-    pthread_mutex_lock(&snapshot_lock);
+    zc_fork_guard_lock(&snapshot_lock, &snapshot_lock_guarded);
     if (!atomic_load(&compiler_slot.taken) && !proposal.held) {
         take_compiler_part(&proposal.part);
         proposal.held = true;

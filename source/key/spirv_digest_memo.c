@@ -7,6 +7,7 @@
 #include "spirv_digest_memo_internal.h"
 
 #include "parallel.h"
+#include "zecache/fork_guard.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,6 +41,9 @@ static struct {
     uint64_t hits;
     uint64_t hashed;
 } memo = {.lock = PTHREAD_MUTEX_INITIALIZER};
+/* Held across fork(): a child forked while another thread was in the list
+ * would otherwise wait for ever at its next SPIR-V digest. */
+static atomic_bool memo_lock_guarded;
 
 /* Words sampled across the whole input, so that most edits change it; the
  * byte comparison, not this, decides. size >= ZC_SPIRV_DIGEST_MEMO_MIN_SIZE. */
@@ -180,7 +184,7 @@ static sighting recall(const void *spirv, size_t size, uint64_t fingerprint,
                        uint8_t digest[ZC_SHA256_SIZE])
 {
     candidates found = {.count = 0};
-    pthread_mutex_lock(&memo.lock);
+    zc_fork_guard_lock(&memo.lock, &memo_lock_guarded);
     gather_candidates(size, fingerprint, &found);
     pthread_mutex_unlock(&memo.lock);
     memo_entry *same = NULL;
@@ -190,7 +194,7 @@ static sighting recall(const void *spirv, size_t size, uint64_t fingerprint,
     if (same != NULL)
         memcpy(digest, same->digest, ZC_SHA256_SIZE);
     memo_entry *unused = NULL;
-    pthread_mutex_lock(&memo.lock);
+    zc_fork_guard_lock(&memo.lock, &memo_lock_guarded);
     if (same != NULL) {
         memo.hits++;
         if (same->linked)
@@ -210,7 +214,7 @@ static void remember(size_t size, uint64_t fingerprint, const uint8_t digest[ZC_
                      uint8_t *copy)
 {
     memo_entry *unused = NULL;
-    pthread_mutex_lock(&memo.lock);
+    zc_fork_guard_lock(&memo.lock, &memo_lock_guarded);
     memo.hashed++;
     memo_entry *entry = find_content(size, fingerprint, digest);
     if (entry == NULL && (entry = calloc(1, sizeof *entry)) != NULL) {
@@ -312,7 +316,7 @@ bool zc_spirv_digest(const void *spirv, size_t size, uint8_t digest[ZC_SHA256_SI
 
 void zc_spirv_digest_memo_stats_get(zc_spirv_digest_memo_stats *stats)
 {
-    pthread_mutex_lock(&memo.lock);
+    zc_fork_guard_lock(&memo.lock, &memo_lock_guarded);
     *stats = (zc_spirv_digest_memo_stats){.hits = memo.hits,
                                           .hashed = memo.hashed,
                                           .entries = memo.entries,
@@ -324,7 +328,7 @@ void zc_spirv_digest_memo_stats_get(zc_spirv_digest_memo_stats *stats)
 void zc_spirv_digest_memo_clear(void)
 {
     memo_entry *unused = NULL;
-    pthread_mutex_lock(&memo.lock);
+    zc_fork_guard_lock(&memo.lock, &memo_lock_guarded);
     while (memo.oldest != NULL)
         drop_oldest(&unused);
     memo.hits = 0;
