@@ -26,7 +26,7 @@
  * execs (the descriptor is close-on-exec) or exits. A child that only execs
  * or exits is never stuck.
  *
- * Lock order: tiers_lock, then the tiers' mutexes, then fds_lock. No locked
+ * Lock order: the live tiers' lock, then the tiers' mutexes, then fds_lock. No locked
  * section takes a lock of another part of the library, and none of those
  * parts calls into a section while holding its own lock, so the order of
  * the fork handlers of different parts does not matter. */
@@ -37,8 +37,8 @@
 #include "disk_internal.h"
 #include "zecache/log.h"
 
-static pthread_mutex_t tiers_lock = PTHREAD_MUTEX_INITIALIZER;
-static zc_disk_tier *live_tiers;
+static void register_fork_handlers(void);
+static zc_live_set live_tiers = ZC_LIVE_SET_INIT(register_fork_handlers);
 
 typedef struct tracked_fd {
     const zc_fs_ops *ops; /* the tier's, which opened it */
@@ -52,22 +52,29 @@ static size_t tracked_count, tracked_capacity;
 /* The tier whose section this thread is in, if any (sections never nest). */
 static _Thread_local zc_disk_tier *section_of_this_thread;
 
+/* The mutex of a live tier, unless this thread is in its section. */
+static pthread_mutex_t *fork_mutex_of(zc_live_link *link)
+{
+    zc_disk_tier *tier = ZC_LIVE_OWNER(link, zc_disk_tier, live);
+    return tier != section_of_this_thread ? &tier->mutex : NULL;
+}
+
 static void lock_for_fork(void)
 {
-    pthread_mutex_lock(&tiers_lock);
-    for (zc_disk_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
-        if (tier != section_of_this_thread)
-            pthread_mutex_lock(&tier->mutex);
+    pthread_mutex_lock(&live_tiers.lock);
+    for (zc_live_link *link = live_tiers.head; link != NULL; link = link->next)
+        if (fork_mutex_of(link) != NULL)
+            pthread_mutex_lock(fork_mutex_of(link));
     pthread_mutex_lock(&fds_lock);
 }
 
 static void unlock_after_fork(void)
 {
     pthread_mutex_unlock(&fds_lock);
-    for (zc_disk_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
-        if (tier != section_of_this_thread)
-            pthread_mutex_unlock(&tier->mutex);
-    pthread_mutex_unlock(&tiers_lock);
+    for (zc_live_link *link = live_tiers.head; link != NULL; link = link->next)
+        if (fork_mutex_of(link) != NULL)
+            pthread_mutex_unlock(fork_mutex_of(link));
+    pthread_mutex_unlock(&live_tiers.lock);
 }
 
 static void drop_build_locks_in_child(void)
@@ -86,23 +93,12 @@ static void register_fork_handlers(void)
 
 void zc_disk_fork_track_tier(zc_disk_tier *tier)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, register_fork_handlers);
-    pthread_mutex_lock(&tiers_lock);
-    tier->next_live = live_tiers;
-    live_tiers = tier;
-    pthread_mutex_unlock(&tiers_lock);
+    zc_live_set_add(&live_tiers, &tier->live);
 }
 
 void zc_disk_fork_untrack_tier(zc_disk_tier *tier)
 {
-    pthread_mutex_lock(&tiers_lock);
-    zc_disk_tier **link = &live_tiers;
-    while (*link != NULL && *link != tier)
-        link = &(*link)->next_live;
-    if (*link != NULL)
-        *link = tier->next_live;
-    pthread_mutex_unlock(&tiers_lock);
+    zc_live_set_remove(&live_tiers, &tier->live);
 }
 
 void zc_disk_section_enter(zc_disk_tier *tier)

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "fs_ops.h"
+#include "zecache/live_set.h"
 #include "disk_raw.h"
 #include "zecache/disk_claim.h"
 #include "zecache/disk_maintenance.h"
@@ -49,7 +50,7 @@ struct zc_disk_tier {
      * process beside a stuck holder pays one deadline in all. */
     atomic_bool config_lock_stuck, stats_lock_stuck;
     atomic_uint_least64_t lock_timeouts; /* operations skipped at a lock's deadline */
-    zc_disk_tier *next_live;             /* the open tiers, for fork() (disk_fork.c) */
+    zc_live_link live;                   /* the open tiers, for fork() (disk_fork.c) */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zecache/live_set.h"
 #include "zecache/log.h"
 
 #define INITIAL_BUCKETS 64
@@ -48,7 +49,7 @@ struct zc_memory_tier {
     uint64_t evictions;
     /* Builds in progress: at most one per thread, so a short list. */
     flight *flights;
-    struct zc_memory_tier *next_live; /* every tier, for fork(): see below */
+    zc_live_link live; /* every tier, for fork(): see below */
 };
 
 /* What to release once the lock is dropped. */
@@ -202,28 +203,32 @@ static void grow(zc_memory_tier *tier, size_t wanted)
  * every tier's lock is taken around fork(), and the child forgets the
  * flights. Their memory is left to whoever holds them: the forking thread
  * may itself be inside a build, whose flight then belongs to no list. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static zc_memory_tier *live_tiers;
-static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static void register_fork_handlers(void);
+static zc_live_set live_tiers = ZC_LIVE_SET_INIT(register_fork_handlers);
+
+static zc_memory_tier *tier_of(zc_live_link *link)
+{
+    return ZC_LIVE_OWNER(link, zc_memory_tier, live);
+}
 
 static void lock_every_tier(void)
 {
-    pthread_mutex_lock(&live_lock);
-    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
-        pthread_mutex_lock(&tier->lock);
+    pthread_mutex_lock(&live_tiers.lock);
+    for (zc_live_link *link = live_tiers.head; link != NULL; link = link->next)
+        pthread_mutex_lock(&tier_of(link)->lock);
 }
 
 static void unlock_every_tier(void)
 {
-    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
-        pthread_mutex_unlock(&tier->lock);
-    pthread_mutex_unlock(&live_lock);
+    for (zc_live_link *link = live_tiers.head; link != NULL; link = link->next)
+        pthread_mutex_unlock(&tier_of(link)->lock);
+    pthread_mutex_unlock(&live_tiers.lock);
 }
 
 static void forget_flights_in_child(void)
 {
-    for (zc_memory_tier *tier = live_tiers; tier != NULL; tier = tier->next_live)
-        tier->flights = NULL;
+    for (zc_live_link *link = live_tiers.head; link != NULL; link = link->next)
+        tier_of(link)->flights = NULL;
     unlock_every_tier();
 }
 
@@ -231,26 +236,6 @@ static void register_fork_handlers(void)
 {
     if (pthread_atfork(lock_every_tier, unlock_every_tier, forget_flights_in_child) != 0)
         zc_log_failure("memory tier: registering fork handlers", ENOMEM);
-}
-
-static void track_for_fork(zc_memory_tier *tier)
-{
-    pthread_once(&fork_handlers_once, register_fork_handlers);
-    pthread_mutex_lock(&live_lock);
-    tier->next_live = live_tiers;
-    live_tiers = tier;
-    pthread_mutex_unlock(&live_lock);
-}
-
-static void untrack_for_fork(zc_memory_tier *tier)
-{
-    pthread_mutex_lock(&live_lock);
-    zc_memory_tier **link = &live_tiers;
-    while (*link != NULL && *link != tier)
-        link = &(*link)->next_live;
-    if (*link != NULL)
-        *link = tier->next_live;
-    pthread_mutex_unlock(&live_lock);
 }
 
 zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out)
@@ -269,7 +254,7 @@ zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out)
     }
     tier->bucket_count = INITIAL_BUCKETS;
     tier->budget = budget_bytes;
-    track_for_fork(tier);
+    zc_live_set_add(&live_tiers, &tier->live);
     *out = tier;
     return ZC_OK;
 }
@@ -278,7 +263,7 @@ void zc_memory_tier_destroy(zc_memory_tier *tier)
 {
     if (tier == NULL)
         return;
-    untrack_for_fork(tier);
+    zc_live_set_remove(&live_tiers, &tier->live);
     for (entry *e = tier->most_recent; e != NULL;) {
         entry *older = e->older;
         zc_artifact_unref(e->artifact);

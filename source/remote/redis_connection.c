@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "monotonic_clock.h"
+#include "zecache/live_set.h"
 #include "zecache/log.h"
 
 /* A connection keeps a read buffer up to this size between replies (hiredis
@@ -37,8 +38,8 @@ struct zc_redis_connection {
     redisContext *context; /* NULL: not connected */
     pid_t owner;           /* the process that connected it */
     pthread_mutex_t mutex;
-    zc_redis_connection *next_live; /* the connections in use, for fork() */
-    bool locked_for_fork;           /* idle at the fork: its mutex was taken */
+    zc_live_link live;    /* the connections in use, for fork() */
+    bool locked_for_fork; /* idle at the fork: its mutex was taken */
 };
 
 typedef struct failure {
@@ -131,27 +132,34 @@ static void sigpipe_restore(sigpipe_guard *guard)
  * that its commands connect instead of waiting out their deadline. Nothing
  * in a command calls back into the application, so the forking thread is
  * never inside one. */
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static zc_redis_connection *live_connections;
+static void register_fork_handlers(void);
+static zc_live_set live_connections = ZC_LIVE_SET_INIT(register_fork_handlers);
+
+static zc_redis_connection *connection_of(zc_live_link *link)
+{
+    return ZC_LIVE_OWNER(link, zc_redis_connection, live);
+}
 
 static void lock_for_fork(void)
 {
-    pthread_mutex_lock(&live_lock);
-    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live)
-        at->locked_for_fork = pthread_mutex_trylock(&at->mutex) == 0;
+    pthread_mutex_lock(&live_connections.lock);
+    for (zc_live_link *link = live_connections.head; link != NULL; link = link->next)
+        connection_of(link)->locked_for_fork =
+            pthread_mutex_trylock(&connection_of(link)->mutex) == 0;
 }
 
 static void unlock_in_parent(void)
 {
-    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live)
-        if (at->locked_for_fork)
-            pthread_mutex_unlock(&at->mutex);
-    pthread_mutex_unlock(&live_lock);
+    for (zc_live_link *link = live_connections.head; link != NULL; link = link->next)
+        if (connection_of(link)->locked_for_fork)
+            pthread_mutex_unlock(&connection_of(link)->mutex);
+    pthread_mutex_unlock(&live_connections.lock);
 }
 
 static void disown_in_child(void)
 {
-    for (zc_redis_connection *at = live_connections; at != NULL; at = at->next_live) {
+    for (zc_live_link *link = live_connections.head; link != NULL; link = link->next) {
+        zc_redis_connection *at = connection_of(link);
         if (at->locked_for_fork) {
             pthread_mutex_unlock(&at->mutex);
         } else {
@@ -162,34 +170,13 @@ static void disown_in_child(void)
         }
         at->owner = 0; /* no process: even one that gets the parent's pid reconnects */
     }
-    pthread_mutex_unlock(&live_lock);
+    pthread_mutex_unlock(&live_connections.lock);
 }
 
 static void register_fork_handlers(void)
 {
     if (pthread_atfork(lock_for_fork, unlock_in_parent, disown_in_child) != 0)
         zc_log_failure("remote: registering fork handlers", ENOMEM);
-}
-
-static void track_for_fork(zc_redis_connection *connection)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, register_fork_handlers);
-    pthread_mutex_lock(&live_lock);
-    connection->next_live = live_connections;
-    live_connections = connection;
-    pthread_mutex_unlock(&live_lock);
-}
-
-static void untrack_for_fork(zc_redis_connection *connection)
-{
-    pthread_mutex_lock(&live_lock);
-    zc_redis_connection **link = &live_connections;
-    while (*link != NULL && *link != connection)
-        link = &(*link)->next_live;
-    if (*link != NULL)
-        *link = connection->next_live;
-    pthread_mutex_unlock(&live_lock);
 }
 
 /* ---- connecting ---- */
@@ -638,7 +625,7 @@ zc_redis_connection *zc_redis_connection_new(const zc_remote_server *server,
         free(connection);
         return NULL;
     }
-    track_for_fork(connection);
+    zc_live_set_add(&live_connections, &connection->live);
     return connection;
 }
 
@@ -646,7 +633,7 @@ void zc_redis_connection_free(zc_redis_connection *connection)
 {
     if (connection == NULL)
         return;
-    untrack_for_fork(connection);
+    zc_live_set_remove(&live_connections, &connection->live);
     drop(connection);
     pthread_mutex_destroy(&connection->mutex);
     free(connection);
