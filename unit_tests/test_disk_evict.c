@@ -432,3 +432,17 @@ Test(evict, recording_keeps_the_limit_when_making_room_took_its_spirv)
     cr_assert_leq(after.total, limit);
     zc_disk_tier_close(tier);
 }
+
+/* A young .recipe not named after a zecache key (a peer's file, or one
+ * planted) is no recipe of ours: it must not stop eviction from freeing the
+ * SPIR-V that only the evicted entries named, or every eviction empties the
+ * cache again. */
+Test(evict, a_planted_foreign_recipe_does_not_make_eviction_empty_the_cache)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/planted.recipe", cache_dir);
+    mkdir(cache_dir, 0700);
+    t_write_file(path, "", 0); /* 0 bytes: the walk counts it as nothing */
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+}
