@@ -115,31 +115,18 @@ static void remove_if_stale_temp(zc_census *census, const zc_scan_item *item)
         zc_disk_log_errno("cannot remove", item->rel, errno);
 }
 
-/* A recipe of ours is named after a zecache key, as its entry is: only such
- * a one can name blobs that entries need. */
-static bool recipe_of_ours(const char *name)
-{
-    char entry[NAME_MAX + 1];
-    size_t stem = strlen(name) - strlen(ZC_RECIPE_SUFFIX);
-    zc_key key;
-    return snprintf(entry, sizeof entry, "%.*s%s", (int)stem, name, ZC_ENTRY_SUFFIX) <
-               (int)sizeof entry &&
-           zc_disk_parse_entry_name(entry, &key);
-}
-
 static int visit(void *context, const zc_scan_item *item)
 {
     zc_census *census = context;
     bool stored = true;
     if (item->kind == ZC_SCAN_TEMP)
         remove_if_stale_temp(census, item);
-    /* An orphaned recipe of ours that stays still names its blobs; a young
-     * foreign one (planted, or a peer's) names none of ours, and counting it
-     * would keep every blob and make eviction empty the cache. */
-    if (item->kind == ZC_SCAN_SIDECAR &&
-        zc_disk_remove_orphan_sidecar(census->tier, item, census->now) == ZC_ORPHAN_KEPT &&
-        zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX) && recipe_of_ours(item->name))
-        census->blobs_unsure = true;
+    /* An orphaned recipe that stays (a young foreign one, or one that cannot
+     * be removed) names nothing an entry needs: no entry is there to be
+     * rebuilt from it. Letting it keep every blob made each eviction count
+     * only entry bytes as freed, and so remove every entry. */
+    if (item->kind == ZC_SCAN_SIDECAR)
+        zc_disk_remove_orphan_sidecar(census->tier, item, census->now);
     if (item->kind == ZC_SCAN_LOCK)
         zc_disk_remove_unused_lock(census->tier, item, ZC_TEMP_MAX_AGE_SEC, census->now);
     if (item->kind == ZC_SCAN_MARK)
