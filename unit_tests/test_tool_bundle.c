@@ -448,3 +448,44 @@ Test(tool_bundle, import_leaves_out_a_recipe_declaring_another_spirv_size)
     free(err);
     free(bundle);
 }
+
+/* Import decompresses a SPIR-V only when a recipe names it with the size
+ * its container declares, and once: one named by no recipe (here one that
+ * would not verify, under another's SHA-256) is never decoded, so a bundle
+ * of a few KB of containers declaring 256 MiB each costs nothing. */
+Test(tool_bundle, import_decodes_no_spirv_that_no_recipe_names)
+{
+    uint8_t sha[32], unnamed_sha[32], ignored[32];
+    size_t sealed_size, unnamed_size, entry_size, size;
+    uint8_t *sealed = sealed_spirv(4096, 5, sha, &sealed_size);
+    uint8_t *unnamed = sealed_spirv(8192, 6, ignored, &unnamed_size);
+    memset(unnamed_sha, 0xab, sizeof unnamed_sha);
+    zc_key key = t_key(4400);
+    zc_artifact *artifact = t_artifact(BINARY_SIZE, 4400);
+    uint8_t *entry;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
+    zc_artifact_unref(artifact);
+    char *bundle = NULL;
+    FILE *out = open_memstream(&bundle, &size);
+    cr_assert_not_null(out);
+    zc_bundle_writer writer;
+    cr_assert_eq(zc_bundle_write_start(&writer, out), ZC_OK);
+    write_item(&writer, key.bytes, entry, entry_size);
+    write_item(&writer, unnamed_sha, unnamed, unnamed_size);
+    write_item(&writer, sha, sealed, sealed_size);
+    write_recipe(&writer, &key, sha, 4096);
+    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
+    zc_bundle_writer_close(&writer);
+    cr_assert_eq(fclose(out), 0);
+
+    rewritten_file file = {(uint8_t *)bundle, (uint8_t *)bundle, size, size, 0, false};
+    char *err;
+    cr_assert_eq(import_from(&file, cache_dir, &err), 0, "%s", err);
+    cr_assert_null(strstr(err, "SPIR-V"), "decoded a SPIR-V no recipe names: %s", err);
+    cr_assert_not_null(strstr(err, "imported 1 entries, 0 bad"), "%s", err);
+    cr_assert_not_null(strstr(err, "recorded inputs of 1, 0 bad"), "%s", err);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".recipe"), 1);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".spirv"), 1);
+    free(err);
+    free(bundle);
+}
