@@ -485,3 +485,49 @@ Test(evict, an_unremovable_orphan_recipe_does_not_make_eviction_empty_the_cache)
     run_mix(&mix, 200 << 10);
     tier_ops = NULL;
 }
+
+/* A module left by another user (a run under sudo: its directory and files
+ * root's): its recipe cannot be read (EACCES) and its entry cannot be removed
+ * (EPERM). A recipe that cannot be read cannot be used either: it must not
+ * keep every blob, or every eviction removes every other entry. */
+static char unreadable[NAME_MAX + 1], unremovable_entry[NAME_MAX + 1];
+
+static int openat_refusing(int dirfd, const char *path, int flags, mode_t mode)
+{
+    if (strcmp(path, unreadable) == 0) {
+        errno = EACCES;
+        return -1;
+    }
+    return zc_fs_ops_default()->openat(dirfd, path, flags, mode);
+}
+
+static int unlinkat_refusing_entry(int dirfd, const char *path, int flags)
+{
+    if (strcmp(path, unremovable_entry) == 0 || strcmp(path, unreadable) == 0) {
+        errno = EPERM;
+        return -1;
+    }
+    return zc_fs_ops_default()->unlinkat(dirfd, path, flags);
+}
+
+Test(evict, an_unreadable_recipe_does_not_make_eviction_empty_the_cache)
+{
+    mkdir(cache_dir, 0700);
+    zc_disk_tier *tier = open_tier(0);
+    store_entry(tier, 999998, 4096);
+    cr_assert_eq(record(tier, 999998, 999998, 16384), ZC_OK);
+    zc_disk_tier_close(tier);
+    char path[PATH_MAX];
+    entry_file(999998, ".recipe", path);
+    snprintf(unreadable, sizeof unreadable, "%s", strrchr(path, '/') + 1);
+    entry_file(999998, ".l0_cache", path);
+    snprintf(unremovable_entry, sizeof unremovable_entry, "%s", strrchr(path, '/') + 1);
+    static zc_fs_ops ops;
+    ops = *zc_fs_ops_default();
+    ops.openat = openat_refusing;
+    ops.unlinkat = unlinkat_refusing_entry;
+    tier_ops = &ops;
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+    tier_ops = NULL;
+}

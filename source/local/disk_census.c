@@ -58,8 +58,14 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
         zc_disk_sweep_recipe(census->tier, item->dir_fd, item->name, &inputs, &removed);
     if (removed > item->trace_size) /* changed since the scan saw it: not by a lock holder */
         removed = item->trace_size;
-    /* A recipe that cannot be read names blobs no one knows: none go. */
-    census->blobs_unsure |= recipe != ZC_OK && recipe != ZC_MISS;
+    /* Out of memory, the sweep stops and removes nothing. A recipe that
+     * cannot be read (another user's file) cannot be used either, and keeps
+     * no blob: keeping every blob while it stayed made every eviction count
+     * only entry bytes as freed, and so remove every entry. */
+    if (recipe == ZC_ERR_NOMEM)
+        return false;
+    if (recipe != ZC_OK && recipe != ZC_MISS)
+        zc_log_info("cannot read the recorded inputs of %s: they keep no SPIR-V", item->rel);
     if (!grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
               sizeof *census->entries)) {
         zc_recipe_free(&inputs);
@@ -212,7 +218,7 @@ void zc_census_free(zc_census *census)
 static uint64_t remove_blob(zc_census *census, zc_census_blob *blob)
 {
     const char *name;
-    if (census->blobs_unsure || blob->gone)
+    if (blob->gone)
         return 0;
     int parent_fd = zc_disk_open_parent(census->tier, blob->rel, &name);
     if (parent_fd < 0)
