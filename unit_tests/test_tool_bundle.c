@@ -489,3 +489,90 @@ Test(tool_bundle, import_decodes_no_spirv_that_no_recipe_names)
     free(err);
     free(bundle);
 }
+
+/* `zecache export --dir DIR FILE`; its standard error in *err (freed by the
+ * caller). The exit status. */
+static int export_to(const char *dir, const char *file, char **err)
+{
+    char err_path[PATH_MAX];
+    snprintf(err_path, sizeof err_path, "%s/stderr", scratch);
+    int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(err_fd, 0);
+    fflush(stderr);
+    int saved_err = dup(2);
+    cr_assert_geq(dup2(err_fd, 2), 0);
+    close(err_fd);
+    char *argv[] = {"export", "--dir", (char *)dir, (char *)file, NULL};
+    optind = 0;
+    tool_context tool = {.command = &tool_cmd_export};
+    int status = tool_cmd_export.run(&tool, 4, argv);
+    fflush(stderr);
+    dup2(saved_err, 2);
+    close(saved_err);
+    size_t size;
+    *err = (char *)t_read_bytes(err_path, &size);
+    cr_assert_not_null(*err);
+    *err = realloc(*err, size + 1);
+    (*err)[size] = '\0';
+    return status;
+}
+
+/* An entry of seed whose recipe names blob (under sha, declaring
+ * declared_size), recorded as is: a planted one need not verify. */
+static void plant_module(zc_disk_tier *tier, uint64_t seed, const uint8_t sha[32],
+                         const uint8_t *blob, size_t blob_size, uint64_t declared_size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = t_artifact(BINARY_SIZE, seed);
+    cr_assert_eq(zc_disk_tier_store(tier, &key, artifact, NULL), ZC_OK);
+    zc_artifact_unref(artifact);
+    size_t recipe_size;
+    uint8_t *recipe = recipe_naming(&key, sha, declared_size, &recipe_size);
+    zc_input_blob input = {.bytes = blob, .size = blob_size};
+    memcpy(input.sha256, sha, 32);
+    cr_assert_eq(zc_disk_tier_record(tier, &key, recipe, recipe_size, &input, 1), ZC_OK);
+    free(recipe);
+}
+
+static size_t occurrences(const char *text, const char *what)
+{
+    size_t count = 0;
+    for (const char *at = strstr(text, what); at != NULL; at = strstr(at + 1, what))
+        count++;
+    return count;
+}
+
+/* Export decodes a SPIR-V only when a recipe declares the size its container
+ * does, and once: one that does not verify, named by two recipes, is decoded
+ * for the first only; one declared with another size than it holds is left
+ * out (import would refuse it) without being decoded. */
+Test(tool_bundle, export_decodes_each_spirv_once_and_only_at_its_declared_size)
+{
+    uint8_t sha[32], forged_sha[32], ignored[32];
+    size_t sealed_size, forged_size;
+    uint8_t *sealed = sealed_spirv(4096, 7, sha, &sealed_size);
+    uint8_t *forged = sealed_spirv(4096, 8, ignored, &forged_size);
+    memset(forged_sha, 0xcd, sizeof forged_sha);
+    zc_config config = t_disk_config(cache_dir, 0, 3);
+    zc_disk_tier *tier;
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    plant_module(tier, 4500, forged_sha, forged, forged_size, 4096);
+    plant_module(tier, 4501, forged_sha, forged, forged_size, 4096);
+    plant_module(tier, 4502, sha, sealed, sealed_size, 5000);
+    zc_disk_tier_close(tier);
+    free(sealed);
+    free(forged);
+
+    char path[PATH_MAX], *err;
+    snprintf(path, sizeof path, "%s/out.zcb", scratch);
+    cr_assert_eq(export_to(cache_dir, path, &err), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "holds another key or digest"), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "SPIR-V input 0 does not verify"), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "SPIR-V input 0: holds 4096 bytes, not the 5000 its recipe "
+                                  "declares"),
+                 1, "%s", err);
+    cr_assert_not_null(strstr(err, "exported 3 entries, skipped 0 bad; recorded inputs of 0, 3 "
+                                   "left out as damaged"),
+                       "%s", err);
+    free(err);
+}
