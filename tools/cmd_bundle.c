@@ -15,6 +15,7 @@
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/recipe.h"
+#include "zecache/sealed.h"
 
 enum { REASON_SIZE = 256 };
 
@@ -22,6 +23,7 @@ typedef struct bundle_tally {
     uint64_t kept, bad, too_large, driver_entries;
     uint64_t inputs, bad_inputs; /* entries' recorded inputs carried, and left out */
     tool_blob_pool blobs;        /* SPIR-V written (export) or read (import) */
+    tool_blob_pool verified;     /* import: SHA-256s of those decoded and verified (no bytes) */
 } bundle_tally;
 
 static bool is_stdio(const char *file)
@@ -180,6 +182,35 @@ static bool import_one(const tool_context *tool, zc_disk_tier *tier, const zc_ke
     }
 }
 
+/* The pool's SPIR-V at index, decoded and verified the first time a recipe
+ * names it with the size its container declares, never again: one named by
+ * no recipe is never decompressed, and one that does not verify loses its
+ * bytes, so that the next recipe naming it is refused at once. */
+static zc_status verify_blob(bundle_tally *tally, size_t index, uint32_t input, char *reason,
+                             size_t reason_size)
+{
+    tool_blob_pool *pool = &tally->blobs;
+    if (pool->bytes[index] == NULL)
+        return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u does not verify", input);
+    if (tool_blob_pool_find(&tally->verified, pool->sha256[index]) >= 0)
+        return ZC_OK;
+    uint8_t *spirv = NULL;
+    size_t spirv_size = 0;
+    char why[REASON_SIZE] = "";
+    zc_status status =
+        zc_spirv_blob_decode(pool->bytes[index], pool->sizes[index], pool->sha256[index], &spirv,
+                             &spirv_size, why, sizeof why);
+    free(spirv);
+    if (status != ZC_OK) {
+        free(pool->bytes[index]);
+        pool->bytes[index] = NULL;
+        return zc_explain(ZC_MISS, reason, reason_size, "SPIR-V input %u: %s", input, why);
+    }
+    if (!tool_blob_pool_add(&tally->verified, pool->sha256[index], NULL, 0))
+        return zc_explain(ZC_ERR_NOMEM, reason, reason_size, "no memory");
+    return ZC_OK;
+}
+
 /* A recipe arrives after the SPIR-V it names (tool_inputs.h): recorded
  * beside its entry, imported just before it. */
 static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *bytes, size_t size,
@@ -201,6 +232,8 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
                                 (unsigned long long)tally->blobs.spirv_sizes[found],
                                 (unsigned long long)recipe.inputs[i].spirv_size);
         else
+            status = verify_blob(tally, (size_t)found, i, reason, sizeof reason);
+        if (status == ZC_OK)
             blobs[i] = (zc_input_blob){.bytes = tally->blobs.bytes[found],
                                        .size = tally->blobs.sizes[found]};
         if (status == ZC_OK)
@@ -221,28 +254,26 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
     }
 }
 
-/* Keeps a verified SPIR-V, with its size, for the recipes that follow; one
- * the bundle gave already is not decoded again. */
+/* Keeps a SPIR-V container, with the size it declares, for the recipes that
+ * follow (verify_blob decodes it when one names it); one the bundle gave
+ * already is not kept again. */
 static void keep_blob(const zc_key *sha, uint8_t *bytes, size_t size, bundle_tally *tally)
 {
-    uint8_t *spirv = NULL;
-    size_t spirv_size = 0;
-    char reason[REASON_SIZE] = "", hex[ZC_KEY_HEX_SIZE];
+    uint64_t declared = 0;
+    char hex[ZC_KEY_HEX_SIZE];
     if (tool_blob_pool_find(&tally->blobs, sha->bytes) >= 0) {
         free(bytes);
         return;
     }
-    if (zc_spirv_blob_decode(bytes, size, sha->bytes, &spirv, &spirv_size, reason, sizeof reason) ==
-            ZC_OK &&
-        tool_blob_pool_add(&tally->blobs, sha->bytes, bytes, size)) {
-        tally->blobs.spirv_sizes[tally->blobs.count - 1] = spirv_size;
-        free(spirv);
+    bool sealed = zc_sealed_declared_size(bytes, size, &declared);
+    if (sealed && tool_blob_pool_add(&tally->blobs, sha->bytes, bytes, size)) {
+        tally->blobs.spirv_sizes[tally->blobs.count - 1] = declared;
         return;
     }
-    free(spirv);
     free(bytes);
     zc_key_to_hex(sha, hex);
-    fprintf(stderr, "bad      SPIR-V %s: %s\n", hex, reason[0] != '\0' ? reason : "no memory");
+    fprintf(stderr, "bad      SPIR-V %s: %s\n", hex,
+            sealed ? "no memory" : "not a SPIR-V container");
 }
 
 /* The reader, requiring a signature when NEO_CACHE_REMOTE_SECRET_FILE is set;
@@ -342,6 +373,7 @@ static int import_checked_entries(const tool_context *tool, zc_disk_tier *tier, 
     }
     zc_bundle_reader_close(&reader);
     tool_blob_pool_free(&tally.blobs);
+    tool_blob_pool_free(&tally.verified);
     if (item == ZC_BUNDLE_BAD)
         tool_fail(tool, "%s: %s", is_stdio(file) ? "standard input" : file, reason);
     fprintf(stderr,

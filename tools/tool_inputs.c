@@ -7,6 +7,7 @@
 
 #include "zecache/disk_recipes.h"
 #include "zecache/recipe.h"
+#include "zecache/sealed.h"
 
 bool tool_blob_pool_add(tool_blob_pool *pool, const uint8_t sha256[32], uint8_t *bytes, size_t size)
 {
@@ -54,32 +55,70 @@ void tool_blob_pool_free(tool_blob_pool *pool)
     memset(pool, 0, sizeof *pool);
 }
 
-/* Reads and verifies each SPIR-V of recipe, writing those not written. */
+/* A SPIR-V that did not verify stays in the pool with this size, so that no
+ * later recipe naming it has it read and decoded again. */
+#define REFUSED_SIZE UINT64_MAX
+
+/* Reads and verifies SPIR-V input i of recipe, and writes it: only when its
+ * container declares the size the recipe does (so that no recipe has more
+ * decompressed than it declares), and once. */
+static tool_inputs_written write_blob(zc_disk_tier *tier, const zc_recipe_input *input, uint32_t i,
+                                      zc_bundle_writer *writer, tool_blob_pool *written,
+                                      char *problem, size_t problem_size)
+{
+    uint8_t *blob = NULL, *spirv = NULL;
+    size_t size = 0, spirv_size = 0;
+    uint64_t declared = 0;
+    char why[200] = "the file is missing";
+    zc_key as_key;
+    memcpy(as_key.bytes, input->spirv_sha256, 32);
+    bool read = zc_disk_tier_read_blob(tier, input->spirv_sha256, &blob, &size) == ZC_OK;
+    bool sized =
+        read && zc_sealed_declared_size(blob, size, &declared) && declared == input->spirv_size;
+    if (read && !sized)
+        snprintf(why, sizeof why, "holds %llu bytes, not the %llu its recipe declares",
+                 (unsigned long long)declared, (unsigned long long)input->spirv_size);
+    bool good = sized && zc_spirv_blob_decode(blob, size, input->spirv_sha256, &spirv, &spirv_size,
+                                              why, sizeof why) == ZC_OK;
+    free(spirv);
+    zc_status status = good ? zc_bundle_write_entry(writer, &as_key, blob, size) : ZC_OK;
+    free(blob);
+    /* Remembered once decoded, good or not; one of another size may yet be
+     * right for a recipe declaring that size. */
+    if (status != ZC_OK || (sized && !tool_blob_pool_add(written, input->spirv_sha256, NULL, 0)))
+        return TOOL_INPUTS_FAILED;
+    if (sized)
+        written->spirv_sizes[written->count - 1] = good ? declared : REFUSED_SIZE;
+    if (good)
+        return TOOL_INPUTS_WRITTEN;
+    snprintf(problem, problem_size, "SPIR-V input %u: %s", i, why);
+    return TOOL_INPUTS_DAMAGED;
+}
+
+/* Writes each SPIR-V of recipe not written yet. */
 static tool_inputs_written write_blobs(zc_disk_tier *tier, const zc_recipe *recipe,
                                        zc_bundle_writer *writer, tool_blob_pool *written,
                                        char *problem, size_t problem_size)
 {
     for (uint32_t i = 0; i < recipe->input_count; i++) {
-        const uint8_t *sha = recipe->inputs[i].spirv_sha256;
-        if (tool_blob_pool_find(written, sha) >= 0)
-            continue;
-        uint8_t *blob = NULL, *spirv = NULL;
-        size_t size = 0, spirv_size = 0;
-        char why[200] = "the file is missing";
-        zc_key as_key;
-        memcpy(as_key.bytes, sha, 32);
-        bool good =
-            zc_disk_tier_read_blob(tier, sha, &blob, &size) == ZC_OK &&
-            zc_spirv_blob_decode(blob, size, sha, &spirv, &spirv_size, why, sizeof why) == ZC_OK;
-        free(spirv);
-        zc_status status = good ? zc_bundle_write_entry(writer, &as_key, blob, size) : ZC_OK;
-        free(blob);
-        if (!good) {
-            snprintf(problem, problem_size, "SPIR-V input %u: %s", i, why);
+        const zc_recipe_input *input = &recipe->inputs[i];
+        long found = tool_blob_pool_find(written, input->spirv_sha256);
+        if (found >= 0 && written->spirv_sizes[found] == REFUSED_SIZE) {
+            snprintf(problem, problem_size, "SPIR-V input %u does not verify", i);
             return TOOL_INPUTS_DAMAGED;
         }
-        if (status != ZC_OK || !tool_blob_pool_add(written, sha, NULL, 0))
-            return TOOL_INPUTS_FAILED;
+        if (found >= 0 && written->spirv_sizes[found] != input->spirv_size) {
+            snprintf(problem, problem_size,
+                     "SPIR-V input %u holds %llu bytes, not the %llu its recipe declares", i,
+                     (unsigned long long)written->spirv_sizes[found],
+                     (unsigned long long)input->spirv_size);
+            return TOOL_INPUTS_DAMAGED;
+        }
+        tool_inputs_written result =
+            found >= 0 ? TOOL_INPUTS_WRITTEN
+                       : write_blob(tier, input, i, writer, written, problem, problem_size);
+        if (result != TOOL_INPUTS_WRITTEN)
+            return result;
     }
     return TOOL_INPUTS_WRITTEN;
 }

@@ -4,6 +4,7 @@
  * file after any repairing step; usage lists stay bounded. Every total is
  * checked against an independent walk of the directory (nftw). */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_maintenance.h"
@@ -35,11 +37,13 @@ static void remove_test_root(void)
 
 TestSuite(evict, .init = make_test_root, .fini = remove_test_root, .timeout = 300);
 
+static const zc_fs_ops *tier_ops; /* NULL: the real calls */
+
 static zc_disk_tier *open_tier(uint64_t max_size)
 {
     zc_config config = t_disk_config(cache_dir, max_size, 3);
     zc_disk_tier *tier = NULL;
-    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    cr_assert_eq(zc_disk_tier_open_with_ops(&config, tier_ops, &tier), ZC_OK);
     return tier;
 }
 
@@ -431,4 +435,99 @@ Test(evict, recording_keeps_the_limit_when_making_room_took_its_spirv)
     walk_census after = assert_accounting_exact("after the record");
     cr_assert_leq(after.total, limit);
     zc_disk_tier_close(tier);
+}
+
+/* A young .recipe not named after a zecache key (a peer's file, or one
+ * planted) is no recipe of ours: it must not stop eviction from freeing the
+ * SPIR-V that only the evicted entries named, or every eviction empties the
+ * cache again. */
+Test(evict, a_planted_foreign_recipe_does_not_make_eviction_empty_the_cache)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/planted.recipe", cache_dir);
+    mkdir(cache_dir, 0700);
+    t_write_file(path, "", 0); /* 0 bytes: the walk counts it as nothing */
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+}
+
+/* A recipe of ours with no entry that cannot be removed (a peer's file in a
+ * sticky shared directory: EPERM) names nothing an entry needs either. */
+static char unremovable[NAME_MAX + 1];
+
+static int unlinkat_refusing(int dirfd, const char *path, int flags)
+{
+    if (strcmp(path, unremovable) == 0) {
+        errno = EPERM;
+        return -1;
+    }
+    return zc_fs_ops_default()->unlinkat(dirfd, path, flags);
+}
+
+Test(evict, an_unremovable_orphan_recipe_does_not_make_eviction_empty_the_cache)
+{
+    static zc_fs_ops ops;
+    ops = *zc_fs_ops_default();
+    ops.unlinkat = unlinkat_refusing;
+    char path[PATH_MAX];
+    entry_file(999999, ".recipe", path);
+    snprintf(unremovable, sizeof unremovable, "%s", strrchr(path, '/') + 1);
+    mkdir(cache_dir, 0700);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(path, '/') - path), path);
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+    mkdir(parent, 0700);
+    mkdir(dir, 0700);
+    t_write_file(path, "", 0); /* 0 bytes: the walk counts it as nothing */
+    tier_ops = &ops;
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+    tier_ops = NULL;
+}
+
+/* A module left by another user (a run under sudo: its directory and files
+ * root's): its recipe cannot be read (EACCES) and its entry cannot be removed
+ * (EPERM). A recipe that cannot be read cannot be used either: it must not
+ * keep every blob, or every eviction removes every other entry. */
+static char unreadable[NAME_MAX + 1], unremovable_entry[NAME_MAX + 1];
+
+static int openat_refusing(int dirfd, const char *path, int flags, mode_t mode)
+{
+    if (strcmp(path, unreadable) == 0) {
+        errno = EACCES;
+        return -1;
+    }
+    return zc_fs_ops_default()->openat(dirfd, path, flags, mode);
+}
+
+static int unlinkat_refusing_entry(int dirfd, const char *path, int flags)
+{
+    if (strcmp(path, unremovable_entry) == 0 || strcmp(path, unreadable) == 0) {
+        errno = EPERM;
+        return -1;
+    }
+    return zc_fs_ops_default()->unlinkat(dirfd, path, flags);
+}
+
+Test(evict, an_unreadable_recipe_does_not_make_eviction_empty_the_cache)
+{
+    mkdir(cache_dir, 0700);
+    zc_disk_tier *tier = open_tier(0);
+    store_entry(tier, 999998, 4096);
+    cr_assert_eq(record(tier, 999998, 999998, 16384), ZC_OK);
+    zc_disk_tier_close(tier);
+    char path[PATH_MAX];
+    entry_file(999998, ".recipe", path);
+    snprintf(unreadable, sizeof unreadable, "%s", strrchr(path, '/') + 1);
+    entry_file(999998, ".l0_cache", path);
+    snprintf(unremovable_entry, sizeof unremovable_entry, "%s", strrchr(path, '/') + 1);
+    static zc_fs_ops ops;
+    ops = *zc_fs_ops_default();
+    ops.openat = openat_refusing;
+    ops.unlinkat = unlinkat_refusing_entry;
+    tier_ops = &ops;
+    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
+    run_mix(&mix, 200 << 10);
+    tier_ops = NULL;
 }

@@ -136,13 +136,11 @@ static zc_bundle_signer secret_signer(zc_remote_secret *secret)
 
 /* ---- running import ---- */
 
-/* `zecache import --dir DIR -` with standard input reading file; its
- * standard error in *err (the caller frees it). The exit status. */
-static int import_from(rewritten_file *file, const char *dir, char **err)
+/* `zecache COMMAND --dir DIR OPERAND`, its standard input in (NULL: as is);
+ * its standard error in *err (the caller frees it). The exit status. */
+static int run_tool(const tool_command *command, const char *dir, const char *operand, FILE *in,
+                    char **err)
 {
-    cookie_io_functions_t functions = {.read = rewritten_read, .seek = rewritten_seek};
-    FILE *stream = fopencookie(file, "rb", functions);
-    cr_assert_not_null(stream);
     char err_path[PATH_MAX];
     snprintf(err_path, sizeof err_path, "%s/stderr", scratch);
     int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -152,13 +150,12 @@ static int import_from(rewritten_file *file, const char *dir, char **err)
     cr_assert_geq(dup2(err_fd, 2), 0);
     close(err_fd);
     FILE *saved_in = stdin;
-    stdin = stream;
-    char *argv[] = {"import", "--dir", (char *)dir, "-", NULL};
+    stdin = in != NULL ? in : stdin;
+    char *argv[] = {(char *)command->name, "--dir", (char *)dir, (char *)operand, NULL};
     optind = 0;
-    tool_context tool = {.command = &tool_cmd_import};
-    int status = tool_cmd_import.run(&tool, 4, argv);
+    tool_context tool = {.command = command};
+    int status = command->run(&tool, 4, argv);
     stdin = saved_in;
-    fclose(stream);
     fflush(stderr);
     dup2(saved_err, 2);
     close(saved_err);
@@ -167,6 +164,17 @@ static int import_from(rewritten_file *file, const char *dir, char **err)
     cr_assert_not_null(*err);
     *err = realloc(*err, size + 1);
     (*err)[size] = '\0';
+    return status;
+}
+
+/* `zecache import --dir DIR -` with standard input reading file. */
+static int import_from(rewritten_file *file, const char *dir, char **err)
+{
+    cookie_io_functions_t functions = {.read = rewritten_read, .seek = rewritten_seek};
+    FILE *stream = fopencookie(file, "rb", functions);
+    cr_assert_not_null(stream);
+    int status = run_tool(&tool_cmd_import, dir, "-", stream, err);
+    fclose(stream);
     return status;
 }
 
@@ -405,6 +413,33 @@ Test(tool_bundle, build_jobs_sharing_a_spirv_decode_it_once)
     free(other);
 }
 
+/* The entry of seed's module (key t_key(seed)), encoded. */
+static uint8_t *entry_of(uint64_t seed, size_t *size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = t_artifact(BINARY_SIZE, seed);
+    uint8_t *entry;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, size), ZC_OK);
+    zc_artifact_unref(artifact);
+    return entry;
+}
+
+/* A bundle written to memory (*bytes, *size once closed). */
+static FILE *start_memory_bundle(zc_bundle_writer *writer, char **bytes, size_t *size)
+{
+    FILE *out = open_memstream(bytes, size);
+    cr_assert_not_null(out);
+    cr_assert_eq(zc_bundle_write_start(writer, out), ZC_OK);
+    return out;
+}
+
+static void end_memory_bundle(zc_bundle_writer *writer, FILE *out)
+{
+    cr_assert_eq(zc_bundle_write_end(writer), ZC_OK);
+    zc_bundle_writer_close(writer);
+    cr_assert_eq(fclose(out), 0);
+}
+
 /* An imported recipe is recorded only when every SPIR-V it names is in the
  * bundle with the size it declares: one declaring another size is reported
  * and left out (prewarm would refuse it for good), its entry imported. */
@@ -414,22 +449,15 @@ Test(tool_bundle, import_leaves_out_a_recipe_declaring_another_spirv_size)
     size_t sealed_size, entry_size, recipe_size, size;
     uint8_t *sealed = sealed_spirv(4096, 5, sha, &sealed_size);
     zc_key key = t_key(4300);
-    zc_artifact *artifact = t_artifact(BINARY_SIZE, 4300);
-    uint8_t *entry;
-    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
-    zc_artifact_unref(artifact);
+    uint8_t *entry = entry_of(4300, &entry_size);
     uint8_t *recipe = recipe_naming(&key, sha, 5000, &recipe_size);
     char *bundle = NULL;
-    FILE *out = open_memstream(&bundle, &size);
-    cr_assert_not_null(out);
     zc_bundle_writer writer;
-    cr_assert_eq(zc_bundle_write_start(&writer, out), ZC_OK);
+    FILE *out = start_memory_bundle(&writer, &bundle, &size);
     write_item(&writer, key.bytes, entry, entry_size);
     write_item(&writer, sha, sealed, sealed_size);
     write_item(&writer, key.bytes, recipe, recipe_size);
-    cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
-    zc_bundle_writer_close(&writer);
-    cr_assert_eq(fclose(out), 0);
+    end_memory_bundle(&writer, out);
 
     rewritten_file file = {(uint8_t *)bundle, (uint8_t *)bundle, size, size, 0, false};
     char *err;
@@ -447,4 +475,98 @@ Test(tool_bundle, import_leaves_out_a_recipe_declaring_another_spirv_size)
     cr_assert_eq(t_count_files_ending(cache_dir, ".spirv"), 0);
     free(err);
     free(bundle);
+}
+
+/* Import decompresses a SPIR-V only when a recipe names it with the size
+ * its container declares, and once: one named by no recipe (here one that
+ * would not verify, under another's SHA-256) is never decoded, so a bundle
+ * of a few KB of containers declaring 256 MiB each costs nothing. */
+Test(tool_bundle, import_decodes_no_spirv_that_no_recipe_names)
+{
+    uint8_t sha[32], unnamed_sha[32], ignored[32];
+    size_t sealed_size, unnamed_size, entry_size, size;
+    uint8_t *sealed = sealed_spirv(4096, 5, sha, &sealed_size);
+    uint8_t *unnamed = sealed_spirv(8192, 6, ignored, &unnamed_size);
+    memset(unnamed_sha, 0xab, sizeof unnamed_sha);
+    zc_key key = t_key(4400);
+    uint8_t *entry = entry_of(4400, &entry_size);
+    char *bundle = NULL;
+    zc_bundle_writer writer;
+    FILE *out = start_memory_bundle(&writer, &bundle, &size);
+    write_item(&writer, key.bytes, entry, entry_size);
+    write_item(&writer, unnamed_sha, unnamed, unnamed_size);
+    write_item(&writer, sha, sealed, sealed_size);
+    write_recipe(&writer, &key, sha, 4096);
+    end_memory_bundle(&writer, out);
+
+    rewritten_file file = {(uint8_t *)bundle, (uint8_t *)bundle, size, size, 0, false};
+    char *err;
+    cr_assert_eq(import_from(&file, cache_dir, &err), 0, "%s", err);
+    cr_assert_null(strstr(err, "SPIR-V"), "decoded a SPIR-V no recipe names: %s", err);
+    cr_assert_not_null(strstr(err, "imported 1 entries, 0 bad"), "%s", err);
+    cr_assert_not_null(strstr(err, "recorded inputs of 1, 0 bad"), "%s", err);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".recipe"), 1);
+    cr_assert_eq(t_count_files_ending(cache_dir, ".spirv"), 1);
+    free(err);
+    free(bundle);
+}
+
+/* An entry of seed whose recipe names blob (under sha, declaring
+ * declared_size), recorded as is: a planted one need not verify. */
+static void plant_module(zc_disk_tier *tier, uint64_t seed, const uint8_t sha[32],
+                         const uint8_t *blob, size_t blob_size, uint64_t declared_size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = t_artifact(BINARY_SIZE, seed);
+    cr_assert_eq(zc_disk_tier_store(tier, &key, artifact, NULL), ZC_OK);
+    zc_artifact_unref(artifact);
+    size_t recipe_size;
+    uint8_t *recipe = recipe_naming(&key, sha, declared_size, &recipe_size);
+    zc_input_blob input = {.bytes = blob, .size = blob_size};
+    memcpy(input.sha256, sha, 32);
+    cr_assert_eq(zc_disk_tier_record(tier, &key, recipe, recipe_size, &input, 1), ZC_OK);
+    free(recipe);
+}
+
+static size_t occurrences(const char *text, const char *what)
+{
+    size_t count = 0;
+    for (const char *at = strstr(text, what); at != NULL; at = strstr(at + 1, what))
+        count++;
+    return count;
+}
+
+/* Export decodes a SPIR-V only when a recipe declares the size its container
+ * does, and once: one that does not verify, named by two recipes, is decoded
+ * for the first only; one declared with another size than it holds is left
+ * out (import would refuse it) without being decoded. */
+Test(tool_bundle, export_decodes_each_spirv_once_and_only_at_its_declared_size)
+{
+    uint8_t sha[32], forged_sha[32], ignored[32];
+    size_t sealed_size, forged_size;
+    uint8_t *sealed = sealed_spirv(4096, 7, sha, &sealed_size);
+    uint8_t *forged = sealed_spirv(4096, 8, ignored, &forged_size);
+    memset(forged_sha, 0xcd, sizeof forged_sha);
+    zc_config config = t_disk_config(cache_dir, 0, 3);
+    zc_disk_tier *tier;
+    cr_assert_eq(zc_disk_tier_open(&config, &tier), ZC_OK);
+    plant_module(tier, 4500, forged_sha, forged, forged_size, 4096);
+    plant_module(tier, 4501, forged_sha, forged, forged_size, 4096);
+    plant_module(tier, 4502, sha, sealed, sealed_size, 5000);
+    zc_disk_tier_close(tier);
+    free(sealed);
+    free(forged);
+
+    char path[PATH_MAX], *err;
+    snprintf(path, sizeof path, "%s/out.zcb", scratch);
+    cr_assert_eq(run_tool(&tool_cmd_export, cache_dir, path, NULL, &err), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "holds another key or digest"), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "SPIR-V input 0 does not verify"), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "SPIR-V input 0: holds 4096 bytes, not the 5000 its recipe "
+                                  "declares"),
+                 1, "%s", err);
+    cr_assert_not_null(strstr(err, "exported 3 entries, skipped 0 bad; recorded inputs of 0, 3 "
+                                   "left out as damaged"),
+                       "%s", err);
+    free(err);
 }

@@ -58,8 +58,14 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
         zc_disk_sweep_recipe(census->tier, item->dir_fd, item->name, &inputs, &removed);
     if (removed > item->trace_size) /* changed since the scan saw it: not by a lock holder */
         removed = item->trace_size;
-    /* A recipe that cannot be read names blobs no one knows: none go. */
-    census->blobs_unsure |= recipe != ZC_OK && recipe != ZC_MISS;
+    /* Out of memory, the sweep stops and removes nothing. A recipe that
+     * cannot be read (another user's file) cannot be used either, and keeps
+     * no blob: keeping every blob while it stayed made every eviction count
+     * only entry bytes as freed, and so remove every entry. */
+    if (recipe == ZC_ERR_NOMEM)
+        return false;
+    if (recipe != ZC_OK && recipe != ZC_MISS)
+        zc_log_info("cannot read the recorded inputs of %s: they keep no SPIR-V", item->rel);
     if (!grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
               sizeof *census->entries)) {
         zc_recipe_free(&inputs);
@@ -121,11 +127,12 @@ static int visit(void *context, const zc_scan_item *item)
     bool stored = true;
     if (item->kind == ZC_SCAN_TEMP)
         remove_if_stale_temp(census, item);
-    /* An orphaned recipe that stays still names its blobs. */
-    if (item->kind == ZC_SCAN_SIDECAR &&
-        zc_disk_remove_orphan_sidecar(census->tier, item, census->now) == ZC_ORPHAN_KEPT &&
-        zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX))
-        census->blobs_unsure = true;
+    /* An orphaned recipe that stays (a young foreign one, or one that cannot
+     * be removed) names nothing an entry needs: no entry is there to be
+     * rebuilt from it. Letting it keep every blob made each eviction count
+     * only entry bytes as freed, and so remove every entry. */
+    if (item->kind == ZC_SCAN_SIDECAR)
+        zc_disk_remove_orphan_sidecar(census->tier, item, census->now);
     if (item->kind == ZC_SCAN_LOCK)
         zc_disk_remove_unused_lock(census->tier, item, ZC_TEMP_MAX_AGE_SEC, census->now);
     if (item->kind == ZC_SCAN_MARK)
@@ -211,7 +218,7 @@ void zc_census_free(zc_census *census)
 static uint64_t remove_blob(zc_census *census, zc_census_blob *blob)
 {
     const char *name;
-    if (census->blobs_unsure || blob->gone)
+    if (blob->gone)
         return 0;
     int parent_fd = zc_disk_open_parent(census->tier, blob->rel, &name);
     if (parent_fd < 0)

@@ -241,9 +241,6 @@ typedef struct zc_census {
     char *names;
     size_t names_used, names_capacity;
     uint64_t total; /* what config.file must hold once the scan is over */
-    /* A recipe could not be read (or an orphaned one removed): which blobs
-     * are named is unknown, so none is removed this time. */
-    bool blobs_unsure;
     bool out_of_memory;
 } zc_census;
 
