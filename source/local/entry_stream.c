@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "whole_io.h"
 #include "zecache/entry.h"
 
 enum {
@@ -31,21 +32,6 @@ typedef struct stream {
     size_t reason_size;
 } stream;
 
-static bool read_at(int fd, uint8_t *bytes, size_t size, uint64_t offset)
-{
-    while (size > 0) {
-        ssize_t got = pread(fd, bytes, size, (off_t)offset);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return false;
-        bytes += got;
-        size -= (size_t)got;
-        offset += (uint64_t)got;
-    }
-    return true;
-}
-
 static zc_status wrong(stream *s, size_t frame, const char *what)
 {
     return zc_explain(ZC_MISS, s->reason, s->reason_size, "zstd frame %zu %s", frame, what);
@@ -58,7 +44,7 @@ static zc_status check_frame_header(stream *s, size_t frame, uint64_t *content_s
 {
     uint8_t head[FRAME_HEADER_MAX];
     size_t size = s->end - s->at < sizeof head ? (size_t)(s->end - s->at) : sizeof head;
-    if (!read_at(s->fd, head, size, s->at))
+    if (!zc_pread_whole(s->fd, head, size, s->at))
         return wrong(s, frame, "cannot be read");
     static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
     if (size <= 4 || memcmp(head, magic, sizeof magic) != 0)
@@ -88,7 +74,7 @@ static zc_status pass_frame(stream *s, size_t frame, uint64_t content_size)
         if (s->at >= s->end)
             return wrong(s, frame, "is cut short or damaged");
         size_t take = s->end - s->at < CHUNK ? (size_t)(s->end - s->at) : CHUNK;
-        if (!read_at(s->fd, s->in, take, s->at))
+        if (!zc_pread_whole(s->fd, s->in, take, s->at))
             return wrong(s, frame, "cannot be read");
         ZSTD_inBuffer input = {s->in, take, 0};
         for (;;) {
@@ -137,13 +123,13 @@ static zc_status check_header(stream *s, uint64_t size, const zc_key *expected,
                               uint64_t max_payload, zc_entry_header *header)
 {
     uint8_t head[ZC_ENTRY_HEADER_SIZE], magic[8];
-    if (size < sizeof head || !read_at(s->fd, head, sizeof head, 0))
+    if (size < sizeof head || !zc_pread_whole(s->fd, head, sizeof head, 0))
         return zc_explain(ZC_MISS, s->reason, s->reason_size, "%s", "shorter than a header");
     zc_status status =
         zc_entry_check_head(head, size, expected, max_payload, header, s->reason, s->reason_size);
     bool signed_entry = (header->flags & ZC_ENTRY_FLAG_SIGNED) != 0;
     if (status == ZC_OK && signed_entry &&
-        (!read_at(s->fd, magic, sizeof magic, size - ZC_ENTRY_SIGNATURE_SIZE) ||
+        (!zc_pread_whole(s->fd, magic, sizeof magic, size - ZC_ENTRY_SIGNATURE_SIZE) ||
          memcmp(magic, ZC_ENTRY_SIGNATURE_MAGIC, sizeof magic) != 0))
         status = zc_explain(ZC_MISS, s->reason, s->reason_size, "%s",
                             "signed, but no signature at the end");

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "whole_io.h"
+
 void zc_redis_value_file_init(zc_redis_value_file *file, const char *dir, const zc_key *key,
                               uint64_t max_payload, const zc_remote_secret *secret)
 {
@@ -35,23 +37,6 @@ static int open_unnamed(const char *dir)
         }
     }
     return -1;
-}
-
-/* All of size bytes at offset, read or written. */
-static bool whole_io(int fd, uint8_t *bytes, size_t size, uint64_t offset, bool writing)
-{
-    while (size > 0) {
-        ssize_t done = writing ? pwrite(fd, bytes, size, (off_t)offset)
-                               : pread(fd, bytes, size, (off_t)offset);
-        if (done < 0 && errno == EINTR)
-            continue;
-        if (done <= 0)
-            return false;
-        bytes += done;
-        size -= (size_t)done;
-        offset += (uint64_t)done;
-    }
-    return true;
 }
 
 /* The header's bytes kept aside and checked as soon as they are all
@@ -82,7 +67,7 @@ static bool write_piece(void *context, uint64_t length, const uint8_t *bytes, si
         snprintf(why, why_size, "no temporary file: %s", strerror(errno));
         return false;
     }
-    if (!whole_io(file->fd, (uint8_t *)bytes, size, file->received, true)) {
+    if (!zc_pwrite_whole(file->fd, bytes, size, file->received)) {
         snprintf(why, why_size, "cannot write the temporary file: %s", strerror(errno));
         return false;
     }
@@ -108,7 +93,7 @@ zc_status zc_redis_value_file_take(zc_redis_value_file *file, uint8_t **value, s
     uint8_t *bytes = length <= SIZE_MAX ? malloc((size_t)length) : NULL;
     if (bytes == NULL)
         return ZC_ERR_NOMEM;
-    if (!whole_io(file->fd, bytes, (size_t)length, 0, false)) {
+    if (!zc_pread_whole(file->fd, bytes, (size_t)length, 0)) {
         free(bytes);
         return zc_explain(ZC_MISS, reason, reason_size, "%s", "cannot read the temporary file");
     }
