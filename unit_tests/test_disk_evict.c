@@ -510,7 +510,11 @@ static int unlinkat_refusing_entry(int dirfd, const char *path, int flags)
     return zc_fs_ops_default()->unlinkat(dirfd, path, flags);
 }
 
-Test(evict, an_unreadable_recipe_does_not_make_eviction_empty_the_cache)
+/* A recipe that can be neither read nor removed names SPIR-V nobody knows:
+ * a sweep then removes nothing (neither SPIR-V it may name, nor every
+ * entry): stores that need room fail, counted, and every entry keeps
+ * serving hits until the file can be read or removed. */
+Test(evict, an_unreadable_unremovable_recipe_stops_eviction_and_empties_nothing)
 {
     mkdir(cache_dir, 0700);
     zc_disk_tier *tier = open_tier(0);
@@ -527,7 +531,24 @@ Test(evict, an_unreadable_recipe_does_not_make_eviction_empty_the_cache)
     ops.openat = openat_refusing;
     ops.unlinkat = unlinkat_refusing_entry;
     tier_ops = &ops;
-    module_mix mix = {.binary_size = 4096, .spirv_size = 16384, .sharing = 1, .modules = 60};
-    run_mix(&mix, 200 << 10);
+    tier = open_tier(200 << 10);
+    uint64_t stored = 0;
+    zc_status status = ZC_OK;
+    for (uint64_t i = 1; i <= 60 && status == ZC_OK; i++) {
+        zc_key key = t_key(1000 + i);
+        zc_artifact *artifact = t_artifact(4096, 1000 + i);
+        status = zc_disk_tier_store(tier, &key, artifact, NULL);
+        zc_artifact_unref(artifact);
+        if (status == ZC_OK && (status = record(tier, 1000 + i, 1000 + i, 16384)) == ZC_OK)
+            stored = i;
+    }
+    cr_assert(status == ZC_ERR_IO || status == ZC_MISS, "the store that needed room: %s",
+              zc_status_name(status));
+    cr_assert_gt(stored, 5, "only %llu modules fitted", (unsigned long long)stored);
+    cr_assert_eq(zc_disk_tier_evictions(tier), 0);
+    for (uint64_t i = 1; i <= stored; i++)
+        cr_assert(loads(tier, 1000 + i, 4096), "module %llu: no hit", (unsigned long long)i);
+    assert_accounting_exact("after the refused sweep");
+    zc_disk_tier_close(tier);
     tier_ops = NULL;
 }

@@ -59,13 +59,18 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
     if (removed > item->trace_size) /* changed since the scan saw it: not by a lock holder */
         removed = item->trace_size;
     /* Out of memory, the sweep stops and removes nothing. A recipe that
-     * cannot be read (another user's file) cannot be used either, and keeps
-     * no blob: keeping every blob while it stayed made every eviction count
-     * only entry bytes as freed, and so remove every entry. */
+     * could be neither read nor removed (zc_disk_sweep_recipe removes one
+     * it cannot read) names SPIR-V nobody knows: the sweep removes nothing
+     * either, rather than SPIR-V it may name, or every entry (which is what
+     * keeping every SPIR-V while evicting came to). */
     if (recipe == ZC_ERR_NOMEM)
         return false;
-    if (recipe != ZC_OK && recipe != ZC_MISS)
-        zc_log_info("cannot read the recorded inputs of %s: they keep no SPIR-V", item->rel);
+    if (recipe != ZC_OK && recipe != ZC_MISS) {
+        zc_log_info("cannot read or remove the recorded inputs of %s: nothing is evicted until "
+                    "one or the other can be done",
+                    item->rel);
+        census->unsure = true;
+    }
     if (!grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
               sizeof *census->entries)) {
         zc_recipe_free(&inputs);

@@ -108,7 +108,11 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
     /* The scan itself removes garbage that may be counted. */
     zc_disk_begin_change(tier, lock);
     zc_status status = zc_census_take(tier, &census);
-    if (status == ZC_OK) {
+    if (status == ZC_OK && census.unsure) {
+        /* The total is still known: only what to remove is not. */
+        status = zc_disk_set_total(tier, lock, census.total);
+        status = status == ZC_OK ? ZC_ERR_IO : status;
+    } else if (status == ZC_OK) {
         /* SPIR-V no recipe names goes first, at every sweep. */
         result->removed_bytes = zc_census_remove_unnamed_blobs(&census);
         result->oldest_kept = census.entry_count > 0 ? &census.entries[0] : NULL;

@@ -242,6 +242,7 @@ typedef struct zc_census {
     size_t names_used, names_capacity;
     uint64_t total; /* what config.file must hold once the scan is over */
     bool out_of_memory;
+    bool unsure; /* a recipe could be neither read nor removed: what it names is unknown */
 } zc_census;
 
 /* Under the lock, after zc_disk_begin_change: scans, removing garbage

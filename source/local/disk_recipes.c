@@ -243,6 +243,13 @@ zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry
                  (unsigned long long)st.st_size);
     else
         status = zc_disk_read_small_file(tier, dir_fd, name, RECIPE_FILE_MAX, &data, &size);
+    /* One that cannot be read (another user's file, an I/O error) is as
+     * unusable as a damaged one, and names SPIR-V nobody knows: kept, it
+     * would stay beside a sweep that removes what it named. */
+    if (status == ZC_ERR_IO) {
+        snprintf(reason, sizeof reason, "cannot be read (%s)", strerror(errno));
+        status = ZC_MISS;
+    }
     /* Only the inputs: a sweep has no use for texts and constants. */
     if (status == ZC_OK)
         status = zc_recipe_decode_inputs(data, size,
