@@ -61,6 +61,13 @@ zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out);
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
 
+/* One OpenCL C source (size bytes, no NUL needed) with its build options
+ * byte for byte (NULL and "" distinct), and every header it can include,
+ * found as the driver's front end finds them; ZC_NOT_CACHEABLE (with the
+ * reason) when what it includes cannot be resolved exactly. */
+zc_status zc_key_add_opencl_c(zc_key_builder *builder, const char *source, size_t size,
+                              const char *options);
+
 /* The compiler's identity (IGC and its front end, see compiler_identity.h).
  * NULL or an empty identity is ZC_ERR_INVALID_ARG: an unidentified compiler
  * is never keyed. */
