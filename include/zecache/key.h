@@ -18,13 +18,32 @@
  *    environment) come before the inputs, so they can be hashed once. */
 #define ZC_KEY_FORMAT_VERSION 3
 
+/* Which API's entry a key names. The kind is not hashed (the request's own
+ * parts make the keys of the two APIs differ): it travels with the key so
+ * every tier finds the entry under the name its API's driver would give it,
+ * <64 hex>.l0_cache or <64 hex>.cl_cache, and is checked against the kind
+ * the entry's header records. 0 is Level Zero, so a zeroed or parsed key is
+ * one, and so is a key zc_key_from_hex parses. */
+typedef enum zc_entry_kind {
+    ZC_ENTRY_LEVEL_ZERO = 0,
+    ZC_ENTRY_OPENCL = 1,
+    ZC_ENTRY_KIND_COUNT,
+} zc_entry_kind;
+
 typedef struct zc_key {
     uint8_t bytes[ZC_KEY_SIZE];
+    uint8_t kind; /* a zc_entry_kind */
 } zc_key;
+
+/* ".l0_cache" / ".cl_cache"; NULL for an unknown kind. */
+const char *zc_entry_kind_suffix(zc_entry_kind kind);
+/* "level-zero" / "opencl", for listings and messages; "unknown" otherwise. */
+const char *zc_entry_kind_name(zc_entry_kind kind);
 
 void zc_key_to_hex(const zc_key *key, char hex[ZC_KEY_HEX_SIZE]);
 /* Accepts exactly 64 hex digits (either case). */
 bool zc_key_from_hex(const char *hex, zc_key *key);
+/* Same bytes and same kind. */
 bool zc_key_equal(const zc_key *a, const zc_key *b);
 
 /* Specialization constants as Level Zero passes them: ids and pointers to

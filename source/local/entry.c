@@ -394,7 +394,7 @@ void zc_entry_prepare_thread(void)
         binary[i] = (uint8_t)((i % 64 < 32 ? i * 2654435761u : i / 64) >> 3);
     zc_artifact_meta meta = {0};
     zc_artifact *artifact = zc_artifact_create(binary, sizeof binary, "", 0, &meta);
-    zc_key key = {{0}};
+    zc_key key = {0};
     uint8_t *entry = NULL;
     size_t entry_size = 0;
     zc_artifact *decoded = NULL;
