@@ -1,0 +1,136 @@
+/* What the OpenCL layer's files share. Nothing here is exported from the
+ * library: its version script exports only the four layer entry points. */
+#ifndef ZECACHE_CL_LAYER_INTERNAL_H
+#define ZECACHE_CL_LAYER_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_icd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/cache.h"
+#include "zecache/config.h"
+#include "zecache/key.h"
+
+typedef struct zcc_state {
+    /* The functions below this layer (another layer, or the loader's
+     * functions that dispatch on the object), as the loader gave them. */
+    cl_icd_dispatch next;
+    zc_config config;
+    zc_cache *cache; /* NULL when the cache is off or could not start */
+    /* Set once the driver did not load a cached binary unchanged: no more
+     * hits in this process. */
+    atomic_bool hits_not_reproduced;
+} zcc_state;
+
+extern zcc_state zcc_layer;
+
+/* ---- cl_driver_cache.c: the driver's own OpenCL cache kept off ---- */
+
+/* Puts back the user's values that a parent process running a layer hid,
+ * so this process reads what the user set. */
+void zcc_driver_cache_restore_user_env(void);
+/* Hides every switch that would have the driver cache OpenCL builds itself,
+ * remembering the user's values. */
+void zcc_driver_cache_hide(void);
+
+/* ---- cl_hits.c: programs built from the cache ---- */
+
+/* What the application's program (the driver's, created from source or IL,
+ * never built by the driver) answers for after a hit: a program the layer
+ * made from the cached binary, which kernels come from. */
+typedef struct zcc_hit {
+    cl_program program; /* the application's */
+    cl_program built;   /* the layer's, from the cached binary */
+    cl_device_id device;
+    char *options; /* as clBuildProgram was given them ("" for NULL) */
+    char *log;     /* the build log of the compile the entry holds */
+    size_t log_size;
+    size_t live_kernels; /* kernels of built the application holds */
+} zcc_hit;
+
+/* Takes hit (malloc'd, with its strings) into the table; false when memory
+ * runs out (then nothing was taken). */
+bool zcc_hits_add(zcc_hit *hit);
+/* Runs fn on the hit of program (the application's) under the table's
+ * lock, and returns true; false when program is no hit. */
+bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), void *context);
+/* The layer's program of program's hit, retained (the caller releases it);
+ * NULL when program is no hit. */
+cl_program zcc_hits_built_of(cl_program program);
+/* The application's program whose hit made built; NULL when none. */
+cl_program zcc_hits_owner_of(cl_program built);
+/* Counts a kernel made from built, or (delta -1) one released. */
+void zcc_hits_count_kernel(cl_program built, int delta);
+/* Removes program's hit and returns it (the caller frees it with
+ * zcc_hit_free); NULL when program is no hit. */
+zcc_hit *zcc_hits_take(cl_program program);
+/* Drops program's hit before it is built again: false (hit kept) when
+ * kernels of it live, which the driver answers with CL_INVALID_OPERATION. */
+bool zcc_hits_drop(cl_program program);
+/* Whether the application set specialization constants on program. */
+bool zcc_spec_constants_set(cl_program program);
+/* Releases the layer's program and frees hit. */
+void zcc_hit_free(zcc_hit *hit);
+/* One atomic load: whether any hit is live. */
+bool zcc_hits_empty(void);
+
+/* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
+
+cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
+                                     const cl_device_id *device_list, const char *options,
+                                     void(CL_CALLBACK *notify)(cl_program, void *),
+                                     void *user_data);
+cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
+                                       const cl_device_id *device_list, const char *options,
+                                       cl_uint num_input_headers, const cl_program *input_headers,
+                                       const char **header_include_names,
+                                       void(CL_CALLBACK *notify)(cl_program, void *),
+                                       void *user_data);
+cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
+                                        const cl_device_id *device_list, const char *options,
+                                        cl_uint num_input_programs,
+                                        const cl_program *input_programs,
+                                        void(CL_CALLBACK *notify)(cl_program, void *),
+                                        void *user_data, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_release_program(cl_program program);
+cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
+                                                           size_t spec_size,
+                                                           const void *spec_value);
+
+/* ---- cl_queries.c: what a hit answers as the build would ---- */
+
+cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
+                                        void *value, size_t *size_ret);
+cl_int CL_API_CALL zcc_get_program_build_info(cl_program program, cl_device_id device,
+                                              cl_program_build_info name, size_t size, void *value,
+                                              size_t *size_ret);
+
+/* ---- cl_kernels.c: kernels of a hit ---- */
+
+cl_kernel CL_API_CALL zcc_create_kernel(cl_program program, const char *name, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_create_kernels_in_program(cl_program program, cl_uint num_kernels,
+                                                 cl_kernel *kernels, cl_uint *num_kernels_ret);
+cl_kernel CL_API_CALL zcc_clone_kernel(cl_kernel kernel, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_release_kernel(cl_kernel kernel);
+cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
+                                       void *value, size_t *size_ret);
+
+/* ---- cl_device_key.c: the key of a build for one device ---- */
+
+/* The key of a build of program (source or IL) for device with options.
+ * ZC_NOT_CACHEABLE with the reason in reason. *trace is a malloc'd trace
+ * or NULL. */
+zc_status zcc_build_key(cl_program program, cl_device_id device, const char *options,
+                        const zc_artifact_meta **meta, zc_key *key, char **trace, char *reason,
+                        size_t reason_size);
+
+/* Whether device's driver compiles with IGC (Intel's), whose loaded
+ * compiler is checked after a compile. */
+bool zcc_device_is_intel(cl_device_id device);
+
+#endif
