@@ -108,7 +108,8 @@ zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const v
  * read. Not cacheable when the snapshot could not be taken. */
 zc_status zc_key_add_environment(zc_key_builder *builder);
 
-/* Finishes the record and writes the key. Fails with ZC_NOT_CACHEABLE if any
+/* Finishes the record and writes the key, of kind ZC_ENTRY_LEVEL_ZERO (an
+ * OpenCL caller sets key->kind after). Fails with ZC_NOT_CACHEABLE if any
  * part was refused. */
 zc_status zc_key_finish(zc_key_builder *builder, zc_key *key);
 
