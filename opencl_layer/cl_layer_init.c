@@ -10,6 +10,7 @@
 
 #include "cl_layer_internal.h"
 #include "zecache/environment.h"
+#include "zecache/frontend_process.h"
 #include "zecache/log.h"
 
 /* The layer extension's declarations that Debian 12's headers lack. */
@@ -39,29 +40,17 @@ __attribute__((constructor)) static void zcc_layer_load(void)
     zcc_driver_cache_restore_user_env();
     zc_config_from_env(&zcc_layer.config);
     zcc_driver_cache_hide();
-    zc_status status = zc_cache_open(&zcc_layer.config, &zcc_layer.cache);
-    if (status != ZC_OK) {
-        zc_log_info("OpenCL layer: cache off: %s", zc_status_name(status));
-        zcc_layer.cache = NULL;
+    zcc_layer.cache = zc_frontend_cache_start(&zcc_layer.config, "zecache OpenCL layer");
+    if (zcc_layer.cache == NULL)
         return;
-    }
-    const char *dir = zc_cache_disk_dir(zcc_layer.cache);
-    zc_log_info("zecache OpenCL layer: cache on, %s%s", dir != NULL ? "directory " : "memory only",
-                dir != NULL ? dir : "");
+    zc_frontend_prefetch_start(zcc_layer.cache);
     pthread_atfork(NULL, NULL, zero_counters_in_child);
 }
 
 /* At exit only (-z nodelete): the counters go to the stats file. */
 __attribute__((destructor)) static void zcc_layer_unload(void)
 {
-    if (zcc_layer.cache == NULL)
-        return;
-    zc_cache_stats stats;
-    zc_cache_get_stats(zcc_layer.cache, &stats);
-    zc_cache_merge_stats(zcc_layer.cache);
-    zc_log_info("OpenCL summary: %llu memory hits, %llu disk hits, %llu misses (%llu failed)",
-                (unsigned long long)stats.memory_hits, (unsigned long long)stats.disk_hits,
-                (unsigned long long)stats.misses, (unsigned long long)stats.failed_builds);
+    zc_frontend_process_end(zcc_layer.cache);
 }
 
 static cl_int answer(const void *value, size_t value_size, size_t size, void *out, size_t *size_ret)

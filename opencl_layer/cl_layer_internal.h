@@ -14,6 +14,7 @@
 #include "zecache/artifact.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
+#include "zecache/frontend_device.h"
 #include "zecache/key.h"
 
 typedef struct zcc_state {
@@ -120,17 +121,17 @@ cl_int CL_API_CALL zcc_release_kernel(cl_kernel kernel);
 cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
                                        void *value, size_t *size_ret);
 
-/* ---- cl_device_key.c: the key of a build for one device ---- */
+/* ---- cl_devices.c: a device described once ---- */
 
-/* The key of a build of program (source or IL) for device with options.
- * ZC_NOT_CACHEABLE with the reason in reason. *trace is a malloc'd trace
- * or NULL. */
-zc_status zcc_build_key(cl_program program, cl_device_id device, const char *options,
-                        const zc_artifact_meta **meta, zc_key *key, char **trace, char *reason,
-                        size_t reason_size);
+typedef struct zcc_device zcc_device;
 
-/* Whether device's driver compiles with IGC (Intel's), whose loaded
- * compiler is checked after a compile. */
-bool zcc_device_is_intel(cl_device_id device);
+/* The description of device, made at its first build and kept for the
+ * process; NULL with the status (ZC_NOT_CACHEABLE: a compiler that cannot
+ * be identified) and the reason when it cannot be described. */
+const zcc_device *zcc_device_of(cl_device_id device, zc_status *status, char *reason,
+                                size_t reason_size);
+const zc_device_description *zcc_device_description(const zcc_device *device);
+/* IGC's identity for Intel's driver; NULL for a driver's own compiler. */
+const zc_compiler_identity *zcc_device_compiler(const zcc_device *device);
 
 #endif

@@ -11,6 +11,8 @@
  *   --callback        build with a notify callback and print its calls
  *   --no-binaries     print binary sizes but not the binaries' digest (PoCL
  *                     binaries carry what differs between runs)
+ *   --rebuild         build again while a kernel of the program lives (the
+ *                     driver refuses), then once it is released, and describe
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
  *                     64; print the digest of every buffer afterwards
@@ -32,7 +34,7 @@
 typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run;
     int repeat;
-    bool callback, no_binaries;
+    bool callback, no_binaries, rebuild;
 } probe_options;
 
 static uint64_t digest(const void *data, size_t size)
@@ -274,6 +276,22 @@ static void run_kernel(cl_context context, cl_device_id device, cl_program progr
         clReleaseCommandQueue(queue);
 }
 
+/* Builds program again with a kernel of it alive, then without. */
+static void rebuild(cl_program program, cl_uint device_count, const cl_device_id *devices,
+                    const probe_options *options)
+{
+    cl_kernel kernels[1];
+    cl_uint count = 0;
+    clCreateKernelsInProgram(program, 1, kernels, &count);
+    printf("rebuild with a kernel: %d\n",
+           clBuildProgram(program, 0, NULL, options->options, NULL, NULL));
+    if (count > 0)
+        clReleaseKernel(kernels[0]);
+    printf("rebuild: %d\n", clBuildProgram(program, 0, NULL, options->options, NULL, NULL));
+    describe_program(program, device_count, devices, options->no_binaries);
+    describe_kernels(program);
+}
+
 static int callback_calls;
 static void CL_CALLBACK notify(cl_program program, void *user_data)
 {
@@ -333,6 +351,8 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
     describe_kernels(program);
     if (options->run != NULL)
         run_kernel(context, devices[0], program, options->run);
+    if (options->rebuild)
+        rebuild(program, device_count, devices, options);
     print_info("program reference count", program_info, program, CL_PROGRAM_REFERENCE_COUNT, false);
     printf("release: %d\n", clReleaseProgram(program));
 }
@@ -345,6 +365,8 @@ static bool parse(int argc, char **argv, probe_options *options)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--callback") == 0)
             options->callback = true;
+        else if (strcmp(arg, "--rebuild") == 0)
+            options->rebuild = true;
         else if (strcmp(arg, "--no-binaries") == 0)
             options->no_binaries = true;
         else if (next == NULL)

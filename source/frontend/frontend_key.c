@@ -172,6 +172,9 @@ zc_status zc_frontend_key(const zc_build_request *request, const zc_device_descr
         status = zc_key_add_request(builder, request);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);
+    /* The entry's name tells the APIs apart (.l0_cache, .cl_cache). */
+    if (status == ZC_OK && request->api == ZC_API_OPENCL)
+        key->kind = ZC_ENTRY_OPENCL;
     if (status == ZC_NOT_CACHEABLE) {
         const char *why = zc_key_builder_reason(builder);
         snprintf(reason, reason_size, "%s", why != NULL ? why : "an input is missing");
