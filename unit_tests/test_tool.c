@@ -1909,6 +1909,26 @@ Test(tool, exec_sets_the_layer_environment_and_passes_the_exit_status)
     unsetenv("ZEL_LIBRARY_PATH");
 }
 
+/* The OpenCL layer comes first in OPENCL_LAYERS, and only once. */
+Test(tool, exec_enables_the_opencl_layer)
+{
+    setenv("ZECACHE_LAYER_DIR", "/opt/zc/layers", 1);
+    unsetenv("OPENCL_LAYERS");
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1\n");
+    setenv("OPENCL_LAYERS", "/other/libtrace.so", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1:/other/libtrace.so\n");
+    setenv("OPENCL_LAYERS", "/other/libtrace.so:/opt/zc/layers/libzecache_opencl_layer.so.1", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/other/libtrace.so:/opt/zc/layers/libzecache_opencl_layer.so.1\n");
+    setenv("OPENCL_LAYERS", "/opt/zc/layers/libzecache_opencl_layer.so.10", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1:"
+                              "/opt/zc/layers/libzecache_opencl_layer.so.10\n");
+    unsetenv("OPENCL_LAYERS");
+}
+
 Test(tool, exec_reports_programs_it_cannot_run_like_a_shell)
 {
     setenv("ZECACHE_LAYER_DIR", "/opt/zc/layers", 1);
