@@ -3,6 +3,7 @@
  * locked array is enough; the common path (no hits) is one atomic load. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cl_layer_internal.h"
 
@@ -89,6 +90,22 @@ cl_program zcc_hits_owner_of(cl_program built)
     return owner;
 }
 
+char *zcc_hits_kernel_attributes(cl_program built, const char *name)
+{
+    if (zcc_hits_empty())
+        return NULL;
+    pthread_mutex_lock(&table.lock);
+    zcc_hit *hit = hit_of_built(built);
+    const char *attributes = NULL;
+    size_t length = 0;
+    char *copy = NULL;
+    if (hit != NULL &&
+        zcc_entry_kernel_attributes(hit->kernels, hit->kernels_size, name, &attributes, &length))
+        copy = strndup(attributes, length);
+    pthread_mutex_unlock(&table.lock);
+    return copy;
+}
+
 void zcc_hits_count_kernel(cl_program built, int delta)
 {
     if (zcc_hits_empty())
@@ -128,6 +145,7 @@ void zcc_hit_free(zcc_hit *hit)
         zcc_layer.next.clReleaseProgram(hit->built);
     free(hit->options);
     free(hit->log);
+    free(hit->kernels);
     free(hit);
 }
 

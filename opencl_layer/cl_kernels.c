@@ -1,6 +1,9 @@
 /* Kernels of a hit come from the layer's program; the application sees its
  * own program as theirs. The layer counts them, since a program with
  * kernels cannot be built again (the driver's CL_INVALID_OPERATION). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cl_layer_internal.h"
 
 static cl_program program_of(cl_kernel kernel)
@@ -65,9 +68,35 @@ cl_int CL_API_CALL zcc_release_kernel(cl_kernel kernel)
     return result;
 }
 
+/* A hit's kernel answers the attributes the build gave it (PoCL's kernels
+ * of a program from a binary answer none). */
+static cl_int kernel_attributes(cl_kernel kernel, size_t size, void *value, size_t *size_ret,
+                                bool *answered)
+{
+    char name[1024];
+    cl_program built = program_of(kernel);
+    *answered = false;
+    if (built == NULL || zcc_layer.next.clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME,
+                                                        sizeof(name), name, NULL) != CL_SUCCESS)
+        return CL_SUCCESS;
+    char *attributes = zcc_hits_kernel_attributes(built, name);
+    if (attributes == NULL)
+        return CL_SUCCESS;
+    *answered = true;
+    cl_int result = zcc_answer(attributes, strlen(attributes) + 1, size, value, size_ret);
+    free(attributes);
+    return result;
+}
+
 cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
                                        void *value, size_t *size_ret)
 {
+    if (name == CL_KERNEL_ATTRIBUTES && !zcc_hits_empty()) {
+        bool answered;
+        cl_int result = kernel_attributes(kernel, size, value, size_ret, &answered);
+        if (answered)
+            return result;
+    }
     cl_int result = zcc_layer.next.clGetKernelInfo(kernel, name, size, value, size_ret);
     if (result == CL_SUCCESS && name == CL_KERNEL_PROGRAM && value != NULL &&
         size >= sizeof(cl_program)) {

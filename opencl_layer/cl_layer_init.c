@@ -53,25 +53,14 @@ __attribute__((destructor)) static void zcc_layer_unload(void)
     zc_frontend_process_end(zcc_layer.cache);
 }
 
-static cl_int answer(const void *value, size_t value_size, size_t size, void *out, size_t *size_ret)
-{
-    if (out != NULL && size < value_size)
-        return CL_INVALID_VALUE;
-    if (out != NULL)
-        memcpy(out, value, value_size);
-    if (size_ret != NULL)
-        *size_ret = value_size;
-    return CL_SUCCESS;
-}
-
 EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_uint name, size_t size, void *value, size_t *size_ret)
 {
     static const char layer_name[] = "zecache: persistent compiler cache";
     cl_uint version = ZCC_LAYER_API_VERSION_100;
     if (name == ZCC_LAYER_API_VERSION)
-        return answer(&version, sizeof(version), size, value, size_ret);
+        return zcc_answer(&version, sizeof(version), size, value, size_ret);
     if (name == ZCC_LAYER_NAME)
-        return answer(layer_name, sizeof(layer_name), size, value, size_ret);
+        return zcc_answer(layer_name, sizeof(layer_name), size, value, size_ret);
     return CL_INVALID_VALUE;
 }
 
@@ -90,6 +79,11 @@ static void hook(cl_icd_dispatch *table)
     table->clCloneKernel = zcc_clone_kernel;
     table->clReleaseKernel = zcc_release_kernel;
     table->clGetKernelInfo = zcc_get_kernel_info;
+    if (zcc_layer.next.clGetExtensionFunctionAddressForPlatform != NULL)
+        table->clGetExtensionFunctionAddressForPlatform =
+            zcc_get_extension_function_address_for_platform;
+    if (zcc_layer.next.clGetExtensionFunctionAddress != NULL)
+        table->clGetExtensionFunctionAddress = zcc_get_extension_function_address;
 }
 
 #define TABLE_ENTRIES (sizeof(cl_icd_dispatch) / sizeof(void *))

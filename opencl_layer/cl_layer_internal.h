@@ -39,6 +39,25 @@ void zcc_driver_cache_restore_user_env(void);
  * remembering the user's values. */
 void zcc_driver_cache_hide(void);
 
+/* ---- cl_entry.c: what an OpenCL entry holds ---- */
+
+typedef struct zcc_entry {
+    const uint8_t *binary; /* the driver's, CL_PROGRAM_BINARIES */
+    size_t binary_size;
+    const uint8_t *kernels; /* each kernel's CL_KERNEL_ATTRIBUTES */
+    size_t kernels_size;
+} zcc_entry;
+
+/* The entry of a build of program (the driver's), with its binary and build
+ * log; NULL when the kernels cannot be asked or memory runs out. */
+zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
+                              const char *log, size_t log_length, const zc_artifact_meta *meta);
+/* The parts of artifact's entry (pointing into it); false for a bad one. */
+bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
+/* The attributes of kernel name in an entry's kernels part. */
+bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
+                                 const char **attributes, size_t *length);
+
 /* ---- cl_hits.c: programs built from the cache ---- */
 
 /* What the application's program (the driver's, created from source or IL,
@@ -52,6 +71,8 @@ typedef struct zcc_hit {
     char *log;     /* the build log of the compile the entry holds */
     size_t log_size;
     size_t live_kernels; /* kernels of built the application holds */
+    uint8_t *kernels;    /* the entry's kernel attributes (zcc_entry) */
+    size_t kernels_size;
 } zcc_hit;
 
 /* Takes hit (malloc'd, with its strings) into the table; false when memory
@@ -65,6 +86,9 @@ bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), 
 cl_program zcc_hits_built_of(cl_program program);
 /* The application's program whose hit made built; NULL when none. */
 cl_program zcc_hits_owner_of(cl_program built);
+/* The build's CL_KERNEL_ATTRIBUTES of kernel name of the hit that made
+ * built (malloc'd); NULL when built is no hit's or has no such kernel. */
+char *zcc_hits_kernel_attributes(cl_program built, const char *name);
 /* Counts a kernel made from built, or (delta -1) one released. */
 void zcc_hits_count_kernel(cl_program built, int delta);
 /* Removes program's hit and returns it (the caller frees it with
@@ -105,6 +129,10 @@ cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, c
 
 /* ---- cl_queries.c: what a hit answers as the build would ---- */
 
+/* Answers a query with bytes (size of them) as OpenCL does: CL_INVALID_VALUE
+ * when value is too small for them. */
+cl_int zcc_answer(const void *bytes, size_t bytes_size, size_t size, void *value, size_t *size_ret);
+
 cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
                                         void *value, size_t *size_ret);
 cl_int CL_API_CALL zcc_get_program_build_info(cl_program program, cl_device_id device,
@@ -120,6 +148,12 @@ cl_kernel CL_API_CALL zcc_clone_kernel(cl_kernel kernel, cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_release_kernel(cl_kernel kernel);
 cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
                                        void *value, size_t *size_ret);
+
+/* ---- cl_extensions.c: extension functions that take a program ---- */
+
+void *CL_API_CALL zcc_get_extension_function_address_for_platform(cl_platform_id platform,
+                                                                  const char *name);
+void *CL_API_CALL zcc_get_extension_function_address(const char *name);
 
 /* ---- cl_devices.c: a device described once ---- */
 

@@ -90,7 +90,7 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     char *log = build_log_of(call->program, call->device, &log_length);
     zc_status status = ZC_ERR_NOMEM;
     if (binary != NULL && log != NULL) {
-        *out = zc_artifact_create(binary, binary_size, log, log_length, &meta);
+        *out = zcc_entry_create(call->program, binary, binary_size, log, log_length, &meta);
         status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
     } else {
         zc_log_info("cannot read the binary or build log of a built OpenCL program");
@@ -137,7 +137,8 @@ static bool loaded_unchanged(cl_program built, const unsigned char *binary, size
     return same;
 }
 
-static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact)
+static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact,
+                       const zcc_entry *entry)
 {
     size_t log_size;
     const char *log = zc_artifact_build_log(artifact, &log_size);
@@ -148,13 +149,16 @@ static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *ar
                      .device = call->device,
                      .options = strdup(call->options != NULL ? call->options : ""),
                      .log = malloc(log_size + 1),
-                     .log_size = log_size};
-    if (hit->options == NULL || hit->log == NULL) {
+                     .log_size = log_size,
+                     .kernels = malloc(entry->kernels_size),
+                     .kernels_size = entry->kernels_size};
+    if (hit->options == NULL || hit->log == NULL || hit->kernels == NULL) {
         zcc_hit_free(hit);
         return NULL;
     }
     memcpy(hit->log, log, log_size);
     hit->log[log_size] = '\0';
+    memcpy(hit->kernels, entry->kernels, entry->kernels_size);
     hit->built = built;
     return hit;
 }
@@ -163,16 +167,19 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
                                            size_t detail_size)
 {
     build_call *call = context;
-    size_t size;
-    const unsigned char *binary = zc_artifact_binary(artifact, &size);
-    cl_program built = program_from(call, binary, size, detail, detail_size);
+    zcc_entry entry;
+    if (!zcc_entry_read(artifact, &entry)) {
+        snprintf(detail, detail_size, "an entry of another form");
+        return ZC_HIT_REFUSED;
+    }
+    cl_program built = program_from(call, entry.binary, entry.binary_size, detail, detail_size);
     if (built == NULL)
         return ZC_HIT_REFUSED;
-    if (!loaded_unchanged(built, binary, size)) {
+    if (!loaded_unchanged(built, entry.binary, entry.binary_size)) {
         zcc_layer.next.clReleaseProgram(built);
         return ZC_HIT_REBUILT;
     }
-    zcc_hit *hit = hit_of(call, built, artifact);
+    zcc_hit *hit = hit_of(call, built, artifact, &entry);
     if (hit == NULL || !zcc_hits_add(hit)) {
         if (hit != NULL)
             zcc_hit_free(hit);

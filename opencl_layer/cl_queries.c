@@ -49,20 +49,22 @@ typedef struct text_query {
     cl_program built; /* retained, for the other queries */
 } text_query;
 
+cl_int zcc_answer(const void *bytes, size_t bytes_size, size_t size, void *value, size_t *size_ret)
+{
+    if (value != NULL && size < bytes_size)
+        return CL_INVALID_VALUE;
+    if (value != NULL)
+        memcpy(value, bytes, bytes_size);
+    if (size_ret != NULL)
+        *size_ret = bytes_size;
+    return CL_SUCCESS;
+}
+
+/* text holds a NUL after its length bytes. */
 static void answer_text(text_query *query, const char *text, size_t length)
 {
     query->answered = true;
-    query->result = CL_SUCCESS;
-    if (query->value != NULL && query->size < length + 1) {
-        query->result = CL_INVALID_VALUE;
-        return;
-    }
-    if (query->value != NULL) {
-        memcpy(query->value, text, length);
-        ((char *)query->value)[length] = '\0';
-    }
-    if (query->size_ret != NULL)
-        *query->size_ret = length + 1;
+    query->result = zcc_answer(text, length + 1, query->size, query->value, query->size_ret);
 }
 
 static void query_hit(zcc_hit *hit, void *context)
@@ -74,7 +76,7 @@ static void query_hit(zcc_hit *hit, void *context)
     if (query->name == CL_PROGRAM_BUILD_OPTIONS)
         answer_text(query, hit->options, strlen(hit->options));
     else if (query->name == CL_PROGRAM_BUILD_LOG)
-        answer_text(query, hit->log != NULL ? hit->log : "", hit->log != NULL ? hit->log_size : 0);
+        answer_text(query, hit->log, hit->log_size);
     if (!query->answered) {
         zcc_layer.next.clRetainProgram(hit->built);
         query->built = hit->built;

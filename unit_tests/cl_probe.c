@@ -13,6 +13,8 @@
  *                     binaries carry what differs between runs)
  *   --rebuild         build again while a kernel of the program lives (the
  *                     driver refuses), then once it is released, and describe
+ *   --global NAME     look NAME up with clGetDeviceGlobalVariablePointerINTEL
+ *                     (where the platform has it) and print the result
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
  *                     64; print the digest of every buffer afterwards
@@ -32,7 +34,7 @@
 #define RUN_INTS 256
 
 typedef struct probe_options {
-    const char *platform, *source_path, *il_path, *options, *run;
+    const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
     bool callback, no_binaries, rebuild;
 } probe_options;
@@ -280,16 +282,32 @@ static void run_kernel(cl_context context, cl_device_id device, cl_program progr
 static void rebuild(cl_program program, cl_uint device_count, const cl_device_id *devices,
                     const probe_options *options)
 {
-    cl_kernel kernels[1];
-    cl_uint count = 0;
-    clCreateKernelsInProgram(program, 1, kernels, &count);
+    char names[1024] = "";
+    clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, sizeof(names), names, NULL);
+    names[strcspn(names, ";")] = '\0';
+    cl_kernel kernel = clCreateKernel(program, names, NULL);
     printf("rebuild with a kernel: %d\n",
            clBuildProgram(program, 0, NULL, options->options, NULL, NULL));
-    if (count > 0)
-        clReleaseKernel(kernels[0]);
+    if (kernel != NULL)
+        clReleaseKernel(kernel);
     printf("rebuild: %d\n", clBuildProgram(program, 0, NULL, options->options, NULL, NULL));
     describe_program(program, device_count, devices, options->no_binaries);
     describe_kernels(program);
+}
+
+static cl_platform_id probed_platform;
+
+/* The host's view of a program-scope variable, through Intel's extension. */
+static void look_up_global(cl_program program, cl_device_id device, const char *name)
+{
+    typedef cl_int(CL_API_CALL * lookup_fn)(cl_device_id, cl_program, const char *, size_t *,
+                                            void **);
+    lookup_fn lookup = (lookup_fn)clGetExtensionFunctionAddressForPlatform(
+        probed_platform, "clGetDeviceGlobalVariablePointerINTEL");
+    size_t size = 0;
+    void *pointer = NULL;
+    cl_int code = lookup != NULL ? lookup(device, program, name, &size, &pointer) : 1;
+    printf("global %s: %d size=%zu found=%d\n", name, code, size, pointer != NULL);
 }
 
 static int callback_calls;
@@ -351,6 +369,8 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
     describe_kernels(program);
     if (options->run != NULL)
         run_kernel(context, devices[0], program, options->run);
+    if (options->global != NULL)
+        look_up_global(program, devices[0], options->global);
     if (options->rebuild)
         rebuild(program, device_count, devices, options);
     print_info("program reference count", program_info, program, CL_PROGRAM_REFERENCE_COUNT, false);
@@ -379,6 +399,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->il_path = argv[++i];
         else if (strcmp(arg, "--options") == 0)
             options->options = argv[++i];
+        else if (strcmp(arg, "--global") == 0)
+            options->global = argv[++i];
         else if (strcmp(arg, "--run") == 0)
             options->run = argv[++i];
         else if (strcmp(arg, "--repeat") == 0)
@@ -397,6 +419,7 @@ int main(int argc, char **argv)
         return 2;
     }
     cl_platform_id platform = find_platform(options.platform);
+    probed_platform = platform;
     cl_device_id devices[MAX_DEVICES];
     cl_uint device_count = 0;
     if (platform == NULL || clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, MAX_DEVICES, devices,
