@@ -433,24 +433,40 @@ static zc_cache_stats stats(void)
     return snapshot;
 }
 
+/* What the layer was asked to do: builds, hits made, calls of the driver
+ * alone. */
+static void assert_calls(const stand_in *layer, int compiles, int creates, int alone)
+{
+    cr_assert_eq(layer->compiles, compiles);
+    cr_assert_eq(layer->creates, creates);
+    cr_assert_eq(layer->alone, alone);
+}
+
+/* What the cache counted: hits (memory and disk), misses, failed builds,
+ * stores. */
+static void assert_counted(uint64_t hits, uint64_t misses, uint64_t failed, uint64_t stores)
+{
+    zc_cache_stats s = stats();
+    cr_assert_eq(s.memory_hits + s.disk_hits, hits);
+    cr_assert_eq(s.misses, misses);
+    cr_assert_eq(s.failed_builds, failed);
+    cr_assert_eq(s.stores, stores);
+}
+
 Test(frontend, a_miss_is_built_and_stored_and_then_hits)
 {
     stand_in layer = new_layer("binary-1");
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
     cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
-    cr_assert_eq(layer.compiles, 1);
-    cr_assert_eq(layer.creates, 1);
-    cr_assert_eq(layer.alone, 0);
+    assert_calls(&layer, 1, 1, 0);
     cr_assert_str_eq(layer.created, "binary-1");
     /* A new process: from disk. */
     zc_cache_close(frontend.cache);
     open_cache();
     cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
-    cr_assert_eq(layer.compiles, 1);
-    cr_assert_eq(layer.creates, 2);
-    zc_cache_stats s = stats();
-    cr_assert_eq(s.disk_hits, 1);
-    cr_assert_eq(s.misses, 0);
+    assert_calls(&layer, 1, 2, 0);
+    assert_counted(1, 0, 0, 0);
+    cr_assert_eq(stats().disk_hits, 1);
 }
 
 Test(frontend, a_failed_build_is_the_driver_s_and_is_not_stored)
@@ -459,12 +475,8 @@ Test(frontend, a_failed_build_is_the_driver_s_and_is_not_stored)
     layer.compile_status = ZC_ERR_BUILD;
     cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
     cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
-    cr_assert_eq(layer.compiles, 2);
-    cr_assert_eq(layer.creates + layer.alone, 0);
-    zc_cache_stats s = stats();
-    cr_assert_eq(s.misses, 2);
-    cr_assert_eq(s.failed_builds, 2);
-    cr_assert_eq(s.stores, 0);
+    assert_calls(&layer, 2, 0, 0);
+    assert_counted(0, 2, 2, 0);
 }
 
 /* A build that worked but whose artifact the layer could not take: the
@@ -476,8 +488,8 @@ Test(frontend, an_artifact_not_taken_is_not_stored)
     cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
     layer.compile_status = ZC_OK;
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
-    cr_assert_eq(layer.compiles, 2);
-    cr_assert_eq(stats().stores, 1);
+    assert_calls(&layer, 2, 0, 0);
+    assert_counted(0, 2, 1, 1);
 }
 
 /* A hit the driver refuses is no hit: the compile that replaces it is the
@@ -489,17 +501,14 @@ Test(frontend, a_refused_hit_is_compiled_as_a_miss_and_replaced)
     layer.hit = ZC_HIT_REFUSED;
     layer.binary = "binary-2";
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
-    cr_assert_eq(layer.compiles, 2);
+    assert_calls(&layer, 2, 1, 0);
     cr_assert_str_eq(layer.created, "binary-1");
-    zc_cache_stats s = stats();
-    cr_assert_eq(s.memory_hits + s.disk_hits, 0);
-    cr_assert_eq(s.misses, 2);
-    cr_assert_eq(s.bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    assert_counted(0, 2, 0, 2);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
     layer.hit = ZC_HIT_CREATED;
     cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
     cr_assert_str_eq(layer.created, "binary-2");
-    cr_assert_eq(layer.compiles, 2);
-    cr_assert_eq(layer.alone, 0);
+    assert_calls(&layer, 2, 2, 0);
 }
 
 /* A binary the driver rebuilds: the driver alone, and no more hits for this
@@ -511,15 +520,12 @@ Test(frontend, a_rebuilt_hit_turns_hits_off)
     layer.hit = ZC_HIT_REBUILT;
     cr_assert_eq(build(&layer), ZC_FRONTEND_UNCACHED);
     cr_assert(atomic_load(&hits_off));
-    cr_assert_eq(layer.alone, 1);
+    assert_calls(&layer, 1, 1, 1);
     cr_assert_eq(build(&layer), ZC_FRONTEND_BYPASS);
-    cr_assert_eq(layer.alone, 2);
-    cr_assert_eq(layer.creates, 1);
-    cr_assert_eq(layer.compiles, 1);
-    zc_cache_stats s = stats();
-    cr_assert_eq(s.memory_hits + s.disk_hits, 0);
-    cr_assert_eq(s.bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
-    cr_assert_eq(s.bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
+    assert_calls(&layer, 1, 1, 2);
+    assert_counted(0, 1, 0, 1);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
     /* The driver alone failing is the application's failure. */
     layer.alone_succeeds = false;
     atomic_store(&hits_off, false);
@@ -532,11 +538,9 @@ Test(frontend, a_request_the_key_refuses_goes_to_the_driver_alone)
     stand_in layer = new_layer("binary-1");
     flow_input.bytes = NULL;
     cr_assert_eq(build(&layer), ZC_FRONTEND_BYPASS);
-    cr_assert_eq(layer.alone, 1);
-    cr_assert_eq(layer.compiles + layer.creates, 0);
-    zc_cache_stats s = stats();
-    cr_assert_eq(s.bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
-    cr_assert_eq(s.misses + s.memory_hits + s.disk_hits, 0);
+    assert_calls(&layer, 0, 0, 1);
+    assert_counted(0, 0, 0, 0);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
 }
 
 /* zecache prewarm reads one line per request from ZECACHE_REPORT_FD. */
@@ -602,6 +606,6 @@ Test(frontend, only_level_zero_requests_are_recorded)
     flow_request.format = 0;
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
     cr_assert_eq(recipes(), 1);
-    cr_assert_eq(layer.compiles, 2);
-    cr_assert_eq(stats().stores, 2);
+    assert_calls(&layer, 2, 0, 0);
+    assert_counted(0, 2, 0, 2);
 }

@@ -63,7 +63,8 @@ typedef enum zc_frontend_outcome {
     ZC_FRONTEND_BYPASS,   /* "bypass": not cacheable, the driver alone */
 } zc_frontend_outcome;
 
-/* Serves request for device (compiler as for zc_frontend_key): key; look
+/* Serves request for device (compiler as for zc_frontend_key; when not
+ * NULL, what zc_compiler_identity_get returned: the process's): key; look
  * up; on a miss ops->compile, stored when it succeeds, its inputs recorded
  * (NEO_CACHE_RECORD_INPUTS, Level Zero SPIR-V requests) once stored; on a
  * hit ops->create: refused -> compiled again as the lookup's miss and

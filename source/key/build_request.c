@@ -3,11 +3,7 @@
 
 const char *zc_api_name(zc_api api)
 {
-    switch (api) {
-    case ZC_API_LEVEL_ZERO:
-        return "level-zero";
-    case ZC_API_OPENCL:
-        return "opencl";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [ZC_API_LEVEL_ZERO] = "level-zero", [ZC_API_OPENCL] = "opencl"};
+    return (unsigned)api < sizeof names / sizeof names[0] ? names[api] : "unknown";
 }
