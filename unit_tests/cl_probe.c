@@ -15,6 +15,10 @@
  *                     driver refuses), then once it is released, and describe
  *   --global NAME     look NAME up with clGetDeviceGlobalVariablePointerINTEL
  *                     (where the platform has it) and print the result
+ *   --spec ID=VALUE   clSetProgramSpecializationConstant, 32 bits, before the
+ *                     build
+ *   --compile-link    clCompileProgram then clLinkProgram instead of
+ *                     clBuildProgram; the linked program is described
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
  *                     64; print the digest of every buffer afterwards
@@ -36,7 +40,8 @@
 typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
-    bool callback, no_binaries, rebuild;
+    bool callback, no_binaries, rebuild, compile_link;
+    const char *spec;
 } probe_options;
 
 static uint64_t digest(const void *data, size_t size)
@@ -353,6 +358,19 @@ static cl_program create_program(cl_context context, const probe_options *option
     return program;
 }
 
+/* clCompileProgram, then clLinkProgram of the one object; the linked
+ * program (the compiled one released), or NULL. */
+static cl_program compile_and_link(cl_context context, cl_program program,
+                                   const probe_options *options)
+{
+    cl_int code = clCompileProgram(program, 0, NULL, options->options, 0, NULL, NULL, NULL, NULL);
+    printf("compile: %d\n", code);
+    cl_program linked = clLinkProgram(context, 0, NULL, NULL, 1, &program, NULL, NULL, &code);
+    printf("link: %d\n", code);
+    clReleaseProgram(program);
+    return linked;
+}
+
 static void probe_once(cl_context context, cl_uint device_count, const cl_device_id *devices,
                        const probe_options *options)
 {
@@ -360,9 +378,21 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
     if (program == NULL)
         return;
     callback_calls = 0;
-    cl_int code =
-        clBuildProgram(program, 0, NULL, options->options, options->callback ? notify : NULL, NULL);
-    printf("build: %d\n", code);
+    if (options->spec != NULL) {
+        cl_uint id = (cl_uint)strtoul(options->spec, NULL, 0);
+        cl_uint value = (cl_uint)strtoul(strchr(options->spec, '=') + 1, NULL, 0);
+        printf("spec: %d\n",
+               clSetProgramSpecializationConstant(program, id, sizeof(value), &value));
+    }
+    if (options->compile_link) {
+        program = compile_and_link(context, program, options);
+        if (program == NULL)
+            return;
+    } else {
+        cl_int code = clBuildProgram(program, 0, NULL, options->options,
+                                     options->callback ? notify : NULL, NULL);
+        printf("build: %d\n", code);
+    }
     if (options->callback)
         printf("callback calls: %d\n", callback_calls);
     describe_program(program, device_count, devices, options->no_binaries);
@@ -385,6 +415,8 @@ static bool parse(int argc, char **argv, probe_options *options)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--callback") == 0)
             options->callback = true;
+        else if (strcmp(arg, "--compile-link") == 0)
+            options->compile_link = true;
         else if (strcmp(arg, "--rebuild") == 0)
             options->rebuild = true;
         else if (strcmp(arg, "--no-binaries") == 0)
@@ -399,6 +431,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->il_path = argv[++i];
         else if (strcmp(arg, "--options") == 0)
             options->options = argv[++i];
+        else if (strcmp(arg, "--spec") == 0)
+            options->spec = argv[++i];
         else if (strcmp(arg, "--global") == 0)
             options->global = argv[++i];
         else if (strcmp(arg, "--run") == 0)

@@ -120,6 +120,7 @@ typedef struct lookups {
 
 static const lookups cached_cold = {1, 0, 1, 0}, cached_warm = {0, 1, 0, 0};
 static const lookups failed_cold = {2, 0, 0, 0}, failed_warm = {1, 0, 0, 0};
+static const lookups bypassed_cold = {0, 0, 0, 2}, bypassed_warm = {0, 0, 0, 1};
 
 /* The driver alone, the layer cold (miss, memory hit), the layer warm; the
  * layer's runs make the lookups given. The second build of a process is
@@ -213,6 +214,26 @@ Test(opencl, intel_rebuild)
                       (lookups){1, 0, 2, 2}, (lookups){0, 1, 1, 0}, 1);
     cr_assert_not_null(strstr(disk_hit, "rebuild with a kernel: -59\nrebuild: 0\n"), "%s",
                        disk_hit);
+}
+
+/* What the layer does not cache goes to the driver, counted: values of
+ * specialization constants (which the layer cannot read back to key), and
+ * clCompileProgram with clLinkProgram. */
+Test(opencl, intel_spec_constants_bypass)
+{
+    assert_runs_alike(ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", "1=3"), bypassed_cold,
+                      bypassed_warm, 0);
+    cr_assert_not_null(strstr(run.err, "bypass not-cacheable: specialization constants were set"),
+                       "%s", run.err);
+}
+
+Test(opencl, intel_compile_and_link_bypass)
+{
+    /* Two counted bypasses per program: its compile and its link. */
+    assert_runs_alike(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_headers.cl"), "--options",
+                              "-I " SOURCE("include"), "--compile-link"),
+                      (lookups){0, 0, 0, 4}, (lookups){0, 0, 0, 2}, 0);
+    cr_assert_not_null(strstr(disk_hit, "compile: 0\nlink: 0\n"), "%s", disk_hit);
 }
 
 Test(opencl, intel_failed_build)
