@@ -21,7 +21,6 @@ typedef cl_properties zcc_layer_properties;
 
 #define EXPORT __attribute__((visibility("default")))
 
-zcc_state zcc_layer;
 static cl_icd_dispatch own_table;
 
 static void zero_counters_in_child(void)
