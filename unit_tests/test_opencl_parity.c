@@ -272,6 +272,15 @@ Test(opencl, pocl_rebuild)
                        disk_hit);
 }
 
+/* A build log with a warning: the hit's is the build's (a program from a
+ * binary logs nothing). */
+Test(opencl, pocl_warning_log)
+{
+    assert_hit_like_build(
+        ARGS_OF(POCL, "--source", SOURCE("cl_probe_warning.cl"), "--run", "copy:bbi"), CACHED);
+    cr_assert_not_null(strstr(disk_hit, ":2:2: \"zecache probe warning\""), "%s", disk_hit);
+}
+
 Test(opencl, pocl_failed_build)
 {
     assert_hit_like_build(ARGS_OF(POCL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
