@@ -58,23 +58,8 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
 /* The lines after "describe <number>" up to the next "describe" line. */
 static void description(int number, char *text, size_t size)
 {
-    char marker[32];
-    snprintf(marker, sizeof(marker), "describe %d\n", number);
-    const char *start = strstr(run.out, marker);
-    cr_assert_not_null(start, "no \"%s\" in: %s", marker, run.out);
-    start += strlen(marker);
-    const char *end = strstr(start, "describe ");
-    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
-    cr_assert_lt(length, size);
-    memcpy(text, start, length);
-    text[length] = '\0';
+    probe_description(number, text, size);
     cr_assert_not_null(strstr(text, "create: 0\n"), "%s", text);
-}
-
-static void assert_same(const char *what, const char *expected, const char *actual)
-{
-    cr_assert_str_eq(actual, expected, "%s differs.\n--- expected:\n%s--- got:\n%s", what, expected,
-                     actual);
 }
 
 static void assert_lookups(int misses, int disk_hits, int memory_hits, int bypasses)
@@ -139,14 +124,14 @@ static void assert_runs_alike(const char *const *args, lookups cold, lookups war
     char *const texts[] = {alone, alone_again, missed, memory_hit};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         mask_temporary_names(texts[i]);
-    assert_same("the layer's build", alone, missed);
-    assert_same("the memory hit", alone_again, memory_hit);
+    assert_same_description("the layer's build", alone, missed);
+    assert_same_description("the memory hit", alone_again, memory_hit);
     describe_run(true, "1", args);
     description(0, disk_hit, sizeof(disk_hit));
     assert_lookups(warm.misses, warm.disk_hits, warm.memory_hits, warm.bypasses);
     cr_assert_eq(opencl_entries_in(sc.cache), entries);
     mask_temporary_names(disk_hit);
-    assert_same("the disk hit", alone, disk_hit);
+    assert_same_description("the disk hit", alone, disk_hit);
 }
 
 static void assert_hit_like_build(const char *const *args, expected_path path)
