@@ -11,6 +11,7 @@
 #include "cl_layer_internal.h"
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
+#include "zecache/opencl_driver_cache.h"
 #include "zecache/log.h"
 
 /* The layer extension's declarations that Debian 12's headers lack. */
@@ -36,9 +37,12 @@ __attribute__((constructor)) static void zcc_layer_load(void)
     zc_environment_snapshot_driver();
     /* Our configuration is the user's, even in a child of a process whose
      * layer hid it from the driver. */
-    zcc_driver_cache_restore_user_env();
+    zc_opencl_driver_cache_restore_user_env();
     zc_config_from_env(&zcc_layer.config);
-    zcc_driver_cache_hide();
+    if (zc_opencl_driver_cache_hide())
+        zc_log_info("Intel's driver reads its cache settings when it starts, before any layer: "
+                    "its own OpenCL cache may stay on in this process (zecache exec keeps it "
+                    "off); child processes start with it off");
     zcc_layer.cache = zc_frontend_cache_start(&zcc_layer.config, "zecache OpenCL layer");
     if (zcc_layer.cache == NULL)
         return;

@@ -30,15 +30,6 @@ typedef struct zcc_state {
 
 extern zcc_state zcc_layer;
 
-/* ---- cl_driver_cache.c: the driver's own OpenCL cache kept off ---- */
-
-/* Puts back the user's values that a parent process running a layer hid,
- * so this process reads what the user set. */
-void zcc_driver_cache_restore_user_env(void);
-/* Hides every switch that would have the driver cache OpenCL builds itself,
- * remembering the user's values. */
-void zcc_driver_cache_hide(void);
-
 /* ---- cl_entry.c: what an OpenCL entry holds ---- */
 
 typedef struct zcc_entry {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "zecache/opencl_driver_cache.h"
 
 /* The file name the Level Zero loader loads for the validation layer. */
 #define LAYER_FILE_NAME "libze_validation_layer.so.1"
@@ -75,20 +76,29 @@ static bool prepend_to_path(const char *variable, const char *dir)
  * layer (the tracing layer too) from that one directory only. */
 /* The OpenCL layer, beside the Level Zero one: the ICD loader (ocl-icd 2.3,
  * the Khronos loader) loads the layers whose paths OPENCL_LAYERS lists,
- * before any the user listed; listed once. */
+ * before any the user listed; listed once. Intel's driver reads its OpenCL
+ * cache switches when it starts, before the loader loads any layer: they
+ * are hidden here, before the program starts (the layer puts the user's
+ * values back for its own configuration). */
+/* Whether the colon-separated list names path. */
+static bool listed_in(const char *list, const char *path)
+{
+    size_t length = strlen(path);
+    for (const char *at = list; at != NULL && *at != '\0'; at += strcspn(at, ":")) {
+        at += *at == ':';
+        if (strncmp(at, path, length) == 0 && (at[length] == ':' || at[length] == '\0'))
+            return true;
+    }
+    return false;
+}
+
 static bool enable_opencl_layer(const char *layer_dir)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", layer_dir, OPENCL_LAYER_FILE_NAME) >= (int)sizeof path)
         return false;
-    const char *listed = getenv("OPENCL_LAYERS");
-    size_t length = strlen(path);
-    for (const char *at = listed; at != NULL && *at != '\0'; at += strcspn(at, ":")) {
-        at += *at == ':';
-        if (strncmp(at, path, length) == 0 && (at[length] == ':' || at[length] == '\0'))
-            return true;
-    }
-    return prepend_to_path("OPENCL_LAYERS", path);
+    zc_opencl_driver_cache_hide();
+    return listed_in(getenv("OPENCL_LAYERS"), path) || prepend_to_path("OPENCL_LAYERS", path);
 }
 
 static bool enable_layer(const char *layer_dir)

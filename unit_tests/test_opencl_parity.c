@@ -21,6 +21,10 @@
 
 #define SOURCE(name) ZC_CL_SOURCE_DIR "/" name
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
+/* As zecache exec leaves them for a user who wants the cache on: the
+ * driver, which reads them when it starts, sees its own cache off; the
+ * layer puts the user's value back for itself. */
+#define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
 #define BYPASS "[Cache]: bypass "
 #define MAX_ARGS 24
 #define INTEL "--platform", "Intel"
@@ -48,7 +52,7 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
     }
     argv[argc] = NULL;
     if (with_layer)
-        probe_run(false, ENV(LAYER, "NEO_CACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0"), argv);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0"), argv);
     else
         probe_run(false, ENV("POCL_KERNEL_CACHE=0"), argv);
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,

@@ -11,6 +11,10 @@
 #include "e2e_probe_support.h"
 
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
+/* As zecache exec leaves them for a user who wants the cache on: the
+ * driver, which reads them when it starts, sees its own cache off; the
+ * layer puts the user's value back for itself. */
+#define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
 #define PYTHON_PROBE "/usr/bin/python3 " ZC_CL_SOURCE_DIR "/pyopencl_probe.py"
 
 TestSuite(opencl_programs, .init = scratch_create, .fini = scratch_remove, .timeout = 300);
@@ -22,10 +26,8 @@ static char alone[OUTPUT_MAX], cold[OUTPUT_MAX], warm[OUTPUT_MAX];
 static void shell_run(bool with_layer, const char *command, char *out)
 {
     if (with_layer)
-        probe_run(
-            false,
-            ENV(LAYER, "NEO_CACHE_PERSISTENT=1", "POCL_KERNEL_CACHE=0", "PYOPENCL_NO_CACHE=1"),
-            ARGS("-c", command));
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", "PYOPENCL_NO_CACHE=1"),
+                  ARGS("-c", command));
     else
         probe_run(false, ENV("POCL_KERNEL_CACHE=0", "PYOPENCL_NO_CACHE=1"), ARGS("-c", command));
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
@@ -38,6 +40,26 @@ static void assert_lookups(int misses, int disk_hits)
     cr_assert_eq(count_of(run.err, MISS), misses, "stderr: %s", run.err);
     cr_assert_eq(count_of(run.err, HIT_DISK), disk_hits, "stderr: %s", run.err);
     cr_assert_eq(count_of(run.err, "[Cache]: bypass "), 0, "stderr: %s", run.err);
+}
+
+/* Files named as Intel's driver names its own entries (<16 hex>.cl_cache on
+ * 26.x, longer names on 22.43): anything .cl_cache that is not 64 hex. */
+static int driver_entries;
+static int count_driver_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    const char *name = path + ftw->base;
+    size_t length = strlen(name), hex = strspn(name, "0123456789abcdef");
+    bool opencl = length > 9 && strcmp(name + length - 9, ".cl_cache") == 0;
+    driver_entries += flag == FTW_F && opencl && !(hex == 64 && length == 64 + 9);
+    return 0;
+}
+
+static int driver_entries_in(const char *dir)
+{
+    driver_entries = 0;
+    nftw(dir, count_driver_entry, 16, FTW_PHYS);
+    return driver_entries;
 }
 
 static void assert_pyopencl_alike(const char *command)
@@ -74,4 +96,25 @@ Test(opencl_programs, clinfo_answers_the_same)
     cr_assert_not_null(strstr(run.err, "zecache OpenCL layer: cache on"), "%s", run.err);
     cr_assert_str_eq(cold, alone);
     cr_assert_not_null(strstr(alone, "Portable Computing Language"), "%s", alone);
+}
+
+/* zecache exec keeps Intel's own OpenCL cache off (22.43 caches in
+ * ./cl_cache when it exists, 23.35 on in NEO_CACHE_DIR by default): the
+ * driver reads its switches when it starts, before any layer. A second run
+ * hits the disk tier. */
+Test(opencl_programs, exec_keeps_the_drivers_own_cache_off)
+{
+    char command[4 * PATH_MAX];
+    snprintf(command, sizeof command,
+             "mkdir -p cl_cache && '%s' --dir '%s' exec -- '%s' --platform Intel --il '%s'",
+             ZC_TOOL_PATH, sc.cache, ZC_CL_PROBE_PATH, KERNEL("e2e_saxpy.spv"));
+    probe_run(false, ENV("NEO_CACHE_PERSISTENT=1"), ARGS("-c", command));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    assert_lookups(1, 0);
+    probe_run(false, ENV("NEO_CACHE_PERSISTENT=1"), ARGS("-c", command));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    assert_lookups(0, 1);
+    cr_assert_eq(files_in(in_scratch("cl_cache")), 0);
+    /* The cache directory holds the entry and zecache's side files only. */
+    cr_assert_eq(driver_entries_in(sc.cache), 0);
 }

@@ -1,6 +1,10 @@
 /* Keeps Intel's own OpenCL cache off while the layer caches, so a program is
  * not stored twice and the driver's cache never answers a miss of ours. What
- * the driver reads (intel/compute-runtime), at its first OpenCL compile:
+ * the driver reads (intel/compute-runtime), when it starts (ocl-icd loads the
+ * drivers, which read their settings as they make their platforms, before
+ * any layer: measured with 22.43, whose cl_cache/ kept filling with the
+ * layer's setenv), so only `zecache exec`, before the process starts, is in
+ * time for the process itself; the layer's own writes reach its children:
  *   - up to 23.30 (Debian 12 has 22.43): cl_cache_dir, default "cl_cache"
  *     relative to the working directory; it caches when that directory exists;
  *   - 23.35 and newer: NEO_CACHE_PERSISTENT (default 1 from 23.35 for
@@ -14,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cl_layer_internal.h"
+#include "zecache/opencl_driver_cache.h"
 #include "zecache/log.h"
 
 #define HIDDEN_PERSISTENT "00"
@@ -50,27 +54,29 @@ static void restore(const char *name, const char *hidden)
         setenv(name, original, 1);
 }
 
-static void hide(const char *name, const char *hidden)
+static bool hide(const char *name, const char *hidden)
 {
     const char *value = getenv(name);
     if (!would_cache(name, value))
-        return;
+        return false;
     char original_name[64];
     snprintf(original_name, sizeof(original_name), "ZECACHE_ORIGINAL_%s", name);
     zc_log_info("the driver's own OpenCL cache is off while the layer caches: %s=%s (was %s)", name,
                 hidden, value != NULL ? value : "unset");
     setenv(original_name, value != NULL ? value : "", 1);
     setenv(name, hidden, 1);
+    return true;
 }
 
-void zcc_driver_cache_restore_user_env(void)
+void zc_opencl_driver_cache_restore_user_env(void)
 {
     restore("NEO_CACHE_PERSISTENT", HIDDEN_PERSISTENT);
     restore("cl_cache_dir", HIDDEN_DIR);
 }
 
-void zcc_driver_cache_hide(void)
+bool zc_opencl_driver_cache_hide(void)
 {
-    hide("NEO_CACHE_PERSISTENT", HIDDEN_PERSISTENT);
-    hide("cl_cache_dir", HIDDEN_DIR);
+    bool persistent = hide("NEO_CACHE_PERSISTENT", HIDDEN_PERSISTENT);
+    bool dir = hide("cl_cache_dir", HIDDEN_DIR);
+    return persistent || dir;
 }
