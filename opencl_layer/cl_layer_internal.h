@@ -88,8 +88,9 @@ zcc_hit *zcc_hits_take(cl_program program);
 /* Drops program's hit before it is built again: false (hit kept) when
  * kernels of it live, which the driver answers with CL_INVALID_OPERATION. */
 bool zcc_hits_drop(cl_program program);
-/* Whether the application set specialization constants on program. */
-bool zcc_spec_constants_set(cl_program program);
+/* Why the key cannot see the whole build of program (specialization
+ * constants set, a source string holding a NUL byte); NULL when it can. */
+const char *zcc_unkeyable_reason(cl_program program);
 /* Releases the layer's program and frees hit. */
 void zcc_hit_free(zcc_hit *hit);
 /* One atomic load: whether any hit is live. */
@@ -114,6 +115,9 @@ cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
                                         void(CL_CALLBACK *notify)(cl_program, void *),
                                         void *user_data, cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_release_program(cl_program program);
+cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
+                                                      const char **strings, const size_t *lengths,
+                                                      cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
                                                            size_t spec_size,
                                                            const void *spec_value);

@@ -1,70 +1,79 @@
 /* The rest of a program's life around the cache: releases, builds the
- * cache does not serve (clCompileProgram, clLinkProgram), and programs with
- * specialization constants, whose values the layer cannot read back to key. */
+ * cache does not serve (clCompileProgram, clLinkProgram), and programs whose
+ * build the key cannot see whole (specialization constants, whose values
+ * cannot be read back; a source string holding a NUL byte). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cl_layer_internal.h"
 
+/* Programs whose build the key cannot see whole, with why. */
+typedef struct marked_program {
+    cl_program program;
+    const char *reason; /* a static string */
+} marked_program;
+
 static struct {
     pthread_mutex_t lock;
-    cl_program *programs;
+    marked_program *programs;
     size_t count, capacity;
     atomic_size_t live;
-} with_constants = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static size_t constants_index(cl_program program)
+static size_t marked_index(cl_program program)
 {
-    for (size_t i = 0; i < with_constants.count; i++)
-        if (with_constants.programs[i] == program)
+    for (size_t i = 0; i < marked.count; i++)
+        if (marked.programs[i].program == program)
             return i;
-    return with_constants.count;
+    return marked.count;
 }
 
 /* false when memory runs out: then the program cannot be told apart, and
  * hits go off for the process. */
-static bool remember_constants(cl_program program)
+static bool mark(cl_program program, const char *reason)
 {
-    pthread_mutex_lock(&with_constants.lock);
-    bool ok = constants_index(program) < with_constants.count;
-    if (!ok && with_constants.count == with_constants.capacity) {
-        size_t capacity = with_constants.capacity == 0 ? 8 : 2 * with_constants.capacity;
-        cl_program *grown = realloc(with_constants.programs, capacity * sizeof(*grown));
+    pthread_mutex_lock(&marked.lock);
+    bool ok = marked_index(program) < marked.count;
+    if (!ok && marked.count == marked.capacity) {
+        size_t capacity = marked.capacity == 0 ? 8 : 2 * marked.capacity;
+        marked_program *grown = realloc(marked.programs, capacity * sizeof(*grown));
         if (grown != NULL) {
-            with_constants.programs = grown;
-            with_constants.capacity = capacity;
+            marked.programs = grown;
+            marked.capacity = capacity;
         }
     }
-    if (!ok && with_constants.count < with_constants.capacity) {
-        with_constants.programs[with_constants.count++] = program;
-        atomic_store(&with_constants.live, with_constants.count);
+    if (!ok && marked.count < marked.capacity) {
+        marked.programs[marked.count++] = (marked_program){program, reason};
+        atomic_store(&marked.live, marked.count);
         ok = true;
     }
-    pthread_mutex_unlock(&with_constants.lock);
+    pthread_mutex_unlock(&marked.lock);
+    if (!ok)
+        atomic_store(&zcc_layer.hits_not_reproduced, true);
     return ok;
 }
 
-static void forget_constants(cl_program program)
+static void forget_mark(cl_program program)
 {
-    if (atomic_load(&with_constants.live) == 0)
-        return;
-    pthread_mutex_lock(&with_constants.lock);
-    size_t i = constants_index(program);
-    if (i < with_constants.count) {
-        with_constants.programs[i] = with_constants.programs[--with_constants.count];
-        atomic_store(&with_constants.live, with_constants.count);
+    pthread_mutex_lock(&marked.lock);
+    size_t i = marked_index(program);
+    if (i < marked.count) {
+        marked.programs[i] = marked.programs[--marked.count];
+        atomic_store(&marked.live, marked.count);
     }
-    pthread_mutex_unlock(&with_constants.lock);
+    pthread_mutex_unlock(&marked.lock);
 }
 
-bool zcc_spec_constants_set(cl_program program)
+const char *zcc_unkeyable_reason(cl_program program)
 {
-    if (atomic_load(&with_constants.live) == 0)
-        return false;
-    pthread_mutex_lock(&with_constants.lock);
-    bool found = constants_index(program) < with_constants.count;
-    pthread_mutex_unlock(&with_constants.lock);
-    return found;
+    if (atomic_load(&marked.live) == 0)
+        return NULL;
+    pthread_mutex_lock(&marked.lock);
+    size_t i = marked_index(program);
+    const char *reason = i < marked.count ? marked.programs[i].reason : NULL;
+    pthread_mutex_unlock(&marked.lock);
+    return reason;
 }
 
 cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
@@ -72,22 +81,40 @@ cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, c
 {
     cl_int result =
         zcc_layer.next.clSetProgramSpecializationConstant(program, spec_id, spec_size, spec_value);
-    if (result == CL_SUCCESS && !remember_constants(program))
-        atomic_store(&zcc_layer.hits_not_reproduced, true);
+    if (result == CL_SUCCESS)
+        (void)mark(program, "specialization constants were set");
     return result;
+}
+
+/* A source string with a NUL byte within its length: the driver compiles
+ * all of it, but CL_PROGRAM_SOURCE, which the key reads, ends at the NUL. */
+cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
+                                                      const char **strings, const size_t *lengths,
+                                                      cl_int *errcode_ret)
+{
+    cl_program program =
+        zcc_layer.next.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret);
+    bool nul = false;
+    for (cl_uint i = 0; program != NULL && i < count && !nul; i++) {
+        size_t length = lengths != NULL && lengths[i] > 0 ? lengths[i] : strlen(strings[i]);
+        nul = memchr(strings[i], '\0', length) != NULL;
+    }
+    if (nul)
+        (void)mark(program, "a source string holding a NUL byte");
+    return program;
 }
 
 cl_int CL_API_CALL zcc_release_program(cl_program program)
 {
     cl_uint references = 0;
     bool last =
-        (!zcc_hits_empty() || atomic_load(&with_constants.live) > 0) &&
+        (!zcc_hits_empty() || atomic_load(&marked.live) > 0) &&
         zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof(references),
                                         &references, NULL) == CL_SUCCESS &&
         references == 1;
     if (last) {
         zcc_hit_free(zcc_hits_take(program));
-        forget_constants(program);
+        forget_mark(program);
     }
     return zcc_layer.next.clReleaseProgram(program);
 }

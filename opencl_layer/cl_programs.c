@@ -242,8 +242,9 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
         snprintf(detail, detail_size, "a program the driver built before");
         return false;
     }
-    if (zcc_spec_constants_set(call->program)) {
-        snprintf(detail, detail_size, "specialization constants were set");
+    const char *unkeyable = zcc_unkeyable_reason(call->program);
+    if (unkeyable != NULL) {
+        snprintf(detail, detail_size, "%s", unkeyable);
         return false;
     }
     return true;

@@ -5,6 +5,8 @@
  *
  *   --platform TEXT   the first platform whose name contains TEXT
  *   --source FILE     clCreateProgramWithSource (FILE's bytes)
+ *   --append FILE     with --source: FILE as a second source string, the first
+ *                     given with its terminating NUL counted in its length
  *   --il FILE         clCreateProgramWithIL
  *   --options TEXT    build options (default NULL)
  *   --repeat N        create, build and describe N times in this process
@@ -41,7 +43,7 @@ typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
     bool callback, no_binaries, rebuild, compile_link;
-    const char *spec;
+    const char *spec, *append;
 } probe_options;
 
 static uint64_t digest(const void *data, size_t size)
@@ -347,7 +349,14 @@ static cl_program create_program(cl_context context, const probe_options *option
         return NULL;
     cl_int code;
     cl_program program;
-    if (options->source_path != NULL) {
+    if (options->source_path != NULL && options->append != NULL) {
+        size_t appended_size = 0;
+        char *appended = read_file(options->append, &appended_size);
+        const char *texts[2] = {input, appended != NULL ? appended : ""};
+        size_t sizes[2] = {size + 1, appended_size};
+        program = clCreateProgramWithSource(context, 2, texts, sizes, &code);
+        free(appended);
+    } else if (options->source_path != NULL) {
         const char *text = input;
         program = clCreateProgramWithSource(context, 1, &text, &size, &code);
     } else {
@@ -431,6 +440,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->il_path = argv[++i];
         else if (strcmp(arg, "--options") == 0)
             options->options = argv[++i];
+        else if (strcmp(arg, "--append") == 0)
+            options->append = argv[++i];
         else if (strcmp(arg, "--spec") == 0)
             options->spec = argv[++i];
         else if (strcmp(arg, "--global") == 0)

@@ -216,6 +216,19 @@ Test(opencl, intel_spec_constants_bypass)
                        "%s", run.err);
 }
 
+/* A source string given with its terminating NUL counted, then another:
+ * the driver compiles both, but CL_PROGRAM_SOURCE ends at the NUL, so a
+ * key read from it would not see the second string's kernels. */
+Test(opencl, intel_source_with_a_nul_byte_bypass)
+{
+    assert_runs_alike(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_warning.cl"), "--append",
+                              SOURCE("cl_probe_headers.cl"), "--options", "-I " SOURCE("include")),
+                      bypassed_cold, bypassed_warm, 0);
+    cr_assert_not_null(strstr(disk_hit, "\"copy;scale\""), "%s", disk_hit);
+    cr_assert_not_null(strstr(run.err, "bypass not-cacheable: a source string holding a NUL byte"),
+                       "%s", run.err);
+}
+
 Test(opencl, intel_compile_and_link_bypass)
 {
     /* Two counted bypasses per program: its compile and its link. */
