@@ -61,7 +61,7 @@ static uint64_t next_random(uint64_t *state)
 static zc_key key_of(uint64_t index)
 {
     uint64_t state = index * 7919u + 1;
-    zc_key key;
+    zc_key key = {0};
     for (size_t i = 0; i < sizeof key.bytes; i += 8) {
         uint64_t word = next_random(&state);
         memcpy(key.bytes + i, &word, 8);

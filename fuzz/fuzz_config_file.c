@@ -29,7 +29,7 @@ typedef struct fixture {
 
 static zc_key key_of(uint8_t seed)
 {
-    zc_key key;
+    zc_key key = {0};
     for (size_t i = 0; i < ZC_KEY_SIZE; i++)
         key.bytes[i] = (uint8_t)(seed + i * 13);
     return key;

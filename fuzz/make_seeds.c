@@ -55,7 +55,7 @@ static int bundle_seed(const char *root, const char *name, const zc_key *key, co
 static int entry_seeds(const char *root, const char *name, const void *binary, size_t binary_size,
                        const char *log, size_t log_size)
 {
-    zc_key key;
+    zc_key key = {0};
     for (size_t i = 0; i < ZC_KEY_SIZE; i++)
         key.bytes[i] = (uint8_t)(i * 37 + 1); /* the frame fuzzer's template key */
     zc_artifact_meta meta = {.device_name = "Intel(R) Graphics [0xff20]",

@@ -196,6 +196,29 @@ static bool query_device(ze_device_handle_t device, bool with_ip_version, zcl_de
            info->module_properties_size <= sizeof(info->module_properties);
 }
 
+/* The device for the front end's key: the parts in the order the layer
+ * has always keyed them (existing entries keep hitting). No driver library
+ * identified leaves none, which the key takes as a cache-side error. */
+static void describe(zcl_device_info *info)
+{
+    const zcl_driver_libraries *libraries = zcl_driver_libraries_get();
+    info->hardware[0] =
+        (zc_device_part){"device properties", info->properties, info->properties_size};
+    info->hardware[1] = (zc_device_part){"device module properties", info->module_properties,
+                                         info->module_properties_size};
+    info->hardware[2] =
+        (zc_device_part){"device IP version", &info->ip_version, sizeof(info->ip_version)};
+    info->description =
+        (zc_device_description){.identity = info,
+                                .libraries = libraries != NULL ? libraries->identities : NULL,
+                                .library_count = libraries != NULL ? libraries->count : 0,
+                                .driver_version = info->driver_version,
+                                .hardware = info->hardware,
+                                .hardware_count = info->has_ip_version ? 3 : 2,
+                                .meta = info->meta};
+    memcpy(info->description.driver_uuid, info->driver_uuid, sizeof(info->driver_uuid));
+}
+
 static device_record *find_record(ze_device_handle_t device)
 {
     for (device_record *record = records; record != NULL; record = record->next)
@@ -221,6 +244,7 @@ static device_record *create_record(ze_device_handle_t device)
         free(record);
         return NULL;
     }
+    describe(&record->info);
     return record;
 }
 

@@ -15,7 +15,10 @@
 #include "zecache/artifact.h"
 #include "zecache/cache.h"
 #include "zecache/compiler_identity.h"
+#include "zecache/build_request.h"
 #include "zecache/config.h"
+#include "zecache/frontend.h"
+#include "zecache/frontend_device.h"
 #include "zecache/identity.h"
 #include "zecache/key.h"
 
@@ -108,7 +111,7 @@ typedef struct zcl_state {
     /* Set once an image the layer cannot judge was created. */
     atomic_bool image_hits_off;
     /* Set once the driver did not load a cached binary unchanged (see
-     * layer_module.c): no more hits in this process. */
+     * zecache/frontend.h): no more hits in this process. */
     atomic_bool hits_not_reproduced;
 } zcl_state;
 
@@ -166,6 +169,9 @@ typedef struct zcl_device_info {
     bool has_ip_version;
     uint32_t ip_version;
     zc_artifact_meta meta; /* device name and driver version for entries */
+    /* The device for the front end's key, pointing into this record. */
+    zc_device_part hardware[3];
+    zc_device_description description;
 } zcl_device_info;
 
 /* The device's description, queried on first use and kept for the process.
@@ -226,33 +232,22 @@ void zcl_image_kernels_free(zcl_image_kernels *kernels);
 /* Frees kernels (malloc'd) with what it holds; NULL does nothing. */
 void zcl_image_kernels_destroy(zcl_image_kernels *kernels);
 
-/* ---- layer_module_key.c ---- */
+/* ---- layer_request.c: the module description as a build request ---- */
 
-/* The key of an IL_SPIRV module description for device. On ZC_OK and when
- * want_trace, *trace is a malloc'd readable trace (or NULL). On
- * ZC_NOT_CACHEABLE, reason holds why. */
-zc_status zcl_module_key(const ze_module_desc_t *desc, const zcl_device_info *device,
-                         const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
-                         char **trace, char *reason, size_t reason_size);
+/* A request and what it points to; not to be copied once made. */
+typedef struct zcl_request {
+    zc_build_request request;
+    zc_build_input single;  /* a plain module's input */
+    zc_build_input *inputs; /* a program's, malloc'd */
+} zcl_request;
 
-/* The program extension of desc, or NULL when desc has no pNext. Sets
- * *supported to false when the pNext chain holds anything else. */
-const ze_module_program_exp_desc_t *zcl_module_program_of(const ze_module_desc_t *desc,
-                                                          bool *supported);
-
-/* ---- layer_record.c ---- */
-
-/* Keeps desc's inputs beside key's entry (NEO_CACHE_RECORD_INPUTS), after a
- * compile of compile_ns that succeeded and was stored. Failures are only
- * logged; so is the cost against the compile (bench/bench_record.sh). */
-void zcl_record_inputs(const ze_module_desc_t *desc, const zcl_device_info *device,
-                       const zc_key *key, uint64_t compile_ns);
-
-/* ---- layer_report.c ---- */
-
-/* Writes "<outcome> <key hex or ->" to ZECACHE_REPORT_FD when it is set
- * (zecache prewarm's helper reads it). */
-void zcl_report_outcome(const char *outcome, const zc_key *key);
+/* Describes desc (not NULL) once, for everything after. False, with the
+ * bypass reason and detail, for a description the cache does not take (a
+ * native binary, an unknown format or pNext structure, no memory). Free
+ * with zcl_request_free, whatever it returned. */
+bool zcl_request_of(const ze_module_desc_t *desc, zcl_request *out, zc_bypass_reason *reason,
+                    char *detail, size_t detail_size);
+void zcl_request_free(zcl_request *request);
 
 /* ---- layer_module.c ---- */
 
@@ -260,14 +255,15 @@ void zcl_report_outcome(const char *outcome, const zc_key *key);
  * whose hit (a module made from its native binary) the application could
  * tell apart from the driver's compile. *kernels is NULL, or (malloc'd) the
  * kernels with image arguments a hit must answer for. */
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels, char *detail,
-                          size_t detail_size);
-/* The kernels with image arguments of every SPIR-V input of desc, added to
- * kernels (NULL: only ask). */
-zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_image_kernels *kernels);
+bool zcl_hit_reproducible(const zc_build_request *request, zcl_image_kernels **kernels,
+                          char *detail, size_t detail_size);
+/* The kernels with image arguments of every SPIR-V input of request, added
+ * to kernels (NULL: only ask). */
+zcl_spirv_images zcl_module_image_kernels(const zc_build_request *request,
+                                          zcl_image_kernels *kernels);
 /* The build flags a hit passes with the native binary (the driver reads
  * some, e.g. -zet-profile-flags, when it loads one). */
-const char *zcl_native_build_flags(const ze_module_desc_t *desc);
+const char *zcl_native_build_flags(const zc_build_request *request);
 
 /* layer_native_check.c: whether module, made from binary, gives back exactly
  * binary (the driver did not rebuild it from its IR). */
@@ -279,10 +275,6 @@ size_t zcl_native_check_spare_size(void);
 /* Makes the buffer kept at least size bytes (at most ZCL_SPARE_MAX) now,
  * before the first hit needs it. */
 void zcl_native_check_reserve(size_t size);
-
-/* ---- layer_prefetch.c: loading this program's entries from zeInit on ---- */
-
-void zcl_prefetch_start(void);
 
 /* ---- layer_warm_up.c: the process's one-time costs, at its first context ---- */
 

@@ -16,21 +16,19 @@ static bool same_flags(const char *a, const char *b)
     return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-static bool program_reproducible(const ze_module_desc_t *desc,
-                                 const ze_module_program_exp_desc_t *program, char *detail,
-                                 size_t detail_size)
+static bool program_reproducible(const zc_build_request *request, char *detail, size_t detail_size)
 {
     /* Driver 22.43 ignores these flags for a program, newer drivers read
      * them: the key cannot say which, so such programs are not cached. */
-    if (desc->pBuildFlags != NULL) {
+    if (request->program_flags != NULL) {
         snprintf(detail, detail_size,
                  "program extension with build flags on the module description");
         return false;
     }
     /* A native module takes one flags string; the driver reads some flags
      * of every input of a program (-zet-profile-flags: the last input's). */
-    for (uint32_t i = 1; program->pBuildFlags != NULL && i < program->count; i++) {
-        if (!same_flags(program->pBuildFlags[0], program->pBuildFlags[i])) {
+    for (uint32_t i = 1; i < request->input_count; i++) {
+        if (!same_flags(request->inputs[0].flags, request->inputs[i].flags)) {
             snprintf(detail, detail_size,
                      "program extension inputs with different build flags: a module made "
                      "from a native binary takes one flags string");
@@ -40,16 +38,13 @@ static bool program_reproducible(const ze_module_desc_t *desc,
     return true;
 }
 
-zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_image_kernels *kernels)
+zcl_spirv_images zcl_module_image_kernels(const zc_build_request *request,
+                                          zcl_image_kernels *kernels)
 {
-    bool supported;
-    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
-    if (program == NULL)
-        return zcl_spirv_image_kernels(desc->pInputModule, desc->inputSize, kernels);
     zcl_spirv_images found = ZCL_SPIRV_NO_IMAGES;
-    for (uint32_t i = 0; i < program->count; i++) {
+    for (uint32_t i = 0; i < request->input_count; i++) {
         zcl_spirv_images status =
-            zcl_spirv_image_kernels(program->pInputModules[i], program->inputSizes[i], kernels);
+            zcl_spirv_image_kernels(request->inputs[i].bytes, request->inputs[i].size, kernels);
         if (status != ZCL_SPIRV_NO_IMAGES && status != ZCL_SPIRV_IMAGES)
             return status;
         if (status == ZCL_SPIRV_IMAGES)
@@ -61,11 +56,11 @@ zcl_spirv_images zcl_module_image_kernels(const ze_module_desc_t *desc, zcl_imag
 /* Modules with image arguments are hits only where every way to set an
  * image argument answers as on the compile (layer_image_arguments.c). Their
  * kernels are found here, once, for the hit to remember. */
-static bool images_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels,
+static bool images_reproducible(const zc_build_request *request, zcl_image_kernels **kernels,
                                 char *detail, size_t detail_size)
 {
     zcl_image_kernels found = {0};
-    zcl_spirv_images images = zcl_module_image_kernels(desc, &found);
+    zcl_spirv_images images = zcl_module_image_kernels(request, &found);
     if (images == ZCL_SPIRV_IMAGES && zcl_image_hits_possible(detail, detail_size)) {
         *kernels = malloc(sizeof(found));
         if (*kernels != NULL) {
@@ -92,26 +87,20 @@ static bool images_reproducible(const ze_module_desc_t *desc, zcl_image_kernels 
     }
 }
 
-bool zcl_hit_reproducible(const ze_module_desc_t *desc, zcl_image_kernels **kernels, char *detail,
-                          size_t detail_size)
+bool zcl_hit_reproducible(const zc_build_request *request, zcl_image_kernels **kernels,
+                          char *detail, size_t detail_size)
 {
-    bool supported;
-    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
     *kernels = NULL;
-    if (program != NULL && (program->pInputModules == NULL || program->inputSizes == NULL))
-        return true; /* the key builder refuses these */
-    if (program != NULL && !program_reproducible(desc, program, detail, detail_size))
+    if (request->inputs == NULL)
+        return true; /* the key refuses these */
+    if (request->program && !program_reproducible(request, detail, detail_size))
         return false;
-    return images_reproducible(desc, kernels, detail, detail_size);
+    return images_reproducible(request, kernels, detail, detail_size);
 }
 
-const char *zcl_native_build_flags(const ze_module_desc_t *desc)
+const char *zcl_native_build_flags(const zc_build_request *request)
 {
-    bool supported;
-    const ze_module_program_exp_desc_t *program = zcl_module_program_of(desc, &supported);
-    if (program == NULL)
-        return desc->pBuildFlags;
     /* zcl_hit_reproducible let through only programs whose inputs all have
      * the same flags. */
-    return program->pBuildFlags != NULL ? program->pBuildFlags[0] : NULL;
+    return request->input_count > 0 ? request->inputs[0].flags : NULL;
 }

@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "zecache/opencl_driver_cache.h"
 
 /* The file name the Level Zero loader loads for the validation layer. */
 #define LAYER_FILE_NAME "libze_validation_layer.so.1"
+/* The OpenCL layer's, in the same directory. */
+#define OPENCL_LAYER_FILE_NAME "libzecache_opencl_layer.so.1"
 
 static bool holds_layer(const char *dir)
 {
@@ -71,10 +74,37 @@ static bool prepend_to_path(const char *variable, const char *dir)
  * loader (1.8 to 1.2x) finds the layer through LD_LIBRARY_PATH by its bare
  * name; ZEL_LIBRARY_PATH is not set, since loaders from 1.15 then open every
  * layer (the tracing layer too) from that one directory only. */
+/* The OpenCL layer, beside the Level Zero one: the ICD loader (ocl-icd 2.3,
+ * the Khronos loader) loads the layers whose paths OPENCL_LAYERS lists,
+ * before any the user listed; listed once. Intel's driver reads its OpenCL
+ * cache switches when it starts, before the loader loads any layer: they
+ * are hidden here, before the program starts (the layer puts the user's
+ * values back for its own configuration). */
+/* Whether the colon-separated list names path. */
+static bool listed_in(const char *list, const char *path)
+{
+    size_t length = strlen(path);
+    for (const char *at = list; at != NULL && *at != '\0'; at += strcspn(at, ":")) {
+        at += *at == ':';
+        if (strncmp(at, path, length) == 0 && (at[length] == ':' || at[length] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+static bool enable_opencl_layer(const char *layer_dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/%s", layer_dir, OPENCL_LAYER_FILE_NAME) >= (int)sizeof path)
+        return false;
+    zc_opencl_driver_cache_hide();
+    return listed_in(getenv("OPENCL_LAYERS"), path) || prepend_to_path("OPENCL_LAYERS", path);
+}
+
 static bool enable_layer(const char *layer_dir)
 {
     return prepend_to_path("LD_LIBRARY_PATH", layer_dir) &&
-           setenv("ZE_ENABLE_VALIDATION_LAYER", "1", 1) == 0;
+           setenv("ZE_ENABLE_VALIDATION_LAYER", "1", 1) == 0 && enable_opencl_layer(layer_dir);
 }
 
 int tool_enable_layer(const tool_context *tool)
@@ -137,7 +167,8 @@ const tool_command tool_cmd_exec = {
     .synopsis = "exec [--] PROGRAM [ARGS...]",
     .summary = "Run a program with the zecache layer enabled",
     .details = "Prepends the layer's directory to LD_LIBRARY_PATH and sets\n"
-               "ZE_ENABLE_VALIDATION_LAYER=1, then replaces itself with PROGRAM, so the\n"
+               "ZE_ENABLE_VALIDATION_LAYER=1 (Level Zero), prepends the OpenCL layer's\n"
+               "path to OPENCL_LAYERS (OpenCL), then replaces itself with PROGRAM, so the\n"
                "exit status is PROGRAM's. It refuses to run with ZEL_LIBRARY_PATH set\n"
                "(loaders from 1.15 then load layers from that directory only). The NEO_CACHE_* "
                "settings are passed on unchanged\n"

@@ -65,15 +65,15 @@ static void print_entry_line(const tool_entry *entry)
             tool_escape_line(entry->header.meta.driver_version, driver_text, sizeof driver_text);
         tool_format_size(entry->header.binary_size + entry->header.log_size, uncompressed);
     }
-    printf("%-12.12s  %-28.28s  %-14.14s  %10s  %12s  %s\n",
+    printf("%-12.12s  %-28.28s  %-14.14s  %10s  %12s  %-19s  %s\n",
            tool_escape_line(tool_entry_name(entry), name, sizeof name), device, driver, compressed,
-           uncompressed, last_use);
+           uncompressed, last_use, tool_entry_api_short(entry));
 }
 
 static void print_text(const tool_entry_list *list)
 {
-    printf("%-12s  %-28s  %-14s  %10s  %12s  %s\n", "KEY", "DEVICE", "DRIVER", "COMPRESSED",
-           "UNCOMPRESSED", "LAST USE");
+    printf("%-12s  %-28s  %-14s  %10s  %12s  %-19s  %s\n", "KEY", "DEVICE", "DRIVER", "COMPRESSED",
+           "UNCOMPRESSED", "LAST USE", "API");
     for (size_t i = 0; i < list->count; i++)
         print_entry_line(&list->items[i]);
 }
@@ -87,6 +87,7 @@ static void print_entry_json(tool_json *json, const tool_entry *entry)
     tool_json_open_object(json, NULL);
     tool_json_text(json, "key", entry->is_zecache ? hex : NULL);
     tool_json_text(json, "path", entry->path);
+    tool_json_text(json, "api", zc_entry_kind_name(entry->api));
     tool_json_bool(json, "driver_entry", !entry->is_zecache);
     tool_json_bool(json, "header_ok", entry->header_ok);
     tool_json_text(json, "problem",

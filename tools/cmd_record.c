@@ -57,7 +57,8 @@ static int write_entry_inputs(void *context, const zc_disk_entry_info *info)
 {
     record_walk *walk = context;
     char problem[256];
-    if (!info->is_zecache)
+    /* Recipes rebuild Level Zero modules: an OpenCL entry has none to give. */
+    if (!info->is_zecache || info->key.kind != ZC_ENTRY_LEVEL_ZERO)
         return 0;
     tool_inputs_written written = tool_write_inputs(walk->tier, &info->key, walk->writer,
                                                     &walk->written, problem, sizeof problem);

@@ -31,7 +31,7 @@ static void print_complaint(void *context, const char *storage, const char *reas
 /* A random key: the probe never meets a real entry (or another probe). */
 static zc_key probe_key(void)
 {
-    zc_key key;
+    zc_key key = {0};
     if (getrandom(key.bytes, sizeof key.bytes, 0) != (ssize_t)sizeof key.bytes)
         for (size_t i = 0; i < sizeof key.bytes; i++)
             key.bytes[i] = (uint8_t)(rand() ^ (int)time(NULL));

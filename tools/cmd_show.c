@@ -87,6 +87,7 @@ static void print_file_fields(const char *dir, const tool_entry *entry)
     printf("%s\n", tool_escape_line(entry->path, text, sizeof text));
     printf("%-16s %s\n", "kind",
            entry->is_zecache ? "zecache entry" : "the driver's own entry (no zecache header)");
+    printf("%-16s %s\n", "api", entry->api == ZC_ENTRY_OPENCL ? "OpenCL" : "Level Zero");
     printf("%-16s %s (%llu bytes)\n", "file size", size, (unsigned long long)entry->file_size);
     printf("%-16s %s (%lld)\n", "last use", last_use, (long long)entry->last_use_sec);
 }
@@ -116,7 +117,7 @@ static void print_trace(const char *dir, const tool_entry *entry)
 {
     char path[PATH_MAX], *data;
     size_t size;
-    int stem = (int)(strlen(entry->path) - strlen(ZC_ENTRY_SUFFIX));
+    int stem = (int)(strlen(entry->path) - strlen(ZC_ENTRY_SUFFIX)); /* either API's */
     snprintf(path, sizeof path, "%s/%.*s%s", dir, stem, entry->path, ZC_TRACE_SUFFIX);
     if (!read_whole_file(path, TRACE_MAX_SIZE, &data, &size))
         return;

@@ -11,6 +11,7 @@
 
 typedef struct cache_summary {
     uint64_t entries, bytes, driver_entries;
+    uint64_t opencl_entries; /* .cl_cache files; the rest are Level Zero's */
     /* zecache entries whose header reads: the compression ratio's base */
     uint64_t readable_bytes, uncompressed_bytes;
     bool recorded_valid;
@@ -36,6 +37,8 @@ static void summarize(const tool_entry_list *list, cache_summary *summary)
         summary->bytes += entry->file_size;
         if (!entry->is_zecache)
             summary->driver_entries++;
+        if (entry->api == ZC_ENTRY_OPENCL)
+            summary->opencl_entries++;
         if (entry->header_ok) {
             summary->readable_bytes += entry->file_size;
             summary->uncompressed_bytes += entry->header.binary_size + entry->header.log_size;
@@ -82,6 +85,9 @@ static void print_contents(const stats_report *report)
     if (summary->driver_entries > 0)
         printf(" (%llu of them the driver's own)", (unsigned long long)summary->driver_entries);
     putchar('\n');
+    printf("%-19s Level Zero %llu, OpenCL %llu\n", "entries by API",
+           (unsigned long long)(summary->entries - summary->opencl_entries),
+           (unsigned long long)summary->opencl_entries);
     const zc_disk_usage *counted = &summary->counted;
     print_size_line("entries' size", counted->entry_bytes);
     putchar('\n');
@@ -164,6 +170,8 @@ static void print_json(const stats_report *report)
     tool_json_text(&json, "dir", report->dir);
     tool_json_u64(&json, "entries", summary->entries);
     tool_json_u64(&json, "driver_entries", summary->driver_entries);
+    tool_json_u64(&json, "level_zero_entries", summary->entries - summary->opencl_entries);
+    tool_json_u64(&json, "opencl_entries", summary->opencl_entries);
     tool_json_u64(&json, "bytes", summary->bytes);
     tool_json_u64(&json, "bytes_uncompressed", summary->uncompressed_bytes);
     tool_json_u64(&json, "entry_bytes", summary->counted.entry_bytes);
@@ -278,8 +286,9 @@ const tool_command tool_cmd_stats = {
                "compile time saved. Each process using the layer adds its counters to the\n"
                "file 'stats' in the cache directory at every store and when it exits.\n"
                "\n"
-               "  --json   one JSON object: entries, driver_entries, bytes (the .l0_cache\n"
-               "           files), bytes_uncompressed, entry_bytes (with traces), recipes,\n"
+               "  --json   one JSON object: entries, driver_entries, level_zero_entries,\n"
+               "           opencl_entries, bytes (the .l0_cache and .cl_cache files),\n"
+               "           bytes_uncompressed, entry_bytes (with traces), recipes,\n"
                "           spirv_modules, input_bytes, counted_bytes (the total against the\n"
                "           limit), compression_ratio, max_size, percent_full, recorded_bytes\n"
                "           (config.file), counters_valid and counters {name: value}\n",

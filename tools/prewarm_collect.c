@@ -211,7 +211,9 @@ bool prewarm_list_has(const prewarm_list *list, const zc_key *key)
 static int collect_entry(void *context, const zc_disk_entry_info *info)
 {
     cache_walk *walk = context;
-    if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
+    /* Prewarm builds Level Zero modules: OpenCL entries are not rebuilt. */
+    if (!info->is_zecache || info->key.kind != ZC_ENTRY_LEVEL_ZERO ||
+        info->last_use_sec < walk->filter->used_since_unix)
         return 0;
     /* Another directory (a file:// storage) may hold the same entry. */
     if (walk->skip_listed && prewarm_list_has(walk->list, &info->key))

@@ -133,8 +133,9 @@ typedef struct tool_entry {
     char *path; /* relative to the cache directory */
     uint64_t file_size;
     int64_t last_use_sec, last_use_nsec;
-    bool is_zecache; /* named <64 hex>.l0_cache; else the driver's own */
-    zc_key key;      /* when is_zecache */
+    bool is_zecache;   /* named <64 hex>.l0_cache or .cl_cache; else the driver's own */
+    zc_key key;        /* when is_zecache */
+    zc_entry_kind api; /* by the name's suffix, the driver's own entries' too */
     bool header_ok;
     zc_entry_header header; /* when header_ok */
     char header_problem[128];
@@ -145,11 +146,13 @@ typedef struct tool_entry_list {
     size_t count;
 } tool_entry_list;
 
-/* Every .l0_cache file, sorted by path, with the header of each zecache
+/* Every .l0_cache and .cl_cache file, sorted by path, with the header of each zecache
  * entry read and checked (not the payload: that is verify's job). */
 zc_status tool_list_entries(zc_disk_tier *tier, tool_entry_list *list);
 void tool_free_entries(tool_entry_list *list);
 /* The entry's file name (the key's hex for ours). */
 const char *tool_entry_name(const tool_entry *entry);
+/* "L0" or "CL", for columns. */
+const char *tool_entry_api_short(const tool_entry *entry);
 
 #endif

@@ -49,6 +49,10 @@ static int collect_entry(void *context, const zc_disk_entry_info *info)
     entry->last_use_nsec = info->last_use_nsec;
     entry->is_zecache = info->is_zecache;
     entry->key = info->key;
+    size_t length = strlen(path), suffix = strlen(ZC_ENTRY_SUFFIX_OPENCL);
+    entry->api = length >= suffix && strcmp(path + length - suffix, ZC_ENTRY_SUFFIX_OPENCL) == 0
+                     ? ZC_ENTRY_OPENCL
+                     : ZC_ENTRY_LEVEL_ZERO;
     return 0;
 }
 
@@ -132,4 +136,9 @@ const char *tool_entry_name(const tool_entry *entry)
 {
     const char *slash = strrchr(entry->path, '/');
     return slash != NULL ? slash + 1 : entry->path;
+}
+
+const char *tool_entry_api_short(const tool_entry *entry)
+{
+    return entry->api == ZC_ENTRY_OPENCL ? "CL" : "L0";
 }

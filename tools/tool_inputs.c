@@ -70,7 +70,7 @@ static tool_inputs_written write_blob(zc_disk_tier *tier, const zc_recipe_input 
     size_t size = 0, spirv_size = 0;
     uint64_t declared = 0;
     char why[200] = "the file is missing";
-    zc_key as_key;
+    zc_key as_key = {0};
     memcpy(as_key.bytes, input->spirv_sha256, 32);
     bool read = zc_disk_tier_read_blob(tier, input->spirv_sha256, &blob, &size) == ZC_OK;
     bool sized =

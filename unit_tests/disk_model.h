@@ -43,6 +43,7 @@ typedef struct m_key {
     bool recipe;         /* our recipe is beside it (or orphaned: its entry gone by hand) */
     bool recipe_planted; /* something else lies at its recipe's name */
     char hex[ZC_KEY_HEX_SIZE];
+    const char *suffix; /* its kind's: odd keys are OpenCL's (fc_mixed_kinds) */
     uint64_t entry_size;
     uint8_t *recipe_bytes;
     size_t recipe_size;
@@ -211,8 +212,12 @@ static inline int m_walk_one(const char *path, const struct stat *st, int type, 
     }
     if (ftw->level != 3)
         return 0;
-    if (ft_has_suffix(name, ZC_ENTRY_SUFFIX)) {
-        int k = m_key_of_name(m, name, ZC_ENTRY_SUFFIX);
+    if (ft_has_suffix(name, ZC_ENTRY_SUFFIX) || ft_has_suffix(name, ZC_ENTRY_SUFFIX_OPENCL)) {
+        const char *suffix =
+            ft_has_suffix(name, ZC_ENTRY_SUFFIX) ? ZC_ENTRY_SUFFIX : ZC_ENTRY_SUFFIX_OPENCL;
+        int k = m_key_of_name(m, name, suffix);
+        if (k >= 0 && strcmp(m->keys[k].suffix, suffix) != 0)
+            k = -1; /* not where a load of that key looks */
         w->total += size;
         w->entries++;
         if (k >= 0) {
@@ -242,7 +247,7 @@ static inline int m_walk_one(const char *path, const struct stat *st, int type, 
 
 static inline bool m_blob_seen(const m_walk *w, const uint8_t sha256[32])
 {
-    zc_key as_key;
+    zc_key as_key = {0};
     char hex[ZC_KEY_HEX_SIZE];
     memcpy(as_key.bytes, sha256, 32);
     zc_key_to_hex(&as_key, hex);
@@ -261,7 +266,7 @@ static inline void m_take_walk(model *m)
     for (size_t i = 0; i < m->walk.named_count; i++) {
         if (m_blob_seen(&m->walk, m->walk.named[i]))
             continue;
-        zc_key as_key;
+        zc_key as_key = {0};
         char hex[ZC_KEY_HEX_SIZE];
         memcpy(as_key.bytes, m->walk.named[i], 32);
         zc_key_to_hex(&as_key, hex);

@@ -27,7 +27,7 @@ enum {
     T_OFFSET_LOG_SIZE = 56,
     T_OFFSET_COMPRESSED_SIZE = 64,
     T_OFFSET_FLAGS = 88,
-    T_OFFSET_RESERVED = 92,
+    T_OFFSET_KIND = 92,
     T_OFFSET_DEVICE_NAME = 96,
     T_OFFSET_CHECKSUM = 192,
 };
@@ -43,7 +43,7 @@ static inline uint64_t t_next_random(uint64_t *state)
 
 static inline zc_key t_key(uint64_t seed)
 {
-    zc_key key;
+    zc_key key = {0};
     uint64_t state = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
     for (size_t i = 0; i < ZC_KEY_SIZE; i++)
         key.bytes[i] = (uint8_t)t_next_random(&state);

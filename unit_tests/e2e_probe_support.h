@@ -186,6 +186,29 @@ static inline int count_of(const char *text, const char *needle)
     return count;
 }
 
+/* The lines of the probe's output after "describe <number>" up to the next
+ * "describe" line (ze_probe --describe, cl_probe). */
+static inline void probe_description(int number, char *text, size_t size)
+{
+    char marker[32];
+    snprintf(marker, sizeof(marker), "describe %d\n", number);
+    const char *start = strstr(run.out, marker);
+    cr_assert_not_null(start, "no \"%s\" in: %s", marker, run.out);
+    start += strlen(marker);
+    const char *end = strstr(start, "describe ");
+    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
+    cr_assert_lt(length, size);
+    memcpy(text, start, length);
+    text[length] = '\0';
+}
+
+static inline void assert_same_description(const char *what, const char *expected,
+                                           const char *actual)
+{
+    cr_assert_str_eq(actual, expected, "%s differs.\n--- expected:\n%s--- got:\n%s", what, expected,
+                     actual);
+}
+
 /* zecache's entries are <64 hex>.l0_cache; Intel's driver names its own
  * 16-hex (26.x) or 64-hex-and-more (22.43). */
 static inline bool is_zecache_entry_name(const char *name)

@@ -22,9 +22,14 @@ static inline uint64_t fc_mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* Set by the model test, which drives both kinds: fc_key then gives odd
+ * numbers the OpenCL kind. Other tests keep Level Zero's names. */
+static bool fc_mixed_kinds;
+
 static inline zc_key fc_key(uint64_t n)
 {
-    zc_key key;
+    zc_key key = {0};
+    key.kind = fc_mixed_kinds && (n & 1) != 0 ? ZC_ENTRY_OPENCL : ZC_ENTRY_LEVEL_ZERO;
     for (size_t i = 0; i < ZC_KEY_SIZE; i += 8) {
         uint64_t word = fc_mix(n * 4 + i / 8 + UINT64_C(0xFA17));
         memcpy(key.bytes + i, &word, 8);

@@ -5,8 +5,9 @@
  * process storing at the same time, writers killed at their Nth system call
  * and calls that fail, and files removed or planted by hand; after every
  * step the directory is walked (nftw) and compared with the model
- * (disk_model.h). ZC_MODEL_SEED replays a run, ZC_MODEL_STEPS sets its
- * length. */
+ * (disk_model.h). Odd-numbered keys are OpenCL's (.cl_cache), the others
+ * Level Zero's, so every step meets both kinds. ZC_MODEL_SEED replays a
+ * run, ZC_MODEL_STEPS sets its length. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static void m_make_blob(m_blob *blob, int b)
     cr_assert_eq(
         zc_spirv_blob_encode(spirv, blob->spirv_size, 1, blob->sha256, &blob->bytes, &blob->size),
         ZC_OK);
-    zc_key as_key;
+    zc_key as_key = {0};
     memcpy(as_key.bytes, blob->sha256, 32);
     zc_key_to_hex(&as_key, blob->hex);
     free(spirv);
@@ -89,6 +90,7 @@ static uint64_t m_env(const char *name, uint64_t fallback)
 static void m_setup(model *m, const char *profile, unsigned long default_steps)
 {
     memset(m, 0, sizeof *m);
+    fc_mixed_kinds = true;
     m->profile = profile;
     m->seed = m_env("ZC_MODEL_SEED", (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20));
     m->rng = m->seed;
@@ -99,6 +101,7 @@ static void m_setup(model *m, const char *profile, unsigned long default_steps)
         m_key *key = &m->keys[n];
         zc_key k = fc_key((uint64_t)n);
         zc_key_to_hex(&k, key->hex);
+        key->suffix = zc_entry_kind_suffix((zc_entry_kind)k.kind);
         size_t size;
         free(m_encode((uint64_t)n, &size));
         key->entry_size = size;
@@ -158,7 +161,7 @@ static void m_file_path(const char *hex, const char *suffix, char *out)
 
 static void m_rel_entry(const m_key *key, char *out)
 {
-    snprintf(out, PATH_MAX, "%c/%c/%s%s", key->hex[0], key->hex[1], key->hex, ZC_ENTRY_SUFFIX);
+    snprintf(out, PATH_MAX, "%c/%c/%s%s", key->hex[0], key->hex[1], key->hex, key->suffix);
 }
 
 static void m_make_dirs(const char *hex)
@@ -577,7 +580,7 @@ static void op_hand_remove_entry(m_step *s, int n)
     model *m = s->m;
     m_key *key = &m->keys[n];
     char path[PATH_MAX];
-    m_file_path(key->hex, ZC_ENTRY_SUFFIX, path);
+    m_file_path(key->hex, key->suffix, path);
     m_note(m, "by hand: rm %d's entry (state %d; its recipe stays)", n, key->state);
     if (!m_entry_regular(key))
         return;
@@ -621,7 +624,7 @@ static void op_plant_entry(m_step *s, int n)
     m_key *key = &m->keys[n];
     int kind = (int)m_below(m, 5);
     char path[PATH_MAX];
-    m_file_path(key->hex, ZC_ENTRY_SUFFIX, path);
+    m_file_path(key->hex, key->suffix, path);
     m_make_dirs(key->hex);
     m_note(m, "by hand: plant %s as %d's entry (state %d)", entry_plants[kind], n, key->state);
     size_t size = 0;
@@ -634,7 +637,7 @@ static void op_plant_entry(m_step *s, int n)
         size = 0;
     if (kind == 4) {
         char target[PATH_MAX];
-        m_file_path(m->keys[other].hex, ZC_ENTRY_SUFFIX, target);
+        m_file_path(m->keys[other].hex, m->keys[other].suffix, target);
         unlink(path);
         cr_assert_eq(symlink(target, path), 0);
         key->state = M_LINKED;
@@ -714,7 +717,7 @@ static void op_plant_usage(m_step *s)
     int p = (int)m_below(m, M_PROGRAMS);
     uint8_t program[32];
     memset(program, 0x40 + p, sizeof program);
-    zc_key id;
+    zc_key id = {0};
     memcpy(id.bytes, program, 32);
     char hex[ZC_KEY_HEX_SIZE], path[PATH_MAX];
     zc_key_to_hex(&id, hex);
@@ -755,7 +758,7 @@ static void op_age(m_step *s, int n)
 {
     model *m = s->m;
     char path[PATH_MAX];
-    m_file_path(m->keys[n].hex, ZC_ENTRY_SUFFIX, path);
+    m_file_path(m->keys[n].hex, m->keys[n].suffix, path);
     struct timespec old[2] = {{time(NULL) - 10 * 86400, 0}, {time(NULL) - 10 * 86400, 0}};
     bool aged = m_entry_regular(&m->keys[n]) && utimensat(AT_FDCWD, path, old, 0) == 0;
     m_note(m, "by hand: age %d's entry by 10 days: %d", n, aged);

@@ -217,10 +217,49 @@ Test(entry, unknown_flags_or_reserved_bits_are_a_miss)
     assert_miss(e.bytes, e.size, &e.key, 0, "no signature");
     release(&e);
     e = encode(100, 11);
-    zc_put_le32(e.bytes + T_OFFSET_RESERVED, 0x80000000u);
+    zc_put_le32(e.bytes + T_OFFSET_KIND, 0x80000000u);
     t_resign_header(e.bytes);
-    assert_miss(e.bytes, e.size, &e.key, 0, "reserved");
+    assert_miss(e.bytes, e.size, &e.key, 0, "kind");
     release(&e);
+    e = encode(100, 11);
+    zc_put_le32(e.bytes + T_OFFSET_KIND, ZC_ENTRY_KIND_COUNT);
+    t_resign_header(e.bytes);
+    assert_miss(e.bytes, e.size, &e.key, 0, "kind 0x2");
+    release(&e);
+}
+
+/* The kind goes in the header, at the offset "reserved" (0) held before
+ * OpenCL; a Level Zero key never takes an OpenCL entry with the same bytes,
+ * nor the other way round. */
+Test(entry, the_kind_is_in_the_header_and_checked)
+{
+    encoded l0 = encode(100, 13);
+    cr_assert_eq(zc_get_le32(l0.bytes + T_OFFSET_KIND), 0);
+    zc_key opencl_key = l0.key;
+    opencl_key.kind = ZC_ENTRY_OPENCL;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    cr_assert_eq(zc_entry_encode(&opencl_key, l0.artifact, 3, &bytes, &size), ZC_OK);
+    cr_assert_eq(size, l0.size);
+    cr_assert_eq(zc_get_le32(bytes + T_OFFSET_KIND), ZC_ENTRY_OPENCL);
+    cr_assert_eq(zc_entry_claimed_kind(bytes, size), ZC_ENTRY_OPENCL);
+    cr_assert_eq(zc_entry_claimed_kind(l0.bytes, l0.size), ZC_ENTRY_LEVEL_ZERO);
+    zc_entry_header header;
+    cr_assert_eq(zc_entry_read_header(bytes, size, &header, NULL, 0), ZC_OK);
+    cr_assert(zc_key_equal(&header.key, &opencl_key));
+    assert_miss(bytes, size, &l0.key, 0, "another key");
+    assert_miss(l0.bytes, l0.size, &opencl_key, 0, "another key");
+    zc_artifact *artifact = NULL;
+    cr_assert_eq(zc_entry_decode(bytes, size, &opencl_key, 0, &artifact, NULL, 0), ZC_OK);
+    t_assert_same_artifact(artifact, l0.artifact);
+    zc_artifact_unref(artifact);
+    free(bytes);
+    bytes = NULL;
+    zc_key bad = l0.key;
+    bad.kind = ZC_ENTRY_KIND_COUNT;
+    cr_assert_eq(zc_entry_encode(&bad, l0.artifact, 3, &bytes, &size), ZC_ERR_INVALID_ARG);
+    free(bytes);
+    release(&l0);
 }
 
 Test(entry, unterminated_device_name_is_a_miss)

@@ -1009,3 +1009,28 @@ Test(key, threads_compute_the_same_key)
         free(in[i].spirv);
     }
 }
+
+/* A finished key names a Level Zero entry whatever the memory held before;
+ * the kind is not hashed, and zc_key_equal tells kinds apart. */
+Test(key, finish_gives_the_level_zero_kind)
+{
+    zc_key_builder *builder = NULL;
+    cr_assert_eq(zc_key_builder_create(false, &builder), ZC_OK);
+    zc_key key;
+    memset(&key, 0xa5, sizeof key);
+    cr_assert_eq(zc_key_finish(builder, &key), ZC_OK);
+    zc_key_builder_destroy(builder);
+    cr_assert_eq(key.kind, ZC_ENTRY_LEVEL_ZERO);
+    zc_key opencl = key;
+    opencl.kind = ZC_ENTRY_OPENCL;
+    cr_assert(!zc_key_equal(&key, &opencl));
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&opencl, hex);
+    zc_key parsed;
+    memset(&parsed, 0xa5, sizeof parsed);
+    cr_assert(zc_key_from_hex(hex, &parsed));
+    cr_assert(zc_key_equal(&parsed, &key));
+    cr_assert_str_eq(zc_entry_kind_suffix(ZC_ENTRY_OPENCL), ".cl_cache");
+    cr_assert_str_eq(zc_entry_kind_suffix(ZC_ENTRY_LEVEL_ZERO), ".l0_cache");
+    cr_assert_null(zc_entry_kind_suffix(ZC_ENTRY_KIND_COUNT));
+}

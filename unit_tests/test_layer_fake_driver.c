@@ -609,8 +609,12 @@ static bool reproducible(const void *spirv, size_t size, bool *has_images)
                              .format = ZE_MODULE_FORMAT_IL_SPIRV,
                              .inputSize = size,
                              .pInputModule = spirv};
+    zcl_request request;
+    zc_bypass_reason reason;
+    cr_assert(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
     zcl_image_kernels *kernels = (zcl_image_kernels *)&desc; /* must be overwritten */
-    bool result = zcl_hit_reproducible(&desc, &kernels, detail, sizeof(detail));
+    bool result = zcl_hit_reproducible(&request.request, &kernels, detail, sizeof(detail));
+    zcl_request_free(&request);
     cr_assert(result || detail[0] != '\0');
     cr_assert(result || kernels == NULL);
     *has_images = kernels != NULL || strstr(detail, "declares image types") != NULL;
@@ -735,12 +739,16 @@ static bool program_reproducible(const char *module_flags, const char *first, co
                              .format = ZE_MODULE_FORMAT_IL_SPIRV,
                              .pBuildFlags = module_flags};
     char detail[256] = "";
+    zcl_request request;
+    zc_bypass_reason reason;
+    cr_assert(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
     zcl_image_kernels *kernels;
-    bool result = zcl_hit_reproducible(&desc, &kernels, detail, sizeof(detail));
+    bool result = zcl_hit_reproducible(&request.request, &kernels, detail, sizeof(detail));
     zcl_image_kernels_destroy(kernels);
     cr_assert(result || detail[0] != '\0');
     if (result)
-        cr_assert_eq(zcl_native_build_flags(&desc), first);
+        cr_assert_eq(zcl_native_build_flags(&request.request), first);
+    zcl_request_free(&request);
     return result;
 }
 
@@ -1019,9 +1027,13 @@ static bool stored_with(const zc_compiler_identity *compiler)
     cr_assert_not_null(device);
     zc_key key;
     char *trace = NULL, reason[128];
-    cr_assert_eq(
-        zcl_module_key(&desc, device, compiler, false, &key, &trace, reason, sizeof(reason)),
-        ZC_OK);
+    zcl_request request;
+    zc_bypass_reason bypass;
+    cr_assert(zcl_request_of(&desc, &request, &bypass, reason, sizeof(reason)));
+    cr_assert_eq(zc_frontend_key(&request.request, &device->description, compiler, false, &key,
+                                 &trace, reason, sizeof(reason)),
+                 ZC_OK);
+    zcl_request_free(&request);
     zc_cache *fresh;
     cr_assert_eq(zc_cache_open(&zcl_layer.config, &fresh), ZC_OK);
     bool compiled = false;

@@ -60,16 +60,7 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
 /* The lines after "describe <number>" up to the next "describe" line. */
 static void description(int number, char *text, size_t size)
 {
-    char marker[32];
-    snprintf(marker, sizeof(marker), "describe %d\n", number);
-    const char *start = strstr(run.out, marker);
-    cr_assert_not_null(start, "no \"%s\" in: %s", marker, run.out);
-    start += strlen(marker);
-    const char *end = strstr(start, "describe ");
-    size_t length = end != NULL ? (size_t)(end - start) : strlen(start);
-    cr_assert_lt(length, size);
-    memcpy(text, start, length);
-    text[length] = '\0';
+    probe_description(number, text, size);
     cr_assert_not_null(strstr(text, "create 0x"), "%s", text);
 }
 
@@ -95,8 +86,7 @@ static const char *line_of(const char *text, const char *what)
 
 static void assert_same(const char *what, const char *expected, const char *actual)
 {
-    cr_assert_str_eq(actual, expected, "%s differs.\n--- expected:\n%s--- got:\n%s", what, expected,
-                     actual);
+    assert_same_description(what, expected, actual);
 }
 
 static void assert_lookups(int misses, int disk_hits, int memory_hits, int bypasses)

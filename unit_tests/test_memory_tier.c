@@ -13,7 +13,7 @@
 /* Distinct keys whose first 8 bytes (the hash) differ too. */
 static zc_key key_of(uint32_t n)
 {
-    zc_key key;
+    zc_key key = {0};
     for (size_t i = 0; i < ZC_KEY_SIZE; i++)
         key.bytes[i] = (uint8_t)(i * 13);
     memcpy(key.bytes, &n, sizeof(n));

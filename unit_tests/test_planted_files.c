@@ -183,7 +183,7 @@ static void pf_blob_path(uint64_t n, char *path)
     size_t size;
     pf_spirv(n, sha, &blob, &size);
     free(blob);
-    zc_key as_key;
+    zc_key as_key = {0};
     memcpy(as_key.bytes, sha, 32);
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(&as_key, hex);
@@ -496,7 +496,7 @@ static void pf_usage_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
     zc_disk_tier *tier = pf_open_filled();
     uint8_t program[32];
     pf_program(0, program);
-    zc_key id;
+    zc_key id = {0};
     memcpy(id.bytes, program, 32);
     char hex[ZC_KEY_HEX_SIZE], path[PATH_MAX];
     zc_key_to_hex(&id, hex);

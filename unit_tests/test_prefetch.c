@@ -286,7 +286,7 @@ Test(prefetch, list_under_another_programs_name_is_refused, .init = scratch_crea
     cr_assert(usage_list_path(path_a, sizeof path_a));
     uint8_t id[32];
     cr_assert(zc_sha256_digest("program-b", strlen("program-b"), id));
-    zc_key as_key;
+    zc_key as_key = {0};
     memcpy(as_key.bytes, id, sizeof id);
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(&as_key, hex);

@@ -231,7 +231,8 @@ static const char *entry_rel(const zc_key *key)
     static int next;
     char *path = paths[next++ % 4], hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    snprintf(path, 128, "%c/%c/%s.l0_cache", hex[0], hex[1], hex);
+    snprintf(path, 128, "%c/%c/%s%s", hex[0], hex[1], hex,
+             zc_entry_kind_suffix((zc_entry_kind)key->kind));
     return path;
 }
 
@@ -1221,6 +1222,58 @@ Test(tool, show_prints_one_entry_with_its_log_and_trace)
                      "kind             the driver's own entry (no zecache header)");
 }
 
+/* ls, show and stats tell the two APIs' entries apart, the driver's own
+ * .cl_cache files too. */
+Test(tool, ls_show_and_stats_tell_the_apis_apart)
+{
+    zc_disk_tier *tier = open_cache(0);
+    zc_key l0 = key_with_prefix(0x11, 0x22, 1), cl = key_with_prefix(0x33, 0x44, 2);
+    cl.kind = ZC_ENTRY_OPENCL;
+    store_entry(tier, &l0, 0, 20000, NULL);
+    store_entry(tier, &cl, 1000, 20000, "---- opencl c ----\n");
+    zc_disk_tier_close(tier);
+    char bytes[100];
+    memset(bytes, 'd', sizeof bytes);
+    t_write_file(in_scratch("cache/0123456789abcdef.cl_cache"), bytes, sizeof bytes);
+
+    cr_assert_eq(tool_in_cache("ls --json"), 0, "%s", run.err);
+    char expected[1024];
+    snprintf(expected, sizeof expected,
+             "[('0123456789abcdef.cl_cache', 'opencl', None), ('%s', 'level-zero', '%s'), "
+             "('%s', 'opencl', '%s')]",
+             entry_rel(&l0), hex_of(&l0), entry_rel(&cl), hex_of(&cl));
+    cr_assert_str_eq(json_eval(run.out, "[(e['path'], e['api'], e['key']) for e in d['entries']]"),
+                     expected);
+    cr_assert_str_eq(json_eval(run.out, "[e['header_ok'] for e in d['entries']]"),
+                     "[False, True, True]");
+    cr_assert_eq(tool_in_cache("ls"), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "LAST USE             API\n"), "%s", run.out);
+    cr_assert_eq(count_of(run.out, "  CL\n"), 2, "%s", run.out);
+    cr_assert_eq(count_of(run.out, "  L0\n"), 1, "%s", run.out);
+
+    cr_assert_eq(tool_in_cache("show 3344"), 0, "%s", run.err);
+    cr_assert_str_eq(line_starting(run.out, "api "), "api              OpenCL");
+    cr_assert_str_eq(line_starting(run.out, "verification "), "verification     ok");
+    cr_assert_not_null(strstr(run.out, "\n---- build log ----\n" LOG_TEXT));
+    cr_assert_not_null(strstr(run.out, ".trace) ----\n---- opencl c ----\n"), "%s", run.out);
+    cr_assert_eq(tool_in_cache("show 1122"), 0, "%s", run.err);
+    cr_assert_str_eq(line_starting(run.out, "api "), "api              Level Zero");
+
+    cr_assert_eq(tool_in_cache("stats --json"), 0, "%s", run.err);
+    cr_assert_eq(json_u64(run.out, "d['entries']"), 3);
+    cr_assert_eq(json_u64(run.out, "d['driver_entries']"), 1);
+    cr_assert_eq(json_u64(run.out, "d['level_zero_entries']"), 1);
+    cr_assert_eq(json_u64(run.out, "d['opencl_entries']"), 2);
+    cr_assert_eq(tool_in_cache("stats"), 0, "%s", run.err);
+    cr_assert_str_eq(line_starting(run.out, "entries by API"),
+                     "entries by API      Level Zero 1, OpenCL 2");
+    /* The planted file is not in config.file: only the count matters here. */
+    tool_in_cache("verify");
+    cr_assert_not_null(
+        strstr(run.out, "checked 2 entries: 0 bad; 1 of the driver's own entries not checked"),
+        "%s", run.out);
+}
+
 Test(tool, show_refuses_ambiguous_and_unknown_prefixes)
 {
     zc_disk_tier *tier = open_cache(0);
@@ -1907,6 +1960,26 @@ Test(tool, exec_sets_the_layer_environment_and_passes_the_exit_status)
     cr_assert_eq(tool("exec -- sh -c 'exit 0'"), 125);
     cr_assert_not_null(strstr(run.err, "ZEL_LIBRARY_PATH=/opt/other/layers is set"), "%s", run.err);
     unsetenv("ZEL_LIBRARY_PATH");
+}
+
+/* The OpenCL layer comes first in OPENCL_LAYERS, and only once. */
+Test(tool, exec_enables_the_opencl_layer)
+{
+    setenv("ZECACHE_LAYER_DIR", "/opt/zc/layers", 1);
+    unsetenv("OPENCL_LAYERS");
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1\n");
+    setenv("OPENCL_LAYERS", "/other/libtrace.so", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1:/other/libtrace.so\n");
+    setenv("OPENCL_LAYERS", "/other/libtrace.so:/opt/zc/layers/libzecache_opencl_layer.so.1", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/other/libtrace.so:/opt/zc/layers/libzecache_opencl_layer.so.1\n");
+    setenv("OPENCL_LAYERS", "/opt/zc/layers/libzecache_opencl_layer.so.10", 1);
+    cr_assert_eq(tool("exec sh -c 'echo \"$OPENCL_LAYERS\"'"), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "/opt/zc/layers/libzecache_opencl_layer.so.1:"
+                              "/opt/zc/layers/libzecache_opencl_layer.so.10\n");
+    unsetenv("OPENCL_LAYERS");
 }
 
 Test(tool, exec_reports_programs_it_cannot_run_like_a_shell)

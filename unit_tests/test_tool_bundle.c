@@ -270,7 +270,7 @@ static uint8_t *recipe_naming(const zc_key *key, const uint8_t sha256[32], uint6
 
 static void write_item(zc_bundle_writer *writer, const uint8_t id[32], uint8_t *bytes, size_t size)
 {
-    zc_key key;
+    zc_key key = {0};
     memcpy(key.bytes, id, 32);
     cr_assert_eq(zc_bundle_write_entry(writer, &key, bytes, size), ZC_OK);
     free(bytes);

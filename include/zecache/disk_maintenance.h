@@ -14,18 +14,23 @@
 #include "zecache/key.h"
 #include "zecache/status.h"
 
-/* One .l0_cache file found by a scan. */
+/* key's entry relative to the cache directory: <k0>/<k1>/<64 hex> and the
+ * suffix of the key's kind (disk_tier.h). */
+#define ZC_DISK_ENTRY_PATH_SIZE (4 + 2 * ZC_KEY_SIZE + sizeof ZC_ENTRY_SUFFIX)
+void zc_disk_tier_entry_path(const zc_key *key, char path[ZC_DISK_ENTRY_PATH_SIZE]);
+
+/* One .l0_cache or .cl_cache file found by a scan. */
 typedef struct zc_disk_entry_info {
     char path[PATH_MAX]; /* relative to the cache directory */
     uint64_t file_size;
     uint64_t trace_size;  /* its .trace, counted with it (0: none) */
     int64_t last_use_sec; /* mtime: refreshed by hits */
     int64_t last_use_nsec;
-    bool is_zecache; /* named <64 hex>.l0_cache (else the driver's own) */
-    zc_key key;      /* valid when is_zecache */
+    bool is_zecache; /* named <64 hex>.l0_cache or .cl_cache (else the driver's own) */
+    zc_key key;      /* valid when is_zecache; its kind the suffix's */
 } zc_disk_entry_info;
 
-/* Calls visit for every .l0_cache file (root and two levels of hex
+/* Calls visit for every .l0_cache and .cl_cache file (root and two levels of hex
  * subdirectories; symlinks are skipped). visit returns nonzero to stop. */
 typedef int (*zc_disk_entry_visit_fn)(void *context, const zc_disk_entry_info *info);
 zc_status zc_disk_tier_foreach(zc_disk_tier *tier, zc_disk_entry_visit_fn visit, void *context);
@@ -74,7 +79,7 @@ zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size);
 /* What counts against the size limit, by kind, from a scan without the lock
  * (a snapshot; a recipe or trace whose entry is gone counts nowhere). */
 typedef struct zc_disk_usage {
-    uint64_t entries, entry_bytes;  /* .l0_cache files, with their .trace */
+    uint64_t entries, entry_bytes;  /* .l0_cache and .cl_cache files, with their .trace */
     uint64_t recipes, recipe_bytes; /* recorded inputs: recipes beside their entries */
     uint64_t blobs, blob_bytes;     /* recorded inputs: SPIR-V, once per content */
     uint64_t total;                 /* all of them: what config.file accounts */

@@ -1,7 +1,8 @@
-/* The disk tier: zstd-compressed entries at <dir>/<k0>/<k1>/<64 hex>.l0_cache,
- * with config.file at the root holding the total size of all .l0_cache files
- * (and of our .trace files beside them, counted with their entry) as one
- * native size_t, as Intel's driver keeps it. Stores are atomic (temp file +
+/* The disk tier: zstd-compressed entries at <dir>/<k0>/<k1>/<64 hex>.l0_cache
+ * (Level Zero) or .cl_cache (OpenCL; the key's kind says which, key.h),
+ * with config.file at the root holding the total size of all .l0_cache and
+ * .cl_cache files (and of our .trace files beside them, counted with their
+ * entry) as one native size_t, as Intel's driver keeps it for both. Stores are atomic (temp file +
  * rename) under flock on config.file; loads take no lock and never return
  * unverified bytes.
  *
@@ -22,7 +23,8 @@
 #include "zecache/status.h"
 
 #define ZC_CONFIG_FILE_NAME "config.file"
-#define ZC_ENTRY_SUFFIX ".l0_cache"
+#define ZC_ENTRY_SUFFIX ".l0_cache"        /* Level Zero's entries */
+#define ZC_ENTRY_SUFFIX_OPENCL ".cl_cache" /* OpenCL's: the same length */
 #define ZC_TRACE_SUFFIX ".trace"
 #define ZC_TEMP_PREFIX ".zc_tmp."
 #define ZC_TEMP_MAX_AGE_SEC 300

@@ -3,7 +3,10 @@
  * (cache.h, zc_cache_prefetch_start). One file per program, in the root:
  * <64 hex of the program's SHA-256 id>.l0_usage, a sealed container
  * (sealed.h, magic ZC_USAGE_MAGIC, id = the program's id) holding the keys,
- * 32 bytes each. The list is a hint: a damaged, missing or stale one costs
+ * ZC_USAGE_RECORD_SIZE bytes each: the key's 32, then its kind (key.h; a
+ * list with another kind is ignored). The magic was "ZCUSAGE" for lists of
+ * 32-byte records, before OpenCL: such a list is ignored, costing a
+ * prefetch. The list is a hint: a damaged, missing or stale one costs
  * a prefetch, never a result, since every key it names is still looked up
  * and verified as any other. The files are not counted in config.file (a
  * program's file holds at most ZC_USAGE_LIST_MAX keys, 32 KiB), but their
@@ -24,7 +27,8 @@
 #include "zecache/key.h"
 #include "zecache/status.h"
 
-#define ZC_USAGE_MAGIC "ZCUSAGE" /* with its NUL: 8 bytes */
+#define ZC_USAGE_MAGIC "ZCUSAG2" /* with its NUL: 8 bytes */
+#define ZC_USAGE_RECORD_SIZE (ZC_KEY_SIZE + 1)
 #define ZC_USAGE_SUFFIX ".l0_usage"
 #define ZC_USAGE_LIST_MAX 1024u
 #define ZC_USAGE_LISTS_KEPT 64u

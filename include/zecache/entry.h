@@ -16,7 +16,10 @@
  *  72  compile time, ns (u64)
  *  80  created, unix seconds (u64)
  *  88  flags (u32)                 0, or ZC_ENTRY_FLAG_SIGNED
- *  92  reserved (u32)              must be 0
+ *  92  kind (u32)                  the key's (key.h): 0 Level Zero, 1 OpenCL;
+ *                                 any other value is not an entry (0 was
+ *                                 "reserved" before OpenCL, so every older
+ *                                 entry reads as Level Zero's)
  *  96  device name                 64, NUL-padded
  * 160  driver version              32, NUL-padded
  * 192  header checksum             16: first 16 bytes of SHA-256 of bytes 0..191
@@ -54,7 +57,7 @@
 
 typedef struct zc_entry_header {
     uint32_t format_version;
-    zc_key key;
+    zc_key key; /* with its kind */
     uint64_t binary_size;
     uint64_t log_size;
     uint64_t compressed_size;
@@ -62,7 +65,7 @@ typedef struct zc_entry_header {
     zc_artifact_meta meta;
 } zc_entry_header;
 
-/* Serialises key and artifact into a new malloc'd buffer. */
+/* Serialises key (its kind with it) and artifact into a new malloc'd buffer. */
 zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int compression_level,
                           uint8_t **out, size_t *out_size);
 
@@ -74,7 +77,7 @@ zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *h
 
 /* The header of an entry of size bytes from its first ZC_ENTRY_HEADER_SIZE
  * alone, as a value arrives: checked as above (but for the signature's
- * magic at the end), its key against expected unless NULL and its payload
+ * magic at the end), its key (and kind) against expected unless NULL and its payload
  * against max_payload unless 0. ZC_MISS with a reason otherwise. */
 zc_status zc_entry_check_head(const uint8_t head[ZC_ENTRY_HEADER_SIZE], uint64_t size,
                               const zc_key *expected, uint64_t max_payload, zc_entry_header *header,
@@ -101,6 +104,11 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
  * context is made, and the decoder's and SHA-256's code and tables are
  * faulted in, which the thread's first real entry would otherwise pay for. */
 void zc_entry_prepare_thread(void);
+
+/* The kind the header of the size bytes at entry claims, unverified (a
+ * load checks it with the rest): Level Zero when they are no entry or the
+ * kind is unknown. */
+zc_entry_kind zc_entry_claimed_kind(const uint8_t *entry, size_t size);
 
 /* Sets ZC_ENTRY_FLAG_SIGNED (and the header checksum) in an encoded entry
  * of at least a header's size; the caller appends the signature. */

@@ -18,13 +18,32 @@
  *    environment) come before the inputs, so they can be hashed once. */
 #define ZC_KEY_FORMAT_VERSION 3
 
+/* Which API's entry a key names. The kind is not hashed (the request's own
+ * parts make the keys of the two APIs differ): it travels with the key so
+ * every tier finds the entry under the name its API's driver would give it,
+ * <64 hex>.l0_cache or <64 hex>.cl_cache, and is checked against the kind
+ * the entry's header records. 0 is Level Zero, so a zeroed or parsed key is
+ * one, and so is a key zc_key_from_hex parses. */
+typedef enum zc_entry_kind {
+    ZC_ENTRY_LEVEL_ZERO = 0,
+    ZC_ENTRY_OPENCL = 1,
+    ZC_ENTRY_KIND_COUNT,
+} zc_entry_kind;
+
 typedef struct zc_key {
     uint8_t bytes[ZC_KEY_SIZE];
+    uint8_t kind; /* a zc_entry_kind */
 } zc_key;
+
+/* ".l0_cache" / ".cl_cache"; NULL for an unknown kind. */
+const char *zc_entry_kind_suffix(zc_entry_kind kind);
+/* "level-zero" / "opencl", for listings and messages; "unknown" otherwise. */
+const char *zc_entry_kind_name(zc_entry_kind kind);
 
 void zc_key_to_hex(const zc_key *key, char hex[ZC_KEY_HEX_SIZE]);
 /* Accepts exactly 64 hex digits (either case). */
 bool zc_key_from_hex(const char *hex, zc_key *key);
+/* Same bytes and same kind. */
 bool zc_key_equal(const zc_key *a, const zc_key *b);
 
 /* Specialization constants as Level Zero passes them: ids and pointers to
@@ -61,6 +80,13 @@ zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out);
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
 
+/* One OpenCL C source (size bytes, no NUL needed) with its build options
+ * byte for byte (NULL and "" distinct), and every header it can include,
+ * found as the driver's front end finds them; ZC_NOT_CACHEABLE (with the
+ * reason) when what it includes cannot be resolved exactly. */
+zc_status zc_key_add_opencl_c(zc_key_builder *builder, const char *source, size_t size,
+                              const char *options);
+
 /* The compiler's identity (IGC and its front end, see compiler_identity.h).
  * NULL or an empty identity is ZC_ERR_INVALID_ARG: an unidentified compiler
  * is never keyed. */
@@ -82,7 +108,8 @@ zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const v
  * read. Not cacheable when the snapshot could not be taken. */
 zc_status zc_key_add_environment(zc_key_builder *builder);
 
-/* Finishes the record and writes the key. Fails with ZC_NOT_CACHEABLE if any
+/* Finishes the record and writes the key, of kind ZC_ENTRY_LEVEL_ZERO (an
+ * OpenCL caller sets key->kind after). Fails with ZC_NOT_CACHEABLE if any
  * part was refused. */
 zc_status zc_key_finish(zc_key_builder *builder, zc_key *key);
 

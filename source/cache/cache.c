@@ -373,14 +373,6 @@ zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char
     return status;
 }
 
-/* The entry's path inside the cache directory, as disk_tier.h lays it out. */
-static void entry_path_of(const zc_key *key, char *path, size_t path_size)
-{
-    char hex[ZC_KEY_HEX_SIZE];
-    zc_key_to_hex(key, hex);
-    snprintf(path, path_size, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
-}
-
 zc_status zc_cache_prefetch_start(zc_cache *cache, const char *program)
 {
     if (cache == NULL || program == NULL)
@@ -421,8 +413,8 @@ zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *arti
         return ZC_ERR_INVALID_ARG;
     zc_status status = zc_memory_tier_put(cache->memory, key, artifact);
     if (cache->disk != NULL) {
-        char path[ZC_KEY_HEX_SIZE + 16];
-        entry_path_of(key, path, sizeof(path));
+        char path[ZC_DISK_ENTRY_PATH_SIZE];
+        zc_disk_tier_entry_path(key, path);
         /* The store skips keys that exist, so the refused entry goes first. */
         (void)zc_disk_tier_remove_entry(cache->disk, path);
         store_on_disk(cache, key, artifact, trace);

@@ -34,10 +34,37 @@ bool zc_key_from_hex(const char *hex, zc_key *key)
             return false;
         key->bytes[i] = (uint8_t)(high << 4 | low);
     }
+    key->kind = ZC_ENTRY_LEVEL_ZERO;
     return true;
 }
 
 bool zc_key_equal(const zc_key *a, const zc_key *b)
 {
-    return memcmp(a->bytes, b->bytes, ZC_KEY_SIZE) == 0;
+    return memcmp(a->bytes, b->bytes, ZC_KEY_SIZE) == 0 && a->kind == b->kind;
+}
+
+/* The names Intel's driver gives its own entries of each API, so one
+ * directory holds both as it does. */
+const char *zc_entry_kind_suffix(zc_entry_kind kind)
+{
+    switch (kind) {
+    case ZC_ENTRY_LEVEL_ZERO:
+        return ".l0_cache";
+    case ZC_ENTRY_OPENCL:
+        return ".cl_cache";
+    default:
+        return NULL;
+    }
+}
+
+const char *zc_entry_kind_name(zc_entry_kind kind)
+{
+    switch (kind) {
+    case ZC_ENTRY_LEVEL_ZERO:
+        return "level-zero";
+    case ZC_ENTRY_OPENCL:
+        return "opencl";
+    default:
+        return "unknown";
+    }
 }

@@ -216,6 +216,29 @@ static void note_dynamic_entry(int64_t tag, uint64_t value, dynamic_refs *refs, 
     }
 }
 
+/* One entry of the PT_DYNAMIC segment at byte at of it: false at a read
+ * error. */
+static bool read_dynamic_entry(int fd, const zc_elf_header *elf, const table_entry *segment,
+                               uint64_t at, int64_t *tag, uint64_t *value)
+{
+    size_t entry_size = elf->elf_class == ELFCLASS64 ? sizeof(Elf64_Dyn) : sizeof(Elf32_Dyn);
+    unsigned char raw[sizeof(Elf64_Dyn)];
+    if (pread(fd, raw, entry_size, (off_t)(segment->offset + at)) != (ssize_t)entry_size)
+        return false;
+    if (elf->elf_class == ELFCLASS64) {
+        Elf64_Dyn d;
+        memcpy(&d, raw, sizeof d);
+        *tag = d.d_tag;
+        *value = d.d_un.d_val;
+    } else {
+        Elf32_Dyn d;
+        memcpy(&d, raw, sizeof d);
+        *tag = d.d_tag;
+        *value = d.d_un.d_val;
+    }
+    return true;
+}
+
 /* Reads the entries of the PT_DYNAMIC segment up to DT_NULL. */
 static bool read_dynamic_entries(int fd, const zc_elf_header *elf, const table_entry *segment,
                                  dynamic_refs *refs, bool *nodeflib)
@@ -224,22 +247,10 @@ static bool read_dynamic_entries(int fd, const zc_elf_header *elf, const table_e
     if (segment->offset > INT64_MAX - segment->size)
         return false;
     for (uint64_t at = 0; at + entry_size <= segment->size; at += entry_size) {
-        unsigned char raw[sizeof(Elf64_Dyn)];
-        if (pread(fd, raw, entry_size, (off_t)(segment->offset + at)) != (ssize_t)entry_size)
-            return false;
         int64_t tag;
         uint64_t value;
-        if (elf->elf_class == ELFCLASS64) {
-            Elf64_Dyn d;
-            memcpy(&d, raw, sizeof d);
-            tag = d.d_tag;
-            value = d.d_un.d_val;
-        } else {
-            Elf32_Dyn d;
-            memcpy(&d, raw, sizeof d);
-            tag = d.d_tag;
-            value = d.d_un.d_val;
-        }
+        if (!read_dynamic_entry(fd, elf, segment, at, &tag, &value))
+            return false;
         if (tag == DT_NULL)
             break;
         note_dynamic_entry(tag, value, refs, nodeflib);
@@ -315,5 +326,62 @@ bool zc_elf_read_dynamic(const char *path, zc_elf_dynamic *dynamic)
     close(fd);
     if (!read)
         memset(dynamic, 0, sizeof *dynamic);
+    return read;
+}
+
+/* ---- needed libraries ---- */
+
+/* Calls each with the DT_NEEDED strings of the dynamic segment, in order;
+ * strtab is the string table's file offset. */
+static bool each_needed(int fd, const zc_elf_header *elf, const table_entry *segment,
+                        uint64_t strtab, uint64_t strsz, zc_elf_needed_fn each, void *context)
+{
+    size_t entry_size = elf->elf_class == ELFCLASS64 ? sizeof(Elf64_Dyn) : sizeof(Elf32_Dyn);
+    for (uint64_t at = 0; at + entry_size <= segment->size; at += entry_size) {
+        int64_t tag;
+        uint64_t value;
+        if (!read_dynamic_entry(fd, elf, segment, at, &tag, &value))
+            return false;
+        if (tag == DT_NULL)
+            break;
+        char name[ZC_ELF_STRING_MAX];
+        if (tag == DT_NEEDED &&
+            (!read_dynamic_string(fd, strtab, strsz, value, name) || !each(context, name)))
+            return false;
+    }
+    return true;
+}
+
+static bool read_needed_fd(int fd, const zc_elf_header *elf, zc_elf_needed_fn each, void *context)
+{
+    for (uint16_t i = 0; i < elf->phnum; i++) {
+        table_entry entry;
+        if (!read_table_entry(fd, elf, false, i, &entry))
+            return false;
+        if (entry.type != PT_DYNAMIC)
+            continue;
+        if (entry.offset > INT64_MAX - entry.size)
+            return false;
+        dynamic_refs refs = {0};
+        bool nodeflib = false;
+        uint64_t strtab;
+        if (!read_dynamic_entries(fd, elf, &entry, &refs, &nodeflib))
+            return false;
+        if (!refs.has_strtab || !file_offset_of(fd, elf, refs.strtab_vaddr, &strtab))
+            return true; /* no strings: nothing needed */
+        return each_needed(fd, elf, &entry, strtab, refs.strsz, each, context);
+    }
+    return true;
+}
+
+bool zc_elf_read_needed(const char *path, zc_elf_needed_fn each, void *context)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    zc_elf_header elf;
+    bool read = zc_elf_read_header(fd, &elf) && zc_elf_is_native(&elf) &&
+                read_needed_fd(fd, &elf, each, context);
+    close(fd);
     return read;
 }

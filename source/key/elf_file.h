@@ -50,4 +50,10 @@ long zc_elf_read_build_id(const char *path, uint8_t *build_id, size_t max);
  * gives an empty description. */
 bool zc_elf_read_dynamic(const char *path, zc_elf_dynamic *dynamic);
 
+/* Calls each with every DT_NEEDED name of the file at path, in order,
+ * until it returns false. False when each did, or the file is not a native
+ * ELF file or its dynamic section (or a name) cannot be read. */
+typedef bool (*zc_elf_needed_fn)(void *context, const char *name);
+bool zc_elf_read_needed(const char *path, zc_elf_needed_fn each, void *context);
+
 #endif

@@ -18,6 +18,10 @@
  *   SPEC_CONSTANTS  u32 count                                } order added
  *   SPEC_CONSTANT   u32 id, value (declared width) x count   }
  *
+ * Tags from 32 on are parts written in files of their own (key_record.h):
+ * OpenCL C sources with their headers (opencl_c_key.c), a driver's own
+ * compiler (driver_compiler.c).
+ *
  * Fields are recorded in the order the caller adds them; the layer adds them
  * as listed, so the parts common to a device come first and a copy of the
  * builder holding them (zc_key_builder_copy) serves all of its keys.
@@ -41,6 +45,7 @@
 
 #include "byte_order.h"
 #include "environment_internal.h"
+#include "key_record.h"
 #include "zecache/sha256.h"
 #include "zecache/spirv.h"
 #include "zecache/spirv_digest_memo.h"
@@ -590,6 +595,71 @@ zc_status zc_key_add_environment(zc_key_builder *builder)
     return ZC_OK;
 }
 
+/* ---- parts written in files of their own (key_record.h) ---- */
+
+zc_status zc_key_part_usable(const zc_key_builder *builder)
+{
+    return check_usable(builder);
+}
+
+void zc_key_record_field(zc_key_builder *builder, uint32_t tag, const void *bytes, size_t size)
+{
+    record_field(builder, tag, bytes, size);
+}
+
+void zc_key_record_start(zc_key_builder *builder, uint32_t tag, uint64_t length)
+{
+    record_field_start(builder, tag, length);
+}
+
+void zc_key_record_more(zc_key_builder *builder, const void *bytes, size_t size)
+{
+    record_bytes(builder, bytes, size);
+}
+
+void zc_key_record_library(zc_key_builder *builder, uint32_t tag,
+                           const zc_library_identity *library)
+{
+    uint8_t encoded[LIBRARY_ENCODING_MAX];
+    record_field(builder, tag, encoded, encode_library(library, encoded));
+    trace_library(builder, library);
+}
+
+zc_status zc_key_refuse(zc_key_builder *builder, zc_status status, const char *fmt, ...)
+{
+    char reason[REASON_SIZE];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(reason, sizeof reason, fmt, args);
+    va_end(args);
+    return refuse(builder, status, "%s", reason);
+}
+
+bool zc_key_traced(const zc_key_builder *builder)
+{
+    return builder->trace != NULL;
+}
+
+void zc_key_trace(zc_key_builder *builder, const char *fmt, ...)
+{
+    if (builder->trace == NULL)
+        return;
+    va_list args;
+    va_start(args, fmt);
+    vfprintf(builder->trace, fmt, args);
+    va_end(args);
+}
+
+void zc_key_trace_hex(zc_key_builder *builder, const void *bytes, size_t size)
+{
+    trace_hex(builder, bytes, size);
+}
+
+void zc_key_trace_escaped(zc_key_builder *builder, const char *text, size_t length)
+{
+    trace_escaped(builder, text, length);
+}
+
 /* ---- result ---- */
 
 zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
@@ -607,6 +677,8 @@ zc_status zc_key_finish(zc_key_builder *builder, zc_key *key)
         refuse(builder, ZC_NOT_CACHEABLE, "SHA-256 of the key record failed");
         return ZC_NOT_CACHEABLE;
     }
+    /* The kind is the caller's to set: the bytes name no API. */
+    key->kind = ZC_ENTRY_LEVEL_ZERO;
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
     trace(builder, "---- key ----\n%s\n", hex);

@@ -297,6 +297,9 @@ static zc_bundle_item read_item(zc_bundle_reader *reader, zc_key *key, uint8_t *
         return ZC_BUNDLE_BAD;
     }
     memcpy(key->bytes, head, ZC_KEY_SIZE);
+    /* An item is named by its key's bytes; an entry's kind is in its header
+     * (checked with the rest when it is imported). */
+    key->kind = (uint8_t)zc_entry_claimed_kind(*entry, (size_t)size);
     *entry_size = (size_t)size;
     reader->entries++;
     return ZC_BUNDLE_ENTRY;

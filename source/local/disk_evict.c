@@ -239,10 +239,11 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
 
 /* ---- one named entry ---- */
 
-/* Only what a scan would count: a .l0_cache regular file beneath the root. */
+/* Only what a scan would count: a .l0_cache or .cl_cache regular file
+ * beneath the root. */
 static bool removable_entry_path(const char *rel)
 {
-    return rel[0] != '\0' && rel[0] != '/' && zc_disk_has_suffix(rel, ZC_ENTRY_SUFFIX) &&
+    return rel[0] != '\0' && rel[0] != '/' && zc_disk_is_entry_file_name(rel) &&
            strlen(rel) < ZC_REL_PATH_SIZE;
 }
 

@@ -29,18 +29,40 @@ void zc_disk_entry_dir(const zc_key *key, char dir[ZC_ENTRY_DIR_SIZE])
     dir[3] = '\0';
 }
 
+_Static_assert(sizeof ZC_ENTRY_SUFFIX == sizeof ZC_ENTRY_SUFFIX_OPENCL,
+               "both kinds' names have one length");
+
+/* A key of no known kind (never made by the core) names a Level Zero
+ * entry rather than none. */
+static const char *entry_suffix(const zc_key *key)
+{
+    const char *suffix = zc_entry_kind_suffix((zc_entry_kind)key->kind);
+    return suffix != NULL ? suffix : ZC_ENTRY_SUFFIX;
+}
+
 void zc_disk_entry_name(const zc_key *key, char name[ZC_ENTRY_NAME_SIZE])
 {
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    snprintf(name, ZC_ENTRY_NAME_SIZE, "%s%s", hex, ZC_ENTRY_SUFFIX);
+    snprintf(name, ZC_ENTRY_NAME_SIZE, "%s%s", hex, entry_suffix(key));
 }
 
 void zc_disk_entry_rel_path(const zc_key *key, char rel[ZC_ENTRY_REL_SIZE])
 {
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    snprintf(rel, ZC_ENTRY_REL_SIZE, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
+    snprintf(rel, ZC_ENTRY_REL_SIZE, "%c/%c/%s%s", hex[0], hex[1], hex, entry_suffix(key));
+}
+
+void zc_disk_tier_entry_path(const zc_key *key, char path[ZC_DISK_ENTRY_PATH_SIZE])
+{
+    zc_disk_entry_rel_path(key, path);
+}
+
+bool zc_disk_is_entry_file_name(const char *name)
+{
+    return zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX) ||
+           zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX_OPENCL);
 }
 
 bool zc_disk_has_suffix(const char *name, const char *suffix)
@@ -52,11 +74,15 @@ bool zc_disk_has_suffix(const char *name, const char *suffix)
 bool zc_disk_parse_entry_name(const char *name, zc_key *key)
 {
     char hex[ZC_KEY_HEX_SIZE];
-    if (strlen(name) != ZC_ENTRY_NAME_SIZE - 1 || !zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX))
+    if (strlen(name) != ZC_ENTRY_NAME_SIZE - 1 || !zc_disk_is_entry_file_name(name))
         return false;
     memcpy(hex, name, 2 * ZC_KEY_SIZE);
     hex[2 * ZC_KEY_SIZE] = '\0';
-    return zc_key_from_hex(hex, key);
+    if (!zc_key_from_hex(hex, key))
+        return false;
+    key->kind =
+        zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX_OPENCL) ? ZC_ENTRY_OPENCL : ZC_ENTRY_LEVEL_ZERO;
+    return true;
 }
 
 bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out, size_t out_size)

@@ -70,10 +70,15 @@ void zc_disk_close_keeping_errno(const zc_fs_ops *ops, int fd);
 void zc_disk_entry_dir(const zc_key *key, char dir[ZC_ENTRY_DIR_SIZE]);
 void zc_disk_entry_name(const zc_key *key, char name[ZC_ENTRY_NAME_SIZE]);
 void zc_disk_entry_rel_path(const zc_key *key, char rel[ZC_ENTRY_REL_SIZE]);
-/* True for "<64 hex>.l0_cache"; sets key. */
+/* True for "<64 hex>.l0_cache" and "<64 hex>.cl_cache"; sets key, its kind
+ * the suffix's. */
 bool zc_disk_parse_entry_name(const char *name, zc_key *key);
 bool zc_disk_has_suffix(const char *name, const char *suffix);
-/* name with its ".l0_cache" replaced by suffix; false if it does not fit. */
+/* Ends in ".l0_cache" or ".cl_cache" (the driver's own entries too): what
+ * config.file counts. */
+bool zc_disk_is_entry_file_name(const char *name);
+/* name with its ".l0_cache" (or ".cl_cache") replaced by suffix; false if
+ * it does not fit. */
 bool zc_disk_sidecar_name(const char *entry_name, const char *suffix, char *out, size_t out_size);
 /* The size of entry_name's .trace and .recipe in parent_fd (0 when there are
  * none): our sidecars count against NEO_CACHE_MAX_SIZE with their entry.
@@ -149,7 +154,7 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 /* ---- disk_scan.c ---- */
 
 typedef enum zc_scan_kind {
-    ZC_SCAN_ENTRY,   /* *.l0_cache, counted in config.file */
+    ZC_SCAN_ENTRY,   /* *.l0_cache and *.cl_cache, counted in config.file */
     ZC_SCAN_SIDECAR, /* *.trace, *.recipe, *.input */
     ZC_SCAN_BLOB,    /* *.spirv: recorded SPIR-V shared by recipes, counted in config.file */
     ZC_SCAN_TEMP,    /* ZC_TEMP_PREFIX* in the root */

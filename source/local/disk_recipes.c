@@ -24,7 +24,7 @@
 static void blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE],
                        char name[BLOB_NAME_SIZE])
 {
-    zc_key as_key;
+    zc_key as_key = {0};
     char hex[ZC_KEY_HEX_SIZE];
     memcpy(as_key.bytes, sha256, 32);
     zc_disk_entry_dir(&as_key, dir);

@@ -30,7 +30,7 @@ static bool is_hex_level_name(const char *name)
 
 static bool classify(const char *name, int depth, zc_scan_kind *kind)
 {
-    if (zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX))
+    if (zc_disk_is_entry_file_name(name))
         *kind = ZC_SCAN_ENTRY;
     else if (zc_disk_has_suffix(name, ZC_TRACE_SUFFIX) ||
              zc_disk_has_suffix(name, ZC_RECIPE_SUFFIX) ||
@@ -140,23 +140,33 @@ zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
     return status;
 }
 
-/* True for a .trace or .recipe with no entry beside it (nothing, or no
- * regular file, by its entry's name: a scan counts neither); *ours when it
- * is named after a zecache key. */
+/* Whether the entry of a sidecar's stem with this suffix is there (or
+ * might be: an error other than its absence). */
+static bool entry_beside(zc_disk_tier *tier, const zc_scan_item *item, size_t stem,
+                         const char *entry_suffix, char entry[NAME_MAX + 1])
+{
+    struct stat st;
+    if (snprintf(entry, NAME_MAX + 1, "%.*s%s", (int)stem, item->name, entry_suffix) >=
+        NAME_MAX + 1)
+        return true;
+    return tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0
+               ? S_ISREG(st.st_mode)
+               : errno != ENOENT;
+}
+
+/* True for a .trace or .recipe with no entry of either API beside it
+ * (nothing, or no regular file, by its entry's name: a scan counts
+ * neither); *ours when it is named after a zecache key. */
 static bool orphaned_sidecar(zc_disk_tier *tier, const zc_scan_item *item, bool *ours)
 {
     const char *suffix =
         zc_disk_has_suffix(item->name, ZC_RECIPE_SUFFIX) ? ZC_RECIPE_SUFFIX : ZC_TRACE_SUFFIX;
     char entry[NAME_MAX + 1];
     size_t stem = strlen(item->name) - strlen(suffix);
-    struct stat st;
     zc_key key;
     if (item->kind != ZC_SCAN_SIDECAR || !zc_disk_has_suffix(item->name, suffix) ||
-        snprintf(entry, sizeof entry, "%.*s%s", (int)stem, item->name, ZC_ENTRY_SUFFIX) >=
-            (int)sizeof entry ||
-        (tier->ops->fstatat(item->dir_fd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0
-             ? S_ISREG(st.st_mode)
-             : errno != ENOENT))
+        entry_beside(tier, item, stem, ZC_ENTRY_SUFFIX_OPENCL, entry) ||
+        entry_beside(tier, item, stem, ZC_ENTRY_SUFFIX, entry))
         return false;
     *ours = zc_disk_parse_entry_name(entry, &key);
     return true;

@@ -355,8 +355,9 @@ zc_status zc_disk_tier_store_entry(zc_disk_tier *tier, const zc_key *key, const 
     return status;
 }
 
-/* The key a path must hold: only "<k0>/<k1>/<64 hex>.l0_cache" with k0 and
- * k1 the name's first two digits is where a load would look. */
+/* The key a path must hold: only "<k0>/<k1>/<64 hex>.l0_cache" (or
+ * .cl_cache, an OpenCL key) with k0 and k1 the name's first two digits is
+ * where a load would look. */
 static bool expected_key_of(const char *path, zc_key *key)
 {
     const char *name = strrchr(path, '/');
@@ -487,9 +488,8 @@ zc_status zc_disk_tier_remove_if_bad(zc_disk_tier *tier, const char *path, bool 
 {
     if (removed != NULL)
         *removed = false;
-    if (tier == NULL || path == NULL || removed == NULL ||
-        !zc_disk_has_suffix(path, ZC_ENTRY_SUFFIX) || path[0] == '/' ||
-        strncmp(path, "../", 3) == 0 || strstr(path, "/../") != NULL)
+    if (tier == NULL || path == NULL || removed == NULL || !zc_disk_is_entry_file_name(path) ||
+        path[0] == '/' || strncmp(path, "../", 3) == 0 || strstr(path, "/../") != NULL)
         return ZC_ERR_INVALID_ARG; /* not beneath the cache directory */
     zc_disk_lock lock;
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);

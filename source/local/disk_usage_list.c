@@ -16,7 +16,7 @@ enum { USAGE_NAME_SIZE = 2 * 32 + sizeof ZC_USAGE_SUFFIX };
 
 static void usage_name_of(const uint8_t program[32], char name[USAGE_NAME_SIZE])
 {
-    zc_key id;
+    zc_key id = {0};
     memcpy(id.bytes, program, sizeof id.bytes);
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(&id, hex);
@@ -41,6 +41,19 @@ static void mark_use(zc_disk_tier *tier, const char *name)
     tier->ops->close(fd);
 }
 
+/* The records of a list as keys; false when one names no known kind. */
+static bool keys_of_records(const uint8_t *records, size_t count, zc_key *keys)
+{
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *record = records + i * ZC_USAGE_RECORD_SIZE;
+        memcpy(keys[i].bytes, record, ZC_KEY_SIZE);
+        keys[i].kind = record[ZC_KEY_SIZE];
+        if (keys[i].kind >= ZC_ENTRY_KIND_COUNT)
+            return false;
+    }
+    return true;
+}
+
 zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32], zc_key *keys,
                                   size_t *count)
 {
@@ -51,7 +64,8 @@ zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32],
     usage_name_of(program, name);
     uint8_t *data = NULL, *content = NULL;
     size_t size = 0, content_size = 0;
-    uint64_t largest = ZC_SEALED_HEADER_SIZE + 2 * (uint64_t)ZC_USAGE_LIST_MAX * ZC_KEY_SIZE;
+    uint64_t largest =
+        ZC_SEALED_HEADER_SIZE + 2 * (uint64_t)ZC_USAGE_LIST_MAX * ZC_USAGE_RECORD_SIZE;
     zc_status status = zc_disk_read_small_file(tier, tier->dir_fd, name, largest, &data, &size);
     if (status != ZC_OK)
         return status == ZC_ERR_NOMEM ? status : ZC_MISS;
@@ -59,14 +73,14 @@ zc_status zc_disk_tier_read_usage(zc_disk_tier *tier, const uint8_t program[32],
     /* Bounded before decompressing: a planted list of a few KB could
      * otherwise declare hundreds of MB, allocated inside zeInit. */
     status = zc_sealed_decode(ZC_USAGE_MAGIC, data, size, program,
-                              (uint64_t)ZC_USAGE_LIST_MAX * ZC_KEY_SIZE, &content, &content_size,
-                              NULL, reason, sizeof reason);
-    if (status == ZC_OK && content_size % ZC_KEY_SIZE != 0)
+                              (uint64_t)ZC_USAGE_LIST_MAX * ZC_USAGE_RECORD_SIZE, &content,
+                              &content_size, NULL, reason, sizeof reason);
+    if (status == ZC_OK && (content_size % ZC_USAGE_RECORD_SIZE != 0 ||
+                            !keys_of_records(content, content_size / ZC_USAGE_RECORD_SIZE, keys)))
         status = zc_explain(ZC_MISS, reason, sizeof reason, "%zu bytes are no list of keys",
                             content_size);
     if (status == ZC_OK) {
-        *count = content_size / ZC_KEY_SIZE;
-        memcpy(keys, content, content_size);
+        *count = content_size / ZC_USAGE_RECORD_SIZE;
         mark_use(tier, name);
     } else {
         zc_log_info("ignoring usage list %s: %s", name, reason);
@@ -84,11 +98,19 @@ zc_status zc_disk_tier_write_usage(zc_disk_tier *tier, const uint8_t program[32]
         return ZC_ERR_INVALID_ARG;
     if (tier->read_only)
         return ZC_ERR_DISABLED;
+    uint8_t *records = malloc(count * ZC_USAGE_RECORD_SIZE + 1);
+    if (records == NULL)
+        return ZC_ERR_NOMEM;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(records + i * ZC_USAGE_RECORD_SIZE, keys[i].bytes, ZC_KEY_SIZE);
+        records[i * ZC_USAGE_RECORD_SIZE + ZC_KEY_SIZE] = keys[i].kind;
+    }
     uint8_t *sealed = NULL;
     size_t sealed_size = 0;
     /* Keys do not compress: the fastest level. */
-    zc_status status = zc_sealed_encode(ZC_USAGE_MAGIC, program, keys, count * ZC_KEY_SIZE, 1,
-                                        &sealed, &sealed_size);
+    zc_status status = zc_sealed_encode(ZC_USAGE_MAGIC, program, records,
+                                        count * ZC_USAGE_RECORD_SIZE, 1, &sealed, &sealed_size);
+    free(records);
     if (status != ZC_OK)
         return status;
     char name[USAGE_NAME_SIZE];

@@ -29,7 +29,7 @@ enum {
     OFFSET_COMPILE_NS = 72,
     OFFSET_CREATED = 80,
     OFFSET_FLAGS = 88,
-    OFFSET_RESERVED = 92,
+    OFFSET_KIND = 92,
     OFFSET_DEVICE_NAME = 96,
     OFFSET_DRIVER_VERSION = 160,
     OFFSET_CHECKSUM = 192,
@@ -85,6 +85,7 @@ static bool write_header(uint8_t *header, const zc_key *key, uint64_t binary_siz
     zc_put_le32(header + OFFSET_VERSION, ZC_ENTRY_FORMAT_VERSION);
     zc_put_le32(header + OFFSET_HEADER_SIZE, ZC_ENTRY_HEADER_SIZE);
     memcpy(header + OFFSET_KEY, key->bytes, ZC_KEY_SIZE);
+    zc_put_le32(header + OFFSET_KIND, key->kind);
     zc_put_le64(header + OFFSET_BINARY_SIZE, binary_size);
     zc_put_le64(header + OFFSET_LOG_SIZE, log_size);
     zc_put_le64(header + OFFSET_COMPRESSED_SIZE, compressed_size);
@@ -146,7 +147,8 @@ static const zc_artifact_meta *meta_or_zero(const zc_artifact *artifact)
 zc_status zc_entry_encode(const zc_key *key, const zc_artifact *artifact, int compression_level,
                           uint8_t **out, size_t *out_size)
 {
-    if (key == NULL || artifact == NULL || out == NULL || out_size == NULL)
+    if (key == NULL || artifact == NULL || out == NULL || out_size == NULL ||
+        key->kind >= ZC_ENTRY_KIND_COUNT)
         return ZC_ERR_INVALID_ARG;
     size_t binary_size = 0, log_size = 0, payload_size = 0;
     zc_artifact_binary(artifact, &binary_size);
@@ -199,10 +201,10 @@ static zc_status parse_header(const void *data, size_t size, bool only_head,
     if (memcmp(checksum, bytes + OFFSET_CHECKSUM, CHECKSUM_SIZE) != 0)
         return zc_explain(ZC_MISS, reason, reason_size, "header checksum mismatch");
     uint32_t flags = zc_get_le32(bytes + OFFSET_FLAGS);
-    uint32_t reserved = zc_get_le32(bytes + OFFSET_RESERVED);
-    if ((flags & ~ZC_ENTRY_FLAG_SIGNED) != 0 || reserved != 0)
-        return zc_explain(ZC_MISS, reason, reason_size, "unknown flags 0x%x / reserved 0x%x", flags,
-                          reserved);
+    uint32_t kind = zc_get_le32(bytes + OFFSET_KIND);
+    if ((flags & ~ZC_ENTRY_FLAG_SIGNED) != 0 || kind >= ZC_ENTRY_KIND_COUNT)
+        return zc_explain(ZC_MISS, reason, reason_size, "unknown flags 0x%x / kind 0x%x", flags,
+                          kind);
     size_t signature = (flags & ZC_ENTRY_FLAG_SIGNED) != 0 ? ZC_ENTRY_SIGNATURE_SIZE : 0;
     if (size < ZC_ENTRY_HEADER_SIZE + signature ||
         (signature != 0 && !only_head &&
@@ -222,6 +224,7 @@ static zc_status parse_header(const void *data, size_t size, bool only_head,
         memset(header, 0, sizeof *header);
         header->format_version = version;
         memcpy(header->key.bytes, bytes + OFFSET_KEY, ZC_KEY_SIZE);
+        header->key.kind = (uint8_t)kind;
         header->binary_size = zc_get_le64(bytes + OFFSET_BINARY_SIZE);
         header->log_size = zc_get_le64(bytes + OFFSET_LOG_SIZE);
         header->compressed_size = compressed_size;
@@ -248,6 +251,15 @@ static zc_status check_payload_size(const zc_entry_header *header, uint64_t max_
                           (unsigned long long)header->binary_size,
                           (unsigned long long)header->log_size, (unsigned long long)limit);
     return ZC_OK;
+}
+
+zc_entry_kind zc_entry_claimed_kind(const uint8_t *entry, size_t size)
+{
+    if (size < ZC_ENTRY_HEADER_SIZE ||
+        memcmp(entry + OFFSET_MAGIC, ZC_ENTRY_MAGIC, MAGIC_SIZE) != 0)
+        return ZC_ENTRY_LEVEL_ZERO;
+    uint32_t kind = zc_get_le32(entry + OFFSET_KIND);
+    return kind < ZC_ENTRY_KIND_COUNT ? (zc_entry_kind)kind : ZC_ENTRY_LEVEL_ZERO;
 }
 
 zc_status zc_entry_read_header(const void *data, size_t size, zc_entry_header *header, char *reason,
@@ -394,7 +406,7 @@ void zc_entry_prepare_thread(void)
         binary[i] = (uint8_t)((i % 64 < 32 ? i * 2654435761u : i / 64) >> 3);
     zc_artifact_meta meta = {0};
     zc_artifact *artifact = zc_artifact_create(binary, sizeof binary, "", 0, &meta);
-    zc_key key = {{0}};
+    zc_key key = {0};
     uint8_t *entry = NULL;
     size_t entry_size = 0;
     zc_artifact *decoded = NULL;

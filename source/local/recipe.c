@@ -256,6 +256,8 @@ static zc_status decode(const void *data, size_t size, const zc_key *expected, b
         ZC_RECIPE_MAX_CONTENT, &content, &content_size, out->key.bytes, reason, reason_size);
     if (status != ZC_OK)
         return status;
+    /* The recipe names its entry's bytes; the kind is the caller's. */
+    out->key.kind = expected != NULL ? expected->kind : ZC_ENTRY_LEVEL_ZERO;
     reader r = {.at = content, .left = content_size, .inputs_only = inputs_only};
     parse(&r, out);
     free(content);

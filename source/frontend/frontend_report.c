@@ -1,14 +1,15 @@
-/* What each module create did, for `zecache prewarm`: with
- * ZECACHE_REPORT_FD set to an open descriptor, one line per create through
- * the cache, "<outcome> <64 hex key>\n", written in one write() so lines of
- * several threads never mix. Read at each call (a getenv), since the
- * process that sets it may do so after the layer is loaded. */
+/* What each request did, for `zecache prewarm`: with ZECACHE_REPORT_FD set
+ * to an open descriptor, one line per request through the cache,
+ * "<outcome> <64 hex key>\n", written in one write() so lines of several
+ * threads never mix. Read at each call (a getenv), since the process that
+ * sets it may do so after the layer is loaded. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "layer_internal.h"
+#include "frontend_internal.h"
+#include "zecache/config.h"
 
 static int report_fd(void)
 {
@@ -19,7 +20,7 @@ static int report_fd(void)
     return (int)fd;
 }
 
-void zcl_report_outcome(const char *outcome, const zc_key *key)
+void zc_frontend_report(const char *outcome, const zc_key *key)
 {
     int fd = report_fd();
     if (fd < 0)

@@ -1,0 +1,180 @@
+/* What an OpenCL entry holds besides the build log: the driver's binary
+ * (CL_PROGRAM_BINARIES), then each kernel's CL_KERNEL_ATTRIBUTES as the
+ * build answered them, since PoCL 3.1 answers "" for every kernel of a
+ * program made from a binary ("__attribute__((reqd_work_group_size(8, 1,
+ * 1)))" after a build from source):
+ *
+ *   "ZCCL1\0\0\0", u64 binary size, the binary,
+ *   u32 kernel count, then per kernel: u32 name length, the name,
+ *   u32 attributes length, the attributes (no NUL)
+ *
+ * little-endian; every length is checked against what is left, so a bad
+ * entry is refused, never overrun. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "byte_order.h"
+#include "cl_layer_internal.h"
+
+#define MAGIC "ZCCL1\0\0\0"
+#define MAGIC_SIZE 8
+#define NAMES_MAX ((size_t)1 << 20)
+
+/* The answer of kernel (malloc'd, without NUL) to CL_KERNEL_ATTRIBUTES. */
+static char *attributes_of(cl_kernel kernel, size_t *length)
+{
+    size_t size = 0;
+    *length = 0;
+    if (zcc_layer.next.clGetKernelInfo(kernel, CL_KERNEL_ATTRIBUTES, 0, NULL, &size) != CL_SUCCESS)
+        return NULL;
+    char *text = calloc(1, size + 1);
+    if (text != NULL && zcc_layer.next.clGetKernelInfo(kernel, CL_KERNEL_ATTRIBUTES, size, text,
+                                                       NULL) != CL_SUCCESS) {
+        free(text);
+        return NULL;
+    }
+    if (text != NULL)
+        *length = strlen(text);
+    return text;
+}
+
+/* The ";"-separated kernel names of a built program (malloc'd). */
+static char *kernel_names_of(cl_program program)
+{
+    size_t size = 0;
+    if (zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &size) !=
+            CL_SUCCESS ||
+        size > NAMES_MAX)
+        return NULL;
+    char *names = calloc(1, size + 1);
+    if (names != NULL && zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_KERNEL_NAMES, size,
+                                                         names, NULL) != CL_SUCCESS) {
+        free(names);
+        return NULL;
+    }
+    return names;
+}
+
+/* Appends bytes to a growing buffer; false when memory runs out. */
+typedef struct buffer {
+    uint8_t *bytes;
+    size_t size, capacity;
+} buffer;
+
+static bool append(buffer *to, const void *bytes, size_t size)
+{
+    if (to->size + size > to->capacity) {
+        size_t capacity = 2 * (to->size + size) + 64;
+        uint8_t *grown = realloc(to->bytes, capacity);
+        if (grown == NULL)
+            return false;
+        to->bytes = grown;
+        to->capacity = capacity;
+    }
+    memcpy(to->bytes + to->size, bytes, size);
+    to->size += size;
+    return true;
+}
+
+static bool append_text(buffer *to, const char *text, size_t length)
+{
+    uint8_t prefix[4];
+    zc_put_le32(prefix, (uint32_t)length);
+    return append(to, prefix, sizeof(prefix)) && append(to, text, length);
+}
+
+/* Each kernel's name and attributes, from the kernels of program. */
+static bool append_kernels(buffer *to, cl_program program)
+{
+    char *names = kernel_names_of(program);
+    if (names == NULL)
+        return false;
+    uint32_t count = 0;
+    size_t count_at = to->size;
+    uint8_t prefix[4] = {0};
+    bool ok = append(to, prefix, sizeof(prefix));
+    for (char *name = names; ok && *name != '\0'; name += strcspn(name, ";")) {
+        name += *name == ';';
+        size_t name_length = strcspn(name, ";");
+        char saved = name[name_length];
+        name[name_length] = '\0';
+        cl_int status = CL_SUCCESS;
+        cl_kernel kernel = zcc_layer.next.clCreateKernel(program, name, &status);
+        size_t length = 0;
+        char *attributes = kernel != NULL ? attributes_of(kernel, &length) : NULL;
+        ok = attributes != NULL && append_text(to, name, name_length) &&
+             append_text(to, attributes, length);
+        count++;
+        free(attributes);
+        if (kernel != NULL)
+            zcc_layer.next.clReleaseKernel(kernel);
+        name[name_length] = saved;
+    }
+    zc_put_le32(to->bytes + count_at, count);
+    free(names);
+    return ok;
+}
+
+zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
+                              const char *log, size_t log_length, const zc_artifact_meta *meta)
+{
+    buffer entry = {0};
+    uint8_t binary_size[8];
+    zc_put_le64(binary_size, size);
+    bool ok = append(&entry, MAGIC, MAGIC_SIZE) &&
+              append(&entry, binary_size, sizeof(binary_size)) && append(&entry, binary, size) &&
+              append_kernels(&entry, program);
+    zc_artifact *artifact =
+        ok ? zc_artifact_create(entry.bytes, entry.size, log, log_length, meta) : NULL;
+    free(entry.bytes);
+    return artifact;
+}
+
+bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry)
+{
+    size_t size;
+    const uint8_t *bytes = zc_artifact_binary(artifact, &size);
+    if (size < MAGIC_SIZE + 8 || memcmp(bytes, MAGIC, MAGIC_SIZE) != 0)
+        return false;
+    uint64_t binary_size = zc_get_le64(bytes + MAGIC_SIZE);
+    size_t left = size - MAGIC_SIZE - 8;
+    if (binary_size == 0 || binary_size > left || left - binary_size < 4)
+        return false;
+    entry->binary = bytes + MAGIC_SIZE + 8;
+    entry->binary_size = (size_t)binary_size;
+    entry->kernels = entry->binary + binary_size;
+    entry->kernels_size = left - (size_t)binary_size;
+    return true;
+}
+
+/* The next length-prefixed text of *at (within *left); false past the end. */
+static bool next_text(const uint8_t **at, size_t *left, const char **text, size_t *length)
+{
+    if (*left < 4 || zc_get_le32(*at) > *left - 4)
+        return false;
+    *length = zc_get_le32(*at);
+    *text = (const char *)*at + 4;
+    *at += 4 + *length;
+    *left -= 4 + *length;
+    return true;
+}
+
+bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
+                                 const char **attributes, size_t *length)
+{
+    if (size < 4)
+        return false;
+    uint32_t count = zc_get_le32(kernels);
+    const uint8_t *at = kernels + 4;
+    size_t left = size - 4, name_length = strlen(name);
+    for (uint32_t i = 0; i < count; i++) {
+        const char *kernel;
+        size_t kernel_length;
+        if (!next_text(&at, &left, &kernel, &kernel_length) ||
+            !next_text(&at, &left, attributes, length))
+            return false;
+        if (kernel_length == name_length && memcmp(kernel, name, name_length) == 0)
+            return true;
+    }
+    return false;
+}

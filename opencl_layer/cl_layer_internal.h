@@ -1,0 +1,166 @@
+/* What the OpenCL layer's files share. Nothing here is exported from the
+ * library: its version script exports only the four layer entry points. */
+#ifndef ZECACHE_CL_LAYER_INTERNAL_H
+#define ZECACHE_CL_LAYER_INTERNAL_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_icd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zecache/artifact.h"
+#include "zecache/cache.h"
+#include "zecache/config.h"
+#include "zecache/frontend_device.h"
+#include "zecache/key.h"
+
+typedef struct zcc_state {
+    /* The functions below this layer (another layer, or the loader's
+     * functions that dispatch on the object), as the loader gave them. */
+    cl_icd_dispatch next;
+    zc_config config;
+    zc_cache *cache; /* NULL when the cache is off or could not start */
+    /* Set once the driver did not load a cached binary unchanged: no more
+     * hits in this process. */
+    atomic_bool hits_not_reproduced;
+} zcc_state;
+
+extern zcc_state zcc_layer;
+
+/* ---- cl_entry.c: what an OpenCL entry holds ---- */
+
+typedef struct zcc_entry {
+    const uint8_t *binary; /* the driver's, CL_PROGRAM_BINARIES */
+    size_t binary_size;
+    const uint8_t *kernels; /* each kernel's CL_KERNEL_ATTRIBUTES */
+    size_t kernels_size;
+} zcc_entry;
+
+/* The entry of a build of program (the driver's), with its binary and build
+ * log; NULL when the kernels cannot be asked or memory runs out. */
+zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
+                              const char *log, size_t log_length, const zc_artifact_meta *meta);
+/* The parts of artifact's entry (pointing into it); false for a bad one. */
+bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
+/* The attributes of kernel name in an entry's kernels part. */
+bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
+                                 const char **attributes, size_t *length);
+
+/* ---- cl_hits.c: programs built from the cache ---- */
+
+/* What the application's program (the driver's, created from source or IL,
+ * never built by the driver) answers for after a hit: a program the layer
+ * made from the cached binary, which kernels come from. */
+typedef struct zcc_hit {
+    cl_program program; /* the application's */
+    cl_program built;   /* the layer's, from the cached binary */
+    cl_device_id device;
+    char *options; /* as clBuildProgram was given them ("" for NULL) */
+    char *log;     /* the build log of the compile the entry holds */
+    size_t log_size;
+    size_t live_kernels; /* kernels of built the application holds */
+    uint8_t *kernels;    /* the entry's kernel attributes (zcc_entry) */
+    size_t kernels_size;
+} zcc_hit;
+
+/* Takes hit (malloc'd, with its strings) into the table; false when memory
+ * runs out (then nothing was taken). */
+bool zcc_hits_add(zcc_hit *hit);
+/* Runs fn on the hit of program (the application's) under the table's
+ * lock, and returns true; false when program is no hit. */
+bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), void *context);
+/* The layer's program of program's hit, retained (the caller releases it);
+ * NULL when program is no hit. */
+cl_program zcc_hits_built_of(cl_program program);
+/* The application's program whose hit made built; NULL when none. */
+cl_program zcc_hits_owner_of(cl_program built);
+/* The build's CL_KERNEL_ATTRIBUTES of kernel name of the hit that made
+ * built (malloc'd); NULL when built is no hit's or has no such kernel. */
+char *zcc_hits_kernel_attributes(cl_program built, const char *name);
+/* Counts a kernel made from built, or (delta -1) one released. */
+void zcc_hits_count_kernel(cl_program built, int delta);
+/* Removes program's hit and returns it (the caller frees it with
+ * zcc_hit_free); NULL when program is no hit. */
+zcc_hit *zcc_hits_take(cl_program program);
+/* Drops program's hit before it is built again: false (hit kept) when
+ * kernels of it live, which the driver answers with CL_INVALID_OPERATION. */
+bool zcc_hits_drop(cl_program program);
+/* Why the key cannot see the whole build of program (specialization
+ * constants set, a source string holding a NUL byte); NULL when it can. */
+const char *zcc_unkeyable_reason(cl_program program);
+/* Releases the layer's program and frees hit. */
+void zcc_hit_free(zcc_hit *hit);
+/* One atomic load: whether any hit is live. */
+bool zcc_hits_empty(void);
+
+/* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
+
+cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
+                                     const cl_device_id *device_list, const char *options,
+                                     void(CL_CALLBACK *notify)(cl_program, void *),
+                                     void *user_data);
+cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
+                                       const cl_device_id *device_list, const char *options,
+                                       cl_uint num_input_headers, const cl_program *input_headers,
+                                       const char **header_include_names,
+                                       void(CL_CALLBACK *notify)(cl_program, void *),
+                                       void *user_data);
+cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
+                                        const cl_device_id *device_list, const char *options,
+                                        cl_uint num_input_programs,
+                                        const cl_program *input_programs,
+                                        void(CL_CALLBACK *notify)(cl_program, void *),
+                                        void *user_data, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_release_program(cl_program program);
+cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
+                                                      const char **strings, const size_t *lengths,
+                                                      cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
+                                                           size_t spec_size,
+                                                           const void *spec_value);
+
+/* ---- cl_queries.c: what a hit answers as the build would ---- */
+
+/* Answers a query with bytes (size of them) as OpenCL does: CL_INVALID_VALUE
+ * when value is too small for them. */
+cl_int zcc_answer(const void *bytes, size_t bytes_size, size_t size, void *value, size_t *size_ret);
+
+cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
+                                        void *value, size_t *size_ret);
+cl_int CL_API_CALL zcc_get_program_build_info(cl_program program, cl_device_id device,
+                                              cl_program_build_info name, size_t size, void *value,
+                                              size_t *size_ret);
+
+/* ---- cl_kernels.c: kernels of a hit ---- */
+
+cl_kernel CL_API_CALL zcc_create_kernel(cl_program program, const char *name, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_create_kernels_in_program(cl_program program, cl_uint num_kernels,
+                                                 cl_kernel *kernels, cl_uint *num_kernels_ret);
+cl_kernel CL_API_CALL zcc_clone_kernel(cl_kernel kernel, cl_int *errcode_ret);
+cl_int CL_API_CALL zcc_release_kernel(cl_kernel kernel);
+cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
+                                       void *value, size_t *size_ret);
+
+/* ---- cl_extensions.c: extension functions that take a program ---- */
+
+void *CL_API_CALL zcc_get_extension_function_address_for_platform(cl_platform_id platform,
+                                                                  const char *name);
+void *CL_API_CALL zcc_get_extension_function_address(const char *name);
+
+/* ---- cl_devices.c: a device described once ---- */
+
+typedef struct zcc_device zcc_device;
+
+/* The description of device, made at its first build and kept for the
+ * process; NULL with the status (ZC_NOT_CACHEABLE: a compiler that cannot
+ * be identified) and the reason when it cannot be described. */
+const zcc_device *zcc_device_of(cl_device_id device, zc_status *status, char *reason,
+                                size_t reason_size);
+const zc_device_description *zcc_device_description(const zcc_device *device);
+/* IGC's identity for Intel's driver; NULL for a driver's own compiler. */
+const zc_compiler_identity *zcc_device_compiler(const zcc_device *device);
+
+#endif

@@ -1,0 +1,175 @@
+/* The rest of a program's life around the cache: releases, builds the
+ * cache does not serve (clCompileProgram, clLinkProgram), and programs whose
+ * build the key cannot see whole (specialization constants, whose values
+ * cannot be read back; a source string holding a NUL byte). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_layer_internal.h"
+
+/* Programs whose build the key cannot see whole, with why. */
+typedef struct marked_program {
+    cl_program program;
+    const char *reason; /* a static string */
+} marked_program;
+
+static struct {
+    pthread_mutex_t lock;
+    marked_program *programs;
+    size_t count, capacity;
+    atomic_size_t live;
+} marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t marked_index(cl_program program)
+{
+    for (size_t i = 0; i < marked.count; i++)
+        if (marked.programs[i].program == program)
+            return i;
+    return marked.count;
+}
+
+/* false when memory runs out: then the program cannot be told apart, and
+ * hits go off for the process. */
+static bool mark(cl_program program, const char *reason)
+{
+    pthread_mutex_lock(&marked.lock);
+    bool ok = marked_index(program) < marked.count;
+    if (!ok && marked.count == marked.capacity) {
+        size_t capacity = marked.capacity == 0 ? 8 : 2 * marked.capacity;
+        marked_program *grown = realloc(marked.programs, capacity * sizeof(*grown));
+        if (grown != NULL) {
+            marked.programs = grown;
+            marked.capacity = capacity;
+        }
+    }
+    if (!ok && marked.count < marked.capacity) {
+        marked.programs[marked.count++] = (marked_program){program, reason};
+        atomic_store(&marked.live, marked.count);
+        ok = true;
+    }
+    pthread_mutex_unlock(&marked.lock);
+    if (!ok)
+        atomic_store(&zcc_layer.hits_not_reproduced, true);
+    return ok;
+}
+
+static void forget_mark(cl_program program)
+{
+    pthread_mutex_lock(&marked.lock);
+    size_t i = marked_index(program);
+    if (i < marked.count) {
+        marked.programs[i] = marked.programs[--marked.count];
+        atomic_store(&marked.live, marked.count);
+    }
+    pthread_mutex_unlock(&marked.lock);
+}
+
+const char *zcc_unkeyable_reason(cl_program program)
+{
+    if (atomic_load(&marked.live) == 0)
+        return NULL;
+    pthread_mutex_lock(&marked.lock);
+    size_t i = marked_index(program);
+    const char *reason = i < marked.count ? marked.programs[i].reason : NULL;
+    pthread_mutex_unlock(&marked.lock);
+    return reason;
+}
+
+cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
+                                                           size_t spec_size, const void *spec_value)
+{
+    cl_int result =
+        zcc_layer.next.clSetProgramSpecializationConstant(program, spec_id, spec_size, spec_value);
+    if (result == CL_SUCCESS)
+        (void)mark(program, "specialization constants were set");
+    return result;
+}
+
+/* A source string with a NUL byte within its length: the driver compiles
+ * all of it, but CL_PROGRAM_SOURCE, which the key reads, ends at the NUL. */
+cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
+                                                      const char **strings, const size_t *lengths,
+                                                      cl_int *errcode_ret)
+{
+    cl_program program =
+        zcc_layer.next.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret);
+    bool nul = false;
+    for (cl_uint i = 0; program != NULL && i < count && !nul; i++) {
+        size_t length = lengths != NULL && lengths[i] > 0 ? lengths[i] : strlen(strings[i]);
+        nul = memchr(strings[i], '\0', length) != NULL;
+    }
+    if (nul)
+        (void)mark(program, "a source string holding a NUL byte");
+    return program;
+}
+
+cl_int CL_API_CALL zcc_release_program(cl_program program)
+{
+    cl_uint references = 0;
+    bool last =
+        (!zcc_hits_empty() || atomic_load(&marked.live) > 0) &&
+        zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof(references),
+                                        &references, NULL) == CL_SUCCESS &&
+        references == 1;
+    if (last) {
+        zcc_hit_free(zcc_hits_take(program));
+        forget_mark(program);
+    }
+    return zcc_layer.next.clReleaseProgram(program);
+}
+
+bool zcc_hits_drop(cl_program program)
+{
+    zcc_hit *hit = zcc_hits_take(program);
+    if (hit != NULL && hit->live_kernels > 0) {
+        (void)zcc_hits_add(hit);
+        return false;
+    }
+    zcc_hit_free(hit);
+    return true;
+}
+
+cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
+                                       const cl_device_id *device_list, const char *options,
+                                       cl_uint num_input_headers, const cl_program *input_headers,
+                                       const char **header_include_names,
+                                       void(CL_CALLBACK *notify)(cl_program, void *),
+                                       void *user_data)
+{
+    if (!zcc_hits_drop(program))
+        return CL_INVALID_OPERATION;
+    zc_cache_count_bypass(zcc_layer.cache, ZC_BYPASS_UNSUPPORTED_INPUT,
+                          "clCompileProgram is not cached");
+    return zcc_layer.next.clCompileProgram(program, num_devices, device_list, options,
+                                           num_input_headers, input_headers, header_include_names,
+                                           notify, user_data);
+}
+
+/* A hit among the inputs is an executable to the application, as the
+ * layer's program is to the driver, which answers for it. */
+cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
+                                        const cl_device_id *device_list, const char *options,
+                                        cl_uint num_input_programs,
+                                        const cl_program *input_programs,
+                                        void(CL_CALLBACK *notify)(cl_program, void *),
+                                        void *user_data, cl_int *errcode_ret)
+{
+    zc_cache_count_bypass(zcc_layer.cache, ZC_BYPASS_UNSUPPORTED_INPUT,
+                          "clLinkProgram is not cached");
+    cl_program *inputs = NULL;
+    if (!zcc_hits_empty() && input_programs != NULL && num_input_programs > 0)
+        inputs = malloc(num_input_programs * sizeof(*inputs));
+    for (cl_uint i = 0; inputs != NULL && i < num_input_programs; i++) {
+        inputs[i] = zcc_hits_built_of(input_programs[i]);
+        if (inputs[i] == NULL)
+            inputs[i] = input_programs[i];
+        else
+            zcc_layer.next.clReleaseProgram(inputs[i]); /* the hit holds it */
+    }
+    cl_program linked = zcc_layer.next.clLinkProgram(
+        context, num_devices, device_list, options, num_input_programs,
+        inputs != NULL ? inputs : input_programs, notify, user_data, errcode_ret);
+    free(inputs);
+    return linked;
+}

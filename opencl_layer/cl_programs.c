@@ -1,0 +1,337 @@
+/* clBuildProgram through the front end's lookup flow (frontend.h). A build
+ * of a program created from source or IL, for one device, is looked up by
+ * key; a miss is the driver's own build of the application's program,
+ * stored when it succeeds; a hit is a program the layer builds from the
+ * cached binary, which the application's program then answers from
+ * (cl_hits.c, cl_queries.c, cl_kernels.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl_layer_internal.h"
+#include "zecache/frontend.h"
+#include "zecache/log.h"
+
+typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
+
+/* One clBuildProgram call with the application's arguments. */
+typedef struct build_call {
+    cl_program program;
+    cl_uint num_devices;
+    const cl_device_id *device_list;
+    const char *options;
+    zcc_notify notify;
+    void *user_data;
+    cl_device_id device; /* the one device built for */
+    const zc_artifact_meta *meta;
+    cl_int result;
+} build_call;
+
+static bool build_alone(void *context)
+{
+    build_call *call = context;
+    call->result =
+        zcc_layer.next.clBuildProgram(call->program, call->num_devices, call->device_list,
+                                      call->options, call->notify, call->user_data);
+    return call->result == CL_SUCCESS;
+}
+
+/* A program's build log for device (malloc'd, NUL-terminated); NULL on
+ * failure. */
+static char *build_log_of(cl_program program, cl_device_id device, size_t *length)
+{
+    size_t size = 0;
+    *length = 0;
+    if (zcc_layer.next.clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, NULL,
+                                             &size) != CL_SUCCESS)
+        return NULL;
+    char *log = calloc(1, size + 1);
+    if (log != NULL && zcc_layer.next.clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG,
+                                                            size, log, NULL) != CL_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    if (log != NULL)
+        *length = strlen(log);
+    return log;
+}
+
+/* The binary of a program built for one device (malloc'd); NULL on failure. */
+static unsigned char *binary_of(cl_program program, size_t *size)
+{
+    *size = 0;
+    if (zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(*size), size,
+                                        NULL) != CL_SUCCESS ||
+        *size == 0)
+        return NULL;
+    unsigned char *binary = malloc(*size);
+    if (binary != NULL &&
+        zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(binary), &binary,
+                                        NULL) != CL_SUCCESS) {
+        free(binary);
+        binary = NULL;
+    }
+    return binary;
+}
+
+/* The driver's build; its binary and log for the entry. */
+static zc_status compile_with_driver(void *context, zc_artifact **out)
+{
+    build_call *call = context;
+    uint64_t start = zc_artifact_clock_ns();
+    if (!build_alone(call))
+        return ZC_ERR_BUILD;
+    zc_artifact_meta meta = *call->meta;
+    meta.compile_ns = zc_artifact_clock_ns() - start;
+    meta.created_unix = (uint64_t)time(NULL);
+    size_t binary_size, log_length;
+    unsigned char *binary = binary_of(call->program, &binary_size);
+    char *log = build_log_of(call->program, call->device, &log_length);
+    zc_status status = ZC_ERR_NOMEM;
+    if (binary != NULL && log != NULL) {
+        *out = zcc_entry_create(call->program, binary, binary_size, log, log_length, &meta);
+        status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+    } else {
+        zc_log_info("cannot read the binary or build log of a built OpenCL program");
+    }
+    free(binary);
+    free(log);
+    return status;
+}
+
+/* The layer's program from binary, built for the call's device with the
+ * call's options (which the driver reads for a binary too); NULL, with what
+ * the driver said in detail, when the driver refuses it. */
+static cl_program program_from(build_call *call, const unsigned char *binary, size_t size,
+                               char *detail, size_t detail_size)
+{
+    cl_context context = NULL;
+    cl_int status = zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT,
+                                                    sizeof(context), &context, NULL);
+    cl_int binary_status = CL_SUCCESS;
+    cl_program built = NULL;
+    if (status == CL_SUCCESS)
+        built = zcc_layer.next.clCreateProgramWithBinary(context, 1, &call->device, &size, &binary,
+                                                         &binary_status, &status);
+    if (built != NULL && status == CL_SUCCESS && binary_status == CL_SUCCESS)
+        status = zcc_layer.next.clBuildProgram(built, 1, &call->device, call->options, NULL, NULL);
+    if (built != NULL && status == CL_SUCCESS && binary_status == CL_SUCCESS)
+        return built;
+    snprintf(detail, detail_size, "the driver returned %d (binary status %d) for the binary",
+             (int)status, (int)binary_status);
+    if (built != NULL)
+        zcc_layer.next.clReleaseProgram(built);
+    return NULL;
+}
+
+/* Whether built gives back exactly binary: the driver did not rebuild it
+ * from the intermediate code it holds (a debug key, a debugger). */
+static bool loaded_unchanged(cl_program built, const unsigned char *binary, size_t size)
+{
+    size_t built_size;
+    unsigned char *built_binary = binary_of(built, &built_size);
+    bool same =
+        built_binary != NULL && built_size == size && memcmp(built_binary, binary, size) == 0;
+    free(built_binary);
+    return same;
+}
+
+static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact,
+                       const zcc_entry *entry)
+{
+    size_t log_size;
+    const char *log = zc_artifact_build_log(artifact, &log_size);
+    zcc_hit *hit = calloc(1, sizeof(*hit));
+    if (hit == NULL)
+        return NULL;
+    *hit = (zcc_hit){.program = call->program,
+                     .device = call->device,
+                     .options = strdup(call->options != NULL ? call->options : ""),
+                     .log = malloc(log_size + 1),
+                     .log_size = log_size,
+                     .kernels = malloc(entry->kernels_size),
+                     .kernels_size = entry->kernels_size};
+    if (hit->options == NULL || hit->log == NULL || hit->kernels == NULL) {
+        zcc_hit_free(hit);
+        return NULL;
+    }
+    memcpy(hit->log, log, log_size);
+    hit->log[log_size] = '\0';
+    memcpy(hit->kernels, entry->kernels, entry->kernels_size);
+    hit->built = built;
+    return hit;
+}
+
+static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *artifact, char *detail,
+                                           size_t detail_size)
+{
+    build_call *call = context;
+    zcc_entry entry;
+    if (!zcc_entry_read(artifact, &entry)) {
+        snprintf(detail, detail_size, "an entry of another form");
+        return ZC_HIT_REFUSED;
+    }
+    cl_program built = program_from(call, entry.binary, entry.binary_size, detail, detail_size);
+    if (built == NULL)
+        return ZC_HIT_REFUSED;
+    if (!loaded_unchanged(built, entry.binary, entry.binary_size)) {
+        zcc_layer.next.clReleaseProgram(built);
+        return ZC_HIT_REBUILT;
+    }
+    zcc_hit *hit = hit_of(call, built, artifact, &entry);
+    if (hit == NULL || !zcc_hits_add(hit)) {
+        if (hit != NULL)
+            zcc_hit_free(hit);
+        else
+            zcc_layer.next.clReleaseProgram(built);
+        snprintf(detail, detail_size, "out of memory");
+        return ZC_HIT_REFUSED;
+    }
+    /* As the driver does at the end of a build: once, before returning. */
+    if (call->notify != NULL)
+        call->notify(call->program, call->user_data);
+    call->result = CL_SUCCESS;
+    return ZC_HIT_CREATED;
+}
+
+static const zc_frontend_ops build_ops = {
+    .compile = compile_with_driver,
+    .create = create_from_artifact,
+    .build_alone = build_alone,
+};
+
+/* The one device of the build, when it is one of the program's. */
+static bool single_device(build_call *call, char *detail, size_t detail_size)
+{
+    cl_device_id devices[2];
+    size_t size = 0;
+    if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_DEVICES, sizeof(devices), devices,
+                                        &size) != CL_SUCCESS ||
+        size != sizeof(cl_device_id)) {
+        snprintf(detail, detail_size, "a program for several devices");
+        return false;
+    }
+    call->device = devices[0];
+    if (call->device_list == NULL || call->device_list[0] == devices[0])
+        return true;
+    snprintf(detail, detail_size, "a build for a device not the program's");
+    return false;
+}
+
+/* Whether the call can go through the cache; if not, why. */
+static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, size_t detail_size)
+{
+    *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
+    if (call->program == NULL || (call->notify == NULL && call->user_data != NULL) ||
+        (call->num_devices == 0) != (call->device_list == NULL) || call->num_devices > 1) {
+        snprintf(detail, detail_size,
+                 "arguments the driver answers with an error, or several "
+                 "devices");
+        return false;
+    }
+    if (!single_device(call, detail, detail_size))
+        return false;
+    *reason = ZC_BYPASS_NOT_CACHEABLE;
+    /* Built by the driver before: whether kernels of it live (then the
+     * driver refuses to build it again) only the driver knows. */
+    cl_build_status built = CL_BUILD_NONE;
+    if (zcc_layer.next.clGetProgramBuildInfo(call->program, call->device, CL_PROGRAM_BUILD_STATUS,
+                                             sizeof(built), &built, NULL) != CL_SUCCESS ||
+        built != CL_BUILD_NONE) {
+        snprintf(detail, detail_size, "a program the driver built before");
+        return false;
+    }
+    const char *unkeyable = zcc_unkeyable_reason(call->program);
+    if (unkeyable != NULL) {
+        snprintf(detail, detail_size, "%s", unkeyable);
+        return false;
+    }
+    return true;
+}
+
+/* The program's IL, else its source, as the driver holds it (malloc'd);
+ * NULL when it has neither (a program from a binary or built-in kernels). */
+static void *input_of(cl_program program, zc_build_input *input)
+{
+    static const struct {
+        cl_program_info name;
+        zc_input_kind kind;
+    } kinds[] = {{CL_PROGRAM_IL, ZC_INPUT_SPIRV}, {CL_PROGRAM_SOURCE, ZC_INPUT_OPENCL_C}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        size_t size = 0;
+        if (zcc_layer.next.clGetProgramInfo(program, kinds[i].name, 0, NULL, &size) != CL_SUCCESS ||
+            size <= 1)
+            continue;
+        char *bytes = malloc(size);
+        if (bytes == NULL || zcc_layer.next.clGetProgramInfo(program, kinds[i].name, size, bytes,
+                                                             NULL) != CL_SUCCESS) {
+            free(bytes);
+            return NULL;
+        }
+        /* The source without its terminating NUL, as the driver compiles it. */
+        *input = (zc_build_input){.kind = kinds[i].kind,
+                                  .bytes = bytes,
+                                  .size = kinds[i].kind == ZC_INPUT_SPIRV ? size : strlen(bytes)};
+        return bytes;
+    }
+    return NULL;
+}
+
+/* Builds call through the front end for its device; false (with the
+ * bypass already counted) when it cannot. */
+static void build_through_cache(build_call *call)
+{
+    zc_status status;
+    char detail[256] = "";
+    const zcc_device *device = zcc_device_of(call->device, &status, detail, sizeof(detail));
+    zc_build_input input;
+    void *bytes = device != NULL ? input_of(call->program, &input) : NULL;
+    if (bytes == NULL) {
+        if (device != NULL)
+            snprintf(detail, sizeof(detail), "a program from neither source nor IL");
+        zc_frontend_bypass(zcc_layer.cache,
+                           status == ZC_OK || status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE
+                                                                         : ZC_BYPASS_CACHE_ERROR,
+                           detail);
+        build_alone(call);
+        return;
+    }
+    input.flags = call->options;
+    zc_build_request request = {.api = ZC_API_OPENCL,
+                                .format = input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL
+                                                                       : ZC_OPENCL_BUILD_SOURCE,
+                                .input_count = 1,
+                                .inputs = &input};
+    zc_frontend frontend = {.cache = zcc_layer.cache,
+                            .config = &zcc_layer.config,
+                            .hits_off = &zcc_layer.hits_not_reproduced};
+    call->meta = &zcc_device_description(device)->meta;
+    (void)zc_frontend_build(&frontend, &request, zcc_device_description(device),
+                            zcc_device_compiler(device), &build_ops, call);
+    free(bytes);
+}
+
+cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
+                                     const cl_device_id *device_list, const char *options,
+                                     zcc_notify notify, void *user_data)
+{
+    build_call call = {.program = program,
+                       .num_devices = num_devices,
+                       .device_list = device_list,
+                       .options = options,
+                       .notify = notify,
+                       .user_data = user_data,
+                       .result = CL_SUCCESS};
+    if (!zcc_hits_drop(program))
+        return CL_INVALID_OPERATION;
+    zc_bypass_reason reason;
+    char detail[256] = "";
+    if (cacheable(&call, &reason, detail, sizeof(detail))) {
+        build_through_cache(&call);
+        return call.result;
+    }
+    zc_frontend_bypass(zcc_layer.cache, reason, detail);
+    build_alone(&call);
+    return call.result;
+}

@@ -1,0 +1,99 @@
+/* What a hit answers. The application's program is the driver's, created
+ * from source or IL and never built; its hit is a program the layer built
+ * from the cached binary. What the build made (kernels, binaries, the build
+ * status and binary type, global variables) comes from the layer's program;
+ * what the application created (source, IL, context, devices, reference
+ * count) from its own; the build options and log from the build the entry
+ * holds, since a program from a binary answers neither as the build did
+ * (intel/compute-runtime keeps no options for one, and logs nothing). */
+#include <string.h>
+
+#include "cl_layer_internal.h"
+
+static bool answered_by_build(cl_program_info name)
+{
+    switch (name) {
+    case CL_PROGRAM_NUM_KERNELS:
+    case CL_PROGRAM_KERNEL_NAMES:
+    case CL_PROGRAM_BINARY_SIZES:
+    case CL_PROGRAM_BINARIES:
+    case CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT:
+    case CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT:
+    case 0x4100: /* CL_PROGRAM_DEBUG_INFO_SIZES_INTEL */
+    case 0x4101: /* CL_PROGRAM_DEBUG_INFO_INTEL */
+        return true;
+    default:
+        return false;
+    }
+}
+
+cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
+                                        void *value, size_t *size_ret)
+{
+    cl_program built = answered_by_build(name) ? zcc_hits_built_of(program) : NULL;
+    if (built == NULL)
+        return zcc_layer.next.clGetProgramInfo(program, name, size, value, size_ret);
+    cl_int result = zcc_layer.next.clGetProgramInfo(built, name, size, value, size_ret);
+    zcc_layer.next.clReleaseProgram(built);
+    return result;
+}
+
+typedef struct text_query {
+    cl_device_id device;
+    cl_program_build_info name;
+    size_t size;
+    void *value;
+    size_t *size_ret;
+    bool answered;
+    cl_int result;
+    cl_program built; /* retained, for the other queries */
+} text_query;
+
+cl_int zcc_answer(const void *bytes, size_t bytes_size, size_t size, void *value, size_t *size_ret)
+{
+    if (value != NULL && size < bytes_size)
+        return CL_INVALID_VALUE;
+    if (value != NULL)
+        memcpy(value, bytes, bytes_size);
+    if (size_ret != NULL)
+        *size_ret = bytes_size;
+    return CL_SUCCESS;
+}
+
+/* text holds a NUL after its length bytes. */
+static void answer_text(text_query *query, const char *text, size_t length)
+{
+    query->answered = true;
+    query->result = zcc_answer(text, length + 1, query->size, query->value, query->size_ret);
+}
+
+static void query_hit(zcc_hit *hit, void *context)
+{
+    text_query *query = context;
+    /* Another device of the program: the driver's answer (an error). */
+    if (query->device != hit->device)
+        return;
+    if (query->name == CL_PROGRAM_BUILD_OPTIONS)
+        answer_text(query, hit->options, strlen(hit->options));
+    else if (query->name == CL_PROGRAM_BUILD_LOG)
+        answer_text(query, hit->log, hit->log_size);
+    if (!query->answered) {
+        zcc_layer.next.clRetainProgram(hit->built);
+        query->built = hit->built;
+    }
+}
+
+cl_int CL_API_CALL zcc_get_program_build_info(cl_program program, cl_device_id device,
+                                              cl_program_build_info name, size_t size, void *value,
+                                              size_t *size_ret)
+{
+    text_query query = {device, name, size, value, size_ret, false, CL_SUCCESS, NULL};
+    if (!zcc_hits_with(program, query_hit, &query) || (!query.answered && query.built == NULL))
+        return zcc_layer.next.clGetProgramBuildInfo(program, device, name, size, value, size_ret);
+    if (query.answered)
+        return query.result;
+    cl_int result =
+        zcc_layer.next.clGetProgramBuildInfo(query.built, device, name, size, value, size_ret);
+    zcc_layer.next.clReleaseProgram(query.built);
+    return result;
+}

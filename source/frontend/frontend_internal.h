@@ -1,0 +1,24 @@
+/* What the front end's files share; not installed. */
+#ifndef ZECACHE_FRONTEND_INTERNAL_H
+#define ZECACHE_FRONTEND_INTERNAL_H
+
+#include <stdint.h>
+
+#include "zecache/build_request.h"
+#include "zecache/cache.h"
+#include "zecache/frontend_device.h"
+#include "zecache/key.h"
+
+/* frontend_report.c: writes "<outcome> <key hex or ->" to ZECACHE_REPORT_FD
+ * when it is set (zecache prewarm's helper reads it). */
+void zc_frontend_report(const char *outcome, const zc_key *key);
+
+/* frontend_record.c: keeps request's inputs beside key's entry
+ * (NEO_CACHE_RECORD_INPUTS), after a compile of compile_ns that succeeded
+ * and was stored. Failures are only logged; so is the cost against the
+ * compile (bench/bench_record.sh). */
+void zc_frontend_record(zc_cache *cache, const zc_build_request *request,
+                        const zc_device_description *device, const zc_key *key,
+                        uint64_t compile_ns);
+
+#endif

@@ -1,0 +1,54 @@
+/* A build request's inputs in the key, in a fixed order. Level Zero's
+ * layout is the one keys had before requests existed: changing a byte of it
+ * would make every existing cache miss. */
+#include <string.h>
+
+#include "byte_order.h"
+#include "zecache/key_request.h"
+
+static zc_status add_input(zc_key_builder *builder, const zc_build_input *input)
+{
+    if (input->bytes == NULL || input->size == 0)
+        return ZC_NOT_CACHEABLE;
+    if (input->kind == ZC_INPUT_SPIRV)
+        return zc_key_add_spirv(builder, input->bytes, input->size, input->flags,
+                                input->has_constants ? &input->constants : NULL);
+    /* OpenCL C has no specialization constants: a request that gives some
+     * is not one the driver builds as keyed. */
+    if (input->kind != ZC_INPUT_OPENCL_C || input->has_constants)
+        return ZC_NOT_CACHEABLE;
+    return zc_key_add_opencl_c(builder, input->bytes, input->size, input->flags);
+}
+
+/* The API beside the inputs, for every API but Level Zero (whose keys
+ * predate it): the same SPIR-V built through two APIs, or made into
+ * something else (a compiled object, a linked program), never shares an
+ * entry. */
+static zc_status add_api(zc_key_builder *builder, const zc_build_request *request)
+{
+    if (request->api == ZC_API_LEVEL_ZERO)
+        return ZC_OK;
+    const char *name = zc_api_name(request->api);
+    zc_status status = zc_key_add_hardware(builder, "API", name, strlen(name));
+    uint8_t format[4];
+    zc_put_le32(format, request->format);
+    if (status == ZC_OK)
+        status = zc_key_add_hardware(builder, "API format", format, sizeof format);
+    return status;
+}
+
+zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request)
+{
+    if (request->input_count == 0 || request->inputs == NULL)
+        return ZC_NOT_CACHEABLE;
+    zc_status status = add_api(builder, request);
+    /* The driver links the inputs of a program: keep it apart from a plain
+     * module with the same single input. The count in native order, as the
+     * Level Zero layer has always keyed it. */
+    if (status == ZC_OK && request->program)
+        status = zc_key_add_hardware(builder, "module program extension: input count",
+                                     &request->input_count, sizeof(request->input_count));
+    for (uint32_t i = 0; i < request->input_count && status == ZC_OK; i++)
+        status = add_input(builder, &request->inputs[i]);
+    return status;
+}

@@ -1,0 +1,34 @@
+/* The names OpenCL C text can include, found without preprocessing it:
+ * every #include, #include_next, #import and #embed (also spelt with the
+ * %: digraph or the ??= trigraph, comments between the parts, lines spliced
+ * with a backslash, or ??/) and every __has_include, __has_include_next and
+ * __has_embed with a name, wherever they are: in comments, strings and
+ * inactive #if blocks too, since reading the text as the preprocessor does
+ * would need the macros and the options. So it may find more than the
+ * compiler reads, never less. Internal to the core. */
+#ifndef ZECACHE_OPENCL_C_SCAN_H
+#define ZECACHE_OPENCL_C_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "zecache/status.h"
+
+typedef struct zc_include_ref {
+    const char *name; /* into the scanner's own copy, valid during the call */
+    size_t length;
+    bool angled; /* <name>: not searched in the includer's directory */
+    bool next;   /* #include_next, __has_include_next: the search goes on past a match */
+} zc_include_ref;
+
+/* Returns ZC_OK to go on; anything else stops the scan and is returned. */
+typedef zc_status (*zc_include_fn)(void *context, const zc_include_ref *ref);
+
+/* Calls each for every reference in text (size bytes, NULs allowed), in
+ * order. ZC_NOT_CACHEABLE with the reason when a directive's operand is not
+ * a literal name (#include MACRO: what it names depends on the macros), or
+ * a name holds a NUL; ZC_ERR_NOMEM. */
+zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
+                           char *reason, size_t reason_size);
+
+#endif

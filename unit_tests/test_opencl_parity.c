@@ -1,0 +1,291 @@
+/* An OpenCL hit behaves like a build, on Intel's real driver (the pretend
+ * device: real builds and binaries, no kernels run) and on PoCL (kernels
+ * run on the CPU). For each class of program, cl_probe prints everything an
+ * application can ask of the program it built (result codes, program and
+ * build information, binaries, every kernel's information, argument
+ * information and work-group information, clSetKernelArg's answers, the
+ * build callback's calls) and, on PoCL, the buffers a kernel computed; the
+ * test compares:
+ *
+ *   - the driver alone (no layer),
+ *   - the layer's miss (cold cache) and, in the same process, its memory hit,
+ *   - the layer's disk hit in a new process.
+ *
+ * All four must be identical to the byte; PoCL's binaries, which hold what
+ * differs from run to run, are compared by presence only: its kernels'
+ * results stand for them. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "e2e_probe_support.h"
+
+#define SOURCE(name) ZC_CL_SOURCE_DIR "/" name
+#define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
+/* As zecache exec leaves them for a user who wants the cache on: the
+ * driver, which reads them when it starts, sees its own cache off; the
+ * layer puts the user's value back for itself. */
+#define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
+#define BYPASS "[Cache]: bypass "
+#define MAX_ARGS 24
+#define INTEL "--platform", "Intel"
+#define POCL "--platform", "Portable", "--no-binaries"
+
+TestSuite(opencl, .init = scratch_create, .fini = scratch_remove, .timeout = 300);
+
+typedef enum expected_path {
+    CACHED, /* miss, then memory hit, then disk hit */
+    FAILED, /* the driver's build fails: built each time, never stored */
+} expected_path;
+
+static char alone[OUTPUT_MAX], alone_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
+    disk_hit[OUTPUT_MAX];
+
+/* Runs cl_probe --repeat <repeat> args, with the layer or not. PoCL's own
+ * kernel cache stays off, so the driver alone builds every time too. */
+static void describe_run(bool with_layer, const char *repeat, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 1] = {"--repeat", repeat};
+    int argc = 2;
+    for (int i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(argc, MAX_ARGS);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    if (with_layer)
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0"), argv);
+    else
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0"), argv);
+    cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
+                 run.err);
+}
+
+/* The lines after "describe <number>" up to the next "describe" line. */
+static void description(int number, char *text, size_t size)
+{
+    probe_description(number, text, size);
+    cr_assert_not_null(strstr(text, "create: 0\n"), "%s", text);
+}
+
+static void assert_lookups(int misses, int disk_hits, int memory_hits, int bypasses)
+{
+    cr_assert_eq(count_of(run.err, MISS), misses, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), disk_hits, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_MEMORY), memory_hits, "stderr: %s", run.err);
+    cr_assert_eq(count_of(run.err, BYPASS), bypasses, "stderr: %s", run.err);
+}
+
+/* zecache's OpenCL entries: <64 hex>.cl_cache. */
+static int opencl_entries;
+static int count_opencl_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    const char *name = path + ftw->base;
+    size_t hex = strspn(name, "0123456789abcdef");
+    opencl_entries += flag == FTW_F && hex == 64 && strcmp(name + hex, ".cl_cache") == 0;
+    return 0;
+}
+
+static int opencl_entries_in(const char *dir)
+{
+    opencl_entries = 0;
+    nftw(dir, count_opencl_entry, 16, FTW_PHYS);
+    return opencl_entries;
+}
+
+/* PoCL names the file it compiles in its diagnostics after a random
+ * temporary one (".../tempfile_2RlT8x.cl:4:14: ..."), the driver alone
+ * too: the name is masked. */
+static void mask_temporary_names(char *text)
+{
+    for (char *at = strstr(text, "tempfile_"); at != NULL; at = strstr(at + 1, "tempfile_"))
+        for (size_t i = strlen("tempfile_"); i < strlen("tempfile_") + 6 && at[i] != '\0'; i++)
+            at[i] = '*';
+}
+
+/* The lookups of a run: misses, disk hits, memory hits, bypasses. */
+typedef struct lookups {
+    int misses, disk_hits, memory_hits, bypasses;
+} lookups;
+
+static const lookups cached_cold = {1, 0, 1, 0}, cached_warm = {0, 1, 0, 0};
+static const lookups failed_cold = {2, 0, 0, 0}, failed_warm = {1, 0, 0, 0};
+static const lookups bypassed_cold = {0, 0, 0, 2}, bypassed_warm = {0, 0, 0, 1};
+
+/* The driver alone, the layer cold (miss, memory hit), the layer warm; the
+ * layer's runs make the lookups given. The second build of a process is
+ * compared with the driver's second: Intel's front end names a program's
+ * source by a counter of the process's builds, which its diagnostics show
+ * ("2:4:14: error: ..."). */
+static void assert_runs_alike(const char *const *args, lookups cold, lookups warm, int entries)
+{
+    describe_run(false, "2", args);
+    description(0, alone, sizeof(alone));
+    description(1, alone_again, sizeof(alone_again));
+    describe_run(true, "2", args);
+    description(0, missed, sizeof(missed));
+    description(1, memory_hit, sizeof(memory_hit));
+    assert_lookups(cold.misses, cold.disk_hits, cold.memory_hits, cold.bypasses);
+    char *const texts[] = {alone, alone_again, missed, memory_hit};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        mask_temporary_names(texts[i]);
+    assert_same_description("the layer's build", alone, missed);
+    assert_same_description("the memory hit", alone_again, memory_hit);
+    describe_run(true, "1", args);
+    description(0, disk_hit, sizeof(disk_hit));
+    assert_lookups(warm.misses, warm.disk_hits, warm.memory_hits, warm.bypasses);
+    cr_assert_eq(opencl_entries_in(sc.cache), entries);
+    mask_temporary_names(disk_hit);
+    assert_same_description("the disk hit", alone, disk_hit);
+}
+
+static void assert_hit_like_build(const char *const *args, expected_path path)
+{
+    if (path == CACHED)
+        assert_runs_alike(args, cached_cold, cached_warm, 1);
+    else
+        assert_runs_alike(args, failed_cold, failed_warm, 0);
+}
+
+#define ARGS_OF(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- Intel's driver ---- */
+
+Test(opencl, intel_il)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--il", KERNEL("e2e_symbols.spv"), "--callback"), CACHED);
+    cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "\"use_symbols;second_kernel\""), "%s", disk_hit);
+}
+
+Test(opencl, intel_il_with_options)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--options",
+                                  "-cl-fast-relaxed-math -cl-mad-enable"),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "build options: 0 size=37 \"-cl-fast-relaxed-math "
+                                        "-cl-mad-enable\"\n"),
+                       "%s", disk_hit);
+}
+
+/* Intel's host access to program-scope variables (exported with
+ * -library-compilation) finds the hit's. IGC's binaries of such a program
+ * differ from process to process: compared by presence. */
+Test(opencl, intel_global_variable_pointers)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--il", KERNEL("e2e_symbols.spv"), "--options",
+                                  "-library-compilation", "--global", "counter", "--no-binaries"),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "global counter: 0 size=4 found=1\n"), "%s", disk_hit);
+}
+
+Test(opencl, intel_source)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_plain.cl"), "--options",
+                                  "-cl-std=CL2.0", "--callback"),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "global variables: 0 size=8 04 00 "), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "\"add_offsets;square\""), "%s", disk_hit);
+}
+
+Test(opencl, intel_source_with_arg_info_and_headers)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_headers.cl"), "--options",
+                                  "-cl-kernel-arg-info -I " SOURCE("include")),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "arg name: 0 size=3 \"in\"\n"), "%s", disk_hit);
+}
+
+/* A program built again: refused while a kernel of it lives, then built
+ * (the driver's program of a miss: by the driver; a hit's: from the cache). */
+Test(opencl, intel_rebuild)
+{
+    assert_runs_alike(ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--rebuild"),
+                      (lookups){1, 0, 2, 2}, (lookups){0, 1, 1, 0}, 1);
+    cr_assert_not_null(strstr(disk_hit, "rebuild with a kernel: -59\nrebuild: 0\n"), "%s",
+                       disk_hit);
+}
+
+/* What the layer does not cache goes to the driver, counted: values of
+ * specialization constants (which the layer cannot read back to key), and
+ * clCompileProgram with clLinkProgram. */
+Test(opencl, intel_spec_constants_bypass)
+{
+    assert_runs_alike(ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", "1=3"), bypassed_cold,
+                      bypassed_warm, 0);
+    cr_assert_not_null(strstr(run.err, "bypass not-cacheable: specialization constants were set"),
+                       "%s", run.err);
+}
+
+/* A source string given with its terminating NUL counted, then another:
+ * the driver compiles both, but CL_PROGRAM_SOURCE ends at the NUL, so a
+ * key read from it would not see the second string's kernels. */
+Test(opencl, intel_source_with_a_nul_byte_bypass)
+{
+    assert_runs_alike(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_warning.cl"), "--append",
+                              SOURCE("cl_probe_headers.cl"), "--options", "-I " SOURCE("include")),
+                      bypassed_cold, bypassed_warm, 0);
+    cr_assert_not_null(strstr(disk_hit, "\"copy;scale\""), "%s", disk_hit);
+    cr_assert_not_null(strstr(run.err, "bypass not-cacheable: a source string holding a NUL byte"),
+                       "%s", run.err);
+}
+
+Test(opencl, intel_compile_and_link_bypass)
+{
+    /* Two counted bypasses per program: its compile and its link. */
+    assert_runs_alike(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_headers.cl"), "--options",
+                              "-I " SOURCE("include"), "--compile-link"),
+                      (lookups){0, 0, 0, 4}, (lookups){0, 0, 0, 2}, 0);
+    cr_assert_not_null(strstr(disk_hit, "compile: 0\nlink: 0\n"), "%s", disk_hit);
+}
+
+Test(opencl, intel_failed_build)
+{
+    assert_hit_like_build(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
+                          FAILED);
+    cr_assert_not_null(strstr(disk_hit, "build: -11\n"), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "undeclared_name"), "%s", disk_hit);
+}
+
+/* ---- PoCL: kernels run, and compute the same ---- */
+
+Test(opencl, pocl_source_runs)
+{
+    assert_hit_like_build(ARGS_OF(POCL, "--source", SOURCE("cl_probe_plain.cl"), "--options",
+                                  "-cl-std=CL2.0", "--callback", "--run", "add_offsets:bbi"),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "run add_offsets: 0 "), "%s", disk_hit);
+}
+
+Test(opencl, pocl_headers_and_arg_info)
+{
+    assert_hit_like_build(ARGS_OF(POCL, "--source", SOURCE("cl_probe_headers.cl"), "--options",
+                                  "-cl-kernel-arg-info -I " SOURCE("include"), "--run",
+                                  "scale:bbi"),
+                          CACHED);
+    cr_assert_not_null(strstr(disk_hit, "arg name: 0 size=3 \"in\"\n"), "%s", disk_hit);
+}
+
+Test(opencl, pocl_rebuild)
+{
+    assert_runs_alike(ARGS_OF(POCL, "--source", SOURCE("cl_probe_plain.cl"), "--options",
+                              "-cl-std=CL2.0", "--rebuild"),
+                      (lookups){1, 0, 2, 2}, (lookups){0, 1, 1, 0}, 1);
+    cr_assert_not_null(strstr(disk_hit, "rebuild with a kernel: -59\nrebuild: 0\n"), "%s",
+                       disk_hit);
+}
+
+/* A build log with a warning: the hit's is the build's (a program from a
+ * binary logs nothing). */
+Test(opencl, pocl_warning_log)
+{
+    assert_hit_like_build(
+        ARGS_OF(POCL, "--source", SOURCE("cl_probe_warning.cl"), "--run", "copy:bbi"), CACHED);
+    cr_assert_not_null(strstr(disk_hit, ":2:2: \"zecache probe warning\""), "%s", disk_hit);
+}
+
+Test(opencl, pocl_failed_build)
+{
+    assert_hit_like_build(ARGS_OF(POCL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
+                          FAILED);
+    cr_assert_not_null(strstr(disk_hit, "build: -11\n"), "%s", disk_hit);
+}
