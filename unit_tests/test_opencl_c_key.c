@@ -266,6 +266,19 @@ Test(opencl_c_key, cycles_end)
     assert_differ(first, must_key("#include \"a.h\"\n", NULL));
 }
 
+/* The source's own quoted includes key every candidate (drivers search
+ * different directories first for them: the working directory, or one of
+ * their own); a header's stop at the one found. */
+Test(opencl_c_key, source_quoted_includes_key_every_candidate)
+{
+    put("s.h", "int cwd;\n");
+    cr_assert(header_is_keyed("#include \"s.h\"\n", "-Iinc", "inc/s.h"));
+    cr_assert(!header_is_keyed("#include <s.h>\n", "-Iinc -Iother", "other/s.h"));
+    put("inc/a.h", "#include \"s.h\"\n");
+    put("inc/s.h", "int inc;\n");
+    cr_assert(!header_is_keyed("#include <a.h>\n", "-Iinc -Iother", "other/s.h"));
+}
+
 /* #include_next keys every candidate, #include only up to the one found. */
 Test(opencl_c_key, include_next_keys_every_candidate)
 {
@@ -372,7 +385,8 @@ Test(opencl_c_key, trace_lists_candidates)
     const char *trace = zc_key_builder_trace(builder);
     char expected[1024];
     snprintf(expected, sizeof expected,
-             "include \"t.h\" from %s\n  %s/t.h: absent\n  %s/inc/t.h: found 7 bytes sha256 ",
+             "include (every candidate) \"t.h\" from %s\n  %s/t.h: absent\n  %s/inc/t.h: found 7 "
+             "bytes sha256 ",
              scratch, scratch, scratch);
     cr_assert_not_null(strstr(trace, expected), "trace:\n%s", trace);
     cr_assert_eq(zc_key_add_opencl_c(builder, "#include X\n", 11, NULL), ZC_NOT_CACHEABLE);
