@@ -348,7 +348,8 @@ static zc_status add_pocl_variables(zc_driver_compiler *c)
             return ZC_ERR_NOMEM;
         c->variable_count++;
     }
-    qsort(c->variables, c->variable_count, sizeof *c->variables, compare_names);
+    if (c->variable_count > 1)
+        qsort(c->variables, c->variable_count, sizeof *c->variables, compare_names);
     return ZC_OK;
 }
 
