@@ -62,8 +62,9 @@ Test(tool_remote, check_fails_for_any_bad_storage, .init = setup, .fini = teardo
     cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
     cr_assert_not_null(strstr(output, " ok: "), "%s", output);
     cr_assert_not_null(strstr(output, "FAILED: cannot write the probe"), "%s", output);
-    cr_assert_eq(run_tool("remote check", "rediss://secure.example"), 1, "%s", output);
-    cr_assert_not_null(strstr(output, "TLS tunnel"), "%s", output);
+    cr_assert_eq(run_tool("remote check", "redis://secure.example|ca-file=/ca.pem"), 1, "%s",
+                 output);
+    cr_assert_not_null(strstr(output, "need rediss://"), "%s", output);
     cr_assert_eq(run_tool("remote check", "redis://h|read_only"), 1, "%s", output);
     cr_assert_not_null(strstr(output, "unknown attribute"), "%s", output);
     cr_assert_eq(run_tool("remote check", ""), 0, "%s", output);
@@ -75,12 +76,13 @@ Test(tool_remote, config_shows_each_storage_and_the_trust_warning, .init = setup
      .timeout = 60)
 {
     cr_assert_eq(
-        run_tool("config", "redis://u:hunter2@cache.example:7000/3|timeout=250 rediss://x"), 0,
-        "%s", output);
+        run_tool("config",
+                 "redis://u:hunter2@cache.example:7000/3|timeout=250 redis://x|ca-file=/c"),
+        0, "%s", output);
     cr_assert_not_null(strstr(output, "redis://u:***@cache.example:7000/3 (connect-timeout 100 ms, "
                                       "timeout 250 ms)"),
                        "%s", output);
-    cr_assert_not_null(strstr(output, "rediss://x: IGNORED"), "%s", output);
+    cr_assert_not_null(strstr(output, "redis://x|ca-file=/c: IGNORED"), "%s", output);
     cr_assert_null(strstr(output, "hunter2"), "the password is shown: %s", output);
     cr_assert_not_null(strstr(output, "whoever can write to a remote storage"), "%s", output);
 }
