@@ -12,6 +12,7 @@ packages=(
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
   redis-server libhiredis-dev
+  openssl # tls: the TLS tests make their certificates with it
 )
 
 missing=()
