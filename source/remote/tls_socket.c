@@ -24,11 +24,11 @@ struct zc_tls_socket {
     SSL *ssl;
 };
 
-/* OpenSSL's reason for the last error in this thread's queue, which is
- * emptied. */
+/* OpenSSL's reason for the first error in this thread's queue (the cause;
+ * the later ones are its consequences), which is emptied. */
 static void explain_queue(const char *what, char *why, size_t why_size)
 {
-    unsigned long error = ERR_peek_last_error();
+    unsigned long error = ERR_peek_error();
     const char *reason = error != 0 ? ERR_reason_error_string(error) : NULL;
     char code[64];
     if (reason == NULL) {
@@ -68,6 +68,28 @@ static bool readable(const char *name, const char *path, char *why, size_t why_s
     return false;
 }
 
+/* The client certificate and its key; OpenSSL's own words for a key it
+ * cannot read ("PEM lib") say little, so the failure is named here. */
+static bool load_client_certificate(SSL_CTX *ctx, const zc_tls_settings *settings, char *why,
+                                    size_t why_size)
+{
+    const char *key = settings->key_file[0] != '\0' ? settings->key_file : settings->cert_file;
+    char what[PATH_MAX + 96];
+    snprintf(what, sizeof what, "cert-file %s", settings->cert_file);
+    bool ok = SSL_CTX_use_certificate_chain_file(ctx, settings->cert_file) == 1;
+    if (ok) {
+        snprintf(what, sizeof what, "key-file %s: no unencrypted private key in it", key);
+        ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1;
+    }
+    if (ok) {
+        snprintf(what, sizeof what, "key-file %s: not the key of cert-file", key);
+        ok = SSL_CTX_check_private_key(ctx) == 1;
+    }
+    if (!ok)
+        explain_queue(what, why, why_size);
+    return ok;
+}
+
 static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why, size_t why_size)
 {
     if (!readable("ca-file", settings->ca_file, why, why_size) ||
@@ -83,18 +105,11 @@ static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why,
         snprintf(what, sizeof what, "the system's CA certificates");
         ok = load_system_cas(ctx);
     }
-    if (ok && settings->cert_file[0] != '\0') {
-        const char *key = settings->key_file[0] != '\0' ? settings->key_file : settings->cert_file;
-        snprintf(what, sizeof what, "cert-file %s", settings->cert_file);
-        ok = SSL_CTX_use_certificate_chain_file(ctx, settings->cert_file) == 1;
-        if (ok)
-            snprintf(what, sizeof what, "key-file %s", key);
-        ok = ok && SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 &&
-             SSL_CTX_check_private_key(ctx) == 1;
-    }
-    if (!ok)
+    if (!ok) {
         explain_queue(what, why, why_size);
-    return ok;
+        return false;
+    }
+    return settings->cert_file[0] == '\0' || load_client_certificate(ctx, settings, why, why_size);
 }
 
 zc_tls_context *zc_tls_context_new(const zc_tls_settings *settings, char *why, size_t why_size)
@@ -244,9 +259,28 @@ ssize_t zc_tls_read(zc_tls_socket *socket, void *buffer, size_t size, short *eve
     return finish_io(socket->ssl, result, "receive", events, why, why_size);
 }
 
+/* Whether the server has already said why it ends the session (an alert,
+ * e.g. "tlsv13 alert certificate required": in TLS 1.3 a refused client
+ * certificate is told after the client's handshake is done), which a write
+ * would hide behind "Connection reset by peer". Nothing is consumed. */
+static bool refused_already(SSL *ssl, char *why, size_t why_size)
+{
+    struct pollfd ready = {.fd = SSL_get_fd(ssl), .events = POLLIN};
+    if (SSL_pending(ssl) > 0 || poll(&ready, 1, 0) != 1)
+        return false;
+    ERR_clear_error();
+    char byte;
+    int result = SSL_peek(ssl, &byte, 1);
+    short events = 0;
+    return result <= 0 && classify(ssl, result, "TLS", &events, why, why_size) == ZC_TLS_FAILED;
+}
+
 ssize_t zc_tls_write(zc_tls_socket *socket, const void *buffer, size_t size, short *events,
                      char *why, size_t why_size)
 {
+    *events = 0;
+    if (refused_already(socket->ssl, why, why_size))
+        return -1;
     ERR_clear_error();
     errno = 0;
     int result = SSL_write(socket->ssl, buffer, size < INT_MAX ? (int)size : INT_MAX);
