@@ -145,3 +145,63 @@ Test(remote_tls, a_client_certificate_is_given_when_the_server_asks)
     cr_assert_eq(counter.calls, 1);
     zc_cache_close(node);
 }
+
+/* Every call bounded: a listener that never answers the handshake, and a
+ * server stopped after the handshake, leave lookups compiling. */
+Test(remote_tls, a_silent_or_stopped_server_never_hangs_a_program)
+{
+    unsigned port;
+    int listener = t_silent_listener(&port);
+    char url[1024], attributes[512];
+    snprintf(attributes, sizeof attributes, "|ca-file=%s|connect-timeout=100|timeout=100",
+             t_tls_file(&server, "ca.crt"));
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%u%s", port, attributes);
+    assert_refused_and_compiled(url);
+    close(listener);
+
+    zc_cache *node =
+        open_node(url_for("localhost", "|connect-timeout=100|timeout=100"), NULL, 30000);
+    counted_compile counter = {0};
+    zc_key key = t_key(600);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(stats_of(node).remote_stores, 1);
+    cr_assert_eq(kill(server.redis.pid, SIGSTOP), 0);
+    for (uint64_t i = 1; i < 6; i++) {
+        key = t_key(600 + i);
+        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, 6);
+    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
+    zc_cache_close(node);
+    kill(server.redis.pid, SIGCONT);
+}
+
+/* A child of fork() shares the parent's socket and TLS session: it must
+ * connect on its own and never write a byte on the parent's session, whose
+ * record numbers the server would then find out of order. */
+Test(remote_tls, a_forked_child_leaves_the_parents_session_alone)
+{
+    zc_cache *node = open_node(url_for("localhost", ""), NULL, 30000);
+    counted_compile counter = {0};
+    zc_key key = t_key(700);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED); /* connected */
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        zc_key own = t_key(701);
+        zc_lookup_outcome outcome = lookup(node, &own, &counter);
+        _exit(outcome == ZC_LOOKUP_COMPILED && stats_of(node).remote_stores == 2 &&
+                      stats_of(node).remote_errors == 0
+                  ? 0
+                  : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's store failed");
+    key = t_key(702);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(stats_of(node).remote_stores, 2);
+    cr_assert_eq(stats_of(node).remote_errors, 0, "the parent's session was broken");
+    zc_cache_close(node);
+    cr_assert_eq(t_redis_dbsize(&server.redis), 3);
+}
