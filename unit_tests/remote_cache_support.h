@@ -13,6 +13,7 @@
 
 #include "disk_test_support.h"
 #include "zecache/cache.h"
+#include "zecache/remote.h"
 
 enum { ARTIFACT_SIZE = 20000, KEYS = 5 };
 
@@ -92,6 +93,46 @@ static inline zc_cache_stats stats_of(zc_cache *cache)
     zc_cache_stats stats;
     zc_cache_get_stats(cache, &stats);
     return stats;
+}
+
+/* Every lookup through remote still gives the right artifact, compiled;
+ * the storage fails until the tier leaves it alone (ZC_REMOTE_MAX_FAILURES
+ * failed calls) and stores nothing. */
+static inline void t_assert_compiles_despite(const char *remote, uint64_t wait_timeout_ms)
+{
+    zc_cache *node = open_node(remote, NULL, wait_timeout_ms);
+    counted_compile counter = {0};
+    for (uint64_t i = 0; i < 10; i++) {
+        zc_key key = t_key(200 + i);
+        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, 10);
+    zc_cache_stats stats = stats_of(node);
+    cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
+    cr_assert_eq(stats.remote_hits, 0);
+    cr_assert_eq(stats.remote_stores, 0);
+    cr_assert_eq(stats.stores, 10);
+    zc_cache_close(node);
+}
+
+/* A node stores a key through remote, then the server is lost (lose): the
+ * next keys are compiled, the storage fails until the tier leaves it
+ * alone. */
+static inline void t_assert_compiles_after_losing(const char *remote, void (*lose)(void))
+{
+    zc_cache *node = open_node(remote, NULL, 30000);
+    counted_compile counter = {0};
+    zc_key key = t_key(300);
+    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(stats_of(node).remote_stores, 1);
+    lose();
+    for (uint64_t i = 1; i < 6; i++) {
+        key = t_key(300 + i);
+        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
+    }
+    cr_assert_eq(counter.calls, 6);
+    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
+    zc_cache_close(node);
 }
 
 /* ---- one compile per key across nodes ---- */

@@ -92,11 +92,12 @@ static void assert_same_native(const node *reference, const node *n)
     e2e_assert_same_native(&reference->probe, &n->probe, 1);
 }
 
-Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
+/* NODES nodes with setting, cold at once, compile the module once in all;
+ * one more then gets it remotely; all have the same native binary. */
+static void assert_nodes_compile_once_and_a_new_node_gets_it(node *nodes, const char *setting)
 {
-    node *nodes = calloc(NODES + 1, sizeof *nodes);
     for (int i = 0; i < NODES; i++)
-        make_node(&nodes[i], remote_setting, NULL, NULL);
+        make_node(&nodes[i], setting, NULL, NULL);
     run_nodes(nodes, NODES);
     int misses = 0, remote_hits = 0;
     for (int i = 0; i < NODES; i++) {
@@ -106,10 +107,16 @@ Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
     }
     cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
     cr_assert_eq(remote_hits, NODES - 1);
-    make_node(&nodes[NODES], remote_setting, NULL, NULL);
+    make_node(&nodes[NODES], setting, NULL, NULL);
     run_node(&nodes[NODES]);
     assert_lookups(&nodes[NODES], 0, 1, 0);
     assert_same_native(&nodes[0], &nodes[NODES]);
+}
+
+Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
+{
+    node *nodes = calloc(NODES + 1, sizeof *nodes);
+    assert_nodes_compile_once_and_a_new_node_gets_it(nodes, remote_setting);
     free(nodes);
 }
 
@@ -295,20 +302,7 @@ Test(e2e_remote, over_tls_nodes_compile_once_and_failures_give_the_driver_result
     t_write_secret(wrong_file, "not-the-password\n");
     tls_setting("ca.crt", wrong_file, wrong_password, sizeof wrong_password);
     node *nodes = calloc(NODES + 3, sizeof *nodes);
-    for (int i = 0; i < NODES; i++)
-        make_node(&nodes[i], good, NULL, NULL);
-    run_nodes(nodes, NODES);
-    int misses = 0, remote_hits = 0;
-    for (int i = 0; i < NODES; i++) {
-        misses += count_in(&nodes[i], MISS);
-        remote_hits += count_in(&nodes[i], HIT_REMOTE);
-        assert_same_native(&nodes[0], &nodes[i]);
-    }
-    cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
-    cr_assert_eq(remote_hits, NODES - 1);
-    make_node(&nodes[NODES], good, NULL, NULL);
-    run_node(&nodes[NODES]);
-    assert_lookups(&nodes[NODES], 0, 1, 0);
+    assert_nodes_compile_once_and_a_new_node_gets_it(nodes, good);
     /* Refused: the driver's own compile, the failure logged. */
     make_node(&nodes[NODES + 1], other_ca, NULL, NULL);
     make_node(&nodes[NODES + 2], wrong_password, NULL, NULL);

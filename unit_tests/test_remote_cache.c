@@ -289,24 +289,6 @@ Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .f
     cr_assert_eq(t_count_entries(shared), KEYS, "signed entries were removed as bad");
 }
 
-/* Every lookup still gives the right artifact; the storage is left alone
- * after ZC_REMOTE_MAX_FAILURES failed calls. */
-static void assert_compiles_despite(const char *remote, uint64_t wait_timeout_ms)
-{
-    zc_cache *node = open_node(remote, NULL, wait_timeout_ms);
-    counted_compile counter = {0};
-    for (uint64_t i = 0; i < 10; i++) {
-        zc_key key = t_key(200 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 10);
-    zc_cache_stats stats = stats_of(node);
-    cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
-    cr_assert_eq(stats.remote_hits, 0);
-    cr_assert_eq(stats.stores, 10);
-    zc_cache_close(node);
-}
-
 Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = teardown,
      .timeout = 60)
 {
@@ -314,8 +296,13 @@ Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = t
     int listener = t_silent_listener(&port);
     char remote[128];
     snprintf(remote, sizeof remote, "redis://127.0.0.1:%u|connect-timeout=100|timeout=100", port);
-    assert_compiles_despite(remote, 30000);
+    t_assert_compiles_despite(remote, 30000);
     close(listener);
+}
+
+static void kill_server(void)
+{
+    t_redis_stop(&server);
 }
 
 Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setup, .fini = teardown,
@@ -324,22 +311,10 @@ Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setu
     char remote[256];
     snprintf(remote, sizeof remote, "redis+unix://%s|timeout=100", server.socket);
     cr_assert_eq(kill(server.pid, SIGSTOP), 0);
-    assert_compiles_despite(remote, 30000);
+    t_assert_compiles_despite(remote, 30000);
     /* Killed mid-run: a node that was using it goes on compiling. */
     kill(server.pid, SIGCONT);
-    zc_cache *node = open_node(remote, NULL, 30000);
-    counted_compile counter = {0};
-    zc_key key = t_key(300);
-    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    cr_assert_eq(stats_of(node).remote_stores, 1);
-    t_redis_stop(&server);
-    for (uint64_t i = 1; i < 6; i++) {
-        key = t_key(300 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 6);
-    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
-    zc_cache_close(node);
+    t_assert_compiles_after_losing(remote, kill_server);
 }
 
 Test(remote_cache, nodes_cold_at_once_compile_each_key_once, .init = setup, .fini = teardown,

@@ -71,19 +71,7 @@ Test(remote_tls, nodes_cold_at_once_compile_each_key_once_and_a_fresh_node_gets_
  * until the tier leaves it alone, nothing written to the server. */
 static void assert_refused_and_compiled(const char *remote)
 {
-    zc_cache *node = open_node(remote, NULL, 30000);
-    counted_compile counter = {0};
-    for (uint64_t i = 0; i < 10; i++) {
-        zc_key key = t_key(200 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 10);
-    zc_cache_stats stats = stats_of(node);
-    cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
-    cr_assert_eq(stats.remote_hits, 0);
-    cr_assert_eq(stats.remote_stores, 0);
-    cr_assert_eq(stats.stores, 10);
-    zc_cache_close(node);
+    t_assert_compiles_despite(remote, 30000);
     cr_assert_eq(t_redis_dbsize(&server.redis), 0, "something reached the server");
 }
 
@@ -146,6 +134,11 @@ Test(remote_tls, a_client_certificate_is_given_when_the_server_asks)
     zc_cache_close(node);
 }
 
+static void stop_server(void)
+{
+    cr_assert_eq(kill(server.redis.pid, SIGSTOP), 0);
+}
+
 /* Every call bounded: a listener that never answers the handshake, and a
  * server stopped after the handshake, leave lookups compiling. */
 Test(remote_tls, a_silent_or_stopped_server_never_hangs_a_program)
@@ -159,20 +152,8 @@ Test(remote_tls, a_silent_or_stopped_server_never_hangs_a_program)
     assert_refused_and_compiled(url);
     close(listener);
 
-    zc_cache *node =
-        open_node(url_for("localhost", "|connect-timeout=100|timeout=100"), NULL, 30000);
-    counted_compile counter = {0};
-    zc_key key = t_key(600);
-    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    cr_assert_eq(stats_of(node).remote_stores, 1);
-    cr_assert_eq(kill(server.redis.pid, SIGSTOP), 0);
-    for (uint64_t i = 1; i < 6; i++) {
-        key = t_key(600 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 6);
-    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
-    zc_cache_close(node);
+    t_assert_compiles_after_losing(url_for("localhost", "|connect-timeout=100|timeout=100"),
+                                   stop_server);
     kill(server.redis.pid, SIGCONT);
 }
 

@@ -356,17 +356,24 @@ static int connect_unix(const zc_remote_server *server, uint64_t deadline_ns, fa
 
 /* ---- the link's bytes, plain or through TLS ---- */
 
+/* A plain read() or write() that moved nothing: wait for wait_event, or
+ * failed (what names the step). */
+static ssize_t plain_result(ssize_t moved, short wait_event, const char *what, short *events,
+                            failure *why)
+{
+    *events = moved < 0 && (errno == EAGAIN || errno == EINTR) ? wait_event : 0;
+    if (moved < 0 && *events == 0)
+        failed(why, what, strerror(errno));
+    return moved;
+}
+
 /* As read() and write(): bytes moved, 0 at the end of the stream (read),
  * or -1 with *events to wait for (0: failed, why says so). */
 static ssize_t link_read(redis_link *at, void *buffer, size_t size, short *events, failure *why)
 {
     if (at->tls != NULL)
         return zc_tls_read(at->tls, buffer, size, events, why->text, sizeof why->text);
-    ssize_t got = read(at->fd, buffer, size);
-    *events = got < 0 && (errno == EAGAIN || errno == EINTR) ? POLLIN : 0;
-    if (got < 0 && *events == 0)
-        failed(why, "receive: %s", strerror(errno));
-    return got;
+    return plain_result(read(at->fd, buffer, size), POLLIN, "receive: %s", events, why);
 }
 
 static ssize_t link_write(redis_link *at, const void *buffer, size_t size, short *events,
@@ -374,11 +381,7 @@ static ssize_t link_write(redis_link *at, const void *buffer, size_t size, short
 {
     if (at->tls != NULL)
         return zc_tls_write(at->tls, buffer, size, events, why->text, sizeof why->text);
-    ssize_t written = write(at->fd, buffer, size);
-    *events = written < 0 && (errno == EAGAIN || errno == EINTR) ? POLLOUT : 0;
-    if (written < 0 && *events == 0)
-        failed(why, "send: %s", strerror(errno));
-    return written;
+    return plain_result(write(at->fd, buffer, size), POLLOUT, "send: %s", events, why);
 }
 
 /* Some bytes into buffer, waiting for them until the deadline: a TLS
