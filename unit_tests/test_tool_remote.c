@@ -280,3 +280,23 @@ Test(tool_remote_tls, lookup_and_connect_failures)
                                       "handshake: "),
                        "%s", output);
 }
+
+/* libssl.so.3 is loaded at the first TLS connection: one that cannot be
+ * loaded fails the storage, and says so. */
+Test(tool_remote_tls, a_libssl_that_cannot_be_loaded_is_said)
+{
+    static char variables[256];
+    snprintf(variables, sizeof variables, "LD_LIBRARY_PATH=%s/libs", tls_server.redis.dir);
+    char bogus[256];
+    snprintf(bogus, sizeof bogus, "%s/libs", tls_server.redis.dir);
+    cr_assert_eq(mkdir(bogus, 0700), 0);
+    snprintf(bogus, sizeof bogus, "%s/libs/libssl.so.3", tls_server.redis.dir);
+    t_write_file(bogus, "not a library", 13);
+    environment = variables;
+    char expected[512];
+    snprintf(expected, sizeof expected,
+             "FAILED: cannot write the probe: cannot connect: TLS: cannot load libssl.so.3: "
+             "%s: file too short\n",
+             bogus);
+    assert_check("localhost", "", 1, expected);
+}

@@ -1,14 +1,14 @@
-/* See tls_socket.h. OpenSSL's error queue is per thread and shared with
- * every other user of the library in the thread: each call starts it empty
- * (SSL_get_error reads it) and leaves it empty. */
+/* See tls_socket.h. OpenSSL is called through openssl_api.h's table,
+ * loaded by the first context. Its error queue is per thread and shared
+ * with every other user of the library in the thread: each call starts it
+ * empty (SSL_get_error reads it) and leaves it empty. */
 #include "tls_socket.h"
+
+#include "openssl_api.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,15 +28,15 @@ struct zc_tls_socket {
  * the later ones are its consequences), which is emptied. */
 static void explain_queue(const char *what, char *why, size_t why_size)
 {
-    unsigned long error = ERR_peek_error();
-    const char *reason = error != 0 ? ERR_reason_error_string(error) : NULL;
+    unsigned long error = OSSL(ERR_peek_error)();
+    const char *reason = error != 0 ? OSSL(ERR_reason_error_string)(error) : NULL;
     char code[64];
     if (reason == NULL) {
-        ERR_error_string_n(error, code, sizeof code);
+        OSSL(ERR_error_string_n)(error, code, sizeof code);
         reason = error != 0 ? code : "unknown error";
     }
     snprintf(why, why_size, "%s: %s", what, reason);
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
 }
 
 /* A key with a passphrase is refused, never asked for on a terminal. */
@@ -52,10 +52,10 @@ static int no_passphrase(char *buffer, int size, int writing, void *context)
  * to 80 ms here. SSL_CERT_FILE, when set, is still loaded. */
 static bool load_system_cas(SSL_CTX *ctx)
 {
-    const char *file = secure_getenv(X509_get_default_cert_file_env());
-    if (file != NULL && file[0] != '\0' && SSL_CTX_load_verify_file(ctx, file) != 1)
+    const char *file = secure_getenv(OSSL(X509_get_default_cert_file_env)());
+    if (file != NULL && file[0] != '\0' && OSSL(SSL_CTX_load_verify_file)(ctx, file) != 1)
         return false;
-    return SSL_CTX_set_default_verify_dir(ctx) == 1;
+    return OSSL(SSL_CTX_set_default_verify_dir)(ctx) == 1;
 }
 
 /* A file OpenSSL cannot open says only "system lib": the reason is said
@@ -76,14 +76,14 @@ static bool load_client_certificate(SSL_CTX *ctx, const zc_tls_settings *setting
     const char *key = settings->key_file[0] != '\0' ? settings->key_file : settings->cert_file;
     char what[PATH_MAX + 96];
     snprintf(what, sizeof what, "cert-file %s", settings->cert_file);
-    bool ok = SSL_CTX_use_certificate_chain_file(ctx, settings->cert_file) == 1;
+    bool ok = OSSL(SSL_CTX_use_certificate_chain_file)(ctx, settings->cert_file) == 1;
     if (ok) {
         snprintf(what, sizeof what, "key-file %s: no unencrypted private key in it", key);
-        ok = SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1;
+        ok = OSSL(SSL_CTX_use_PrivateKey_file)(ctx, key, SSL_FILETYPE_PEM) == 1;
     }
     if (ok) {
         snprintf(what, sizeof what, "key-file %s: not the key of cert-file", key);
-        ok = SSL_CTX_check_private_key(ctx) == 1;
+        ok = OSSL(SSL_CTX_check_private_key)(ctx) == 1;
     }
     if (!ok)
         explain_queue(what, why, why_size);
@@ -100,7 +100,7 @@ static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why,
     bool ok = true;
     if (settings->ca_file[0] != '\0') {
         snprintf(what, sizeof what, "ca-file %s", settings->ca_file);
-        ok = SSL_CTX_load_verify_locations(ctx, settings->ca_file, NULL) == 1;
+        ok = OSSL(SSL_CTX_load_verify_locations)(ctx, settings->ca_file, NULL) == 1;
     } else {
         snprintf(what, sizeof what, "the system's CA certificates");
         ok = load_system_cas(ctx);
@@ -114,23 +114,26 @@ static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why,
 
 zc_tls_context *zc_tls_context_new(const zc_tls_settings *settings, char *why, size_t why_size)
 {
-    ERR_clear_error();
+    if (zc_openssl_load(why, why_size) == NULL)
+        return NULL;
+    OSSL(ERR_clear_error)();
     zc_tls_context *context = calloc(1, sizeof *context);
-    SSL_CTX *ctx = context != NULL ? SSL_CTX_new(TLS_client_method()) : NULL;
+    SSL_CTX *ctx = context != NULL ? OSSL(SSL_CTX_new)(OSSL(TLS_client_method)()) : NULL;
     if (ctx == NULL) {
         free(context);
         explain_queue("TLS", why, why_size);
         return NULL;
     }
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    OSSL(SSL_CTX_ctrl)(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+    OSSL(SSL_CTX_set_verify)(ctx, SSL_VERIFY_PEER, NULL);
+    OSSL(SSL_CTX_set_default_passwd_cb)(ctx, no_passphrase);
     /* Writes resume where a partial one stopped; a server's close without
      * close_notify reads as the end (RESP itself shows a reply cut short). */
-    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    OSSL(SSL_CTX_ctrl)
+    (ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+    OSSL(SSL_CTX_set_options)(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (!load_files(ctx, settings, why, why_size)) {
-        SSL_CTX_free(ctx);
+        OSSL(SSL_CTX_free)(ctx);
         free(context);
         return NULL;
     }
@@ -142,7 +145,7 @@ void zc_tls_context_free(zc_tls_context *context)
 {
     if (context == NULL)
         return;
-    SSL_CTX_free(context->ctx);
+    OSSL(SSL_CTX_free)(context->ctx);
     free(context);
 }
 
@@ -157,24 +160,26 @@ static bool is_ip_address(const char *host)
 static bool expect_host(SSL *ssl, const char *host)
 {
     if (is_ip_address(host))
-        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1;
-    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    return SSL_set_tlsext_host_name(ssl, host) == 1 && SSL_set1_host(ssl, host) == 1;
+        return OSSL(X509_VERIFY_PARAM_set1_ip_asc)(OSSL(SSL_get0_param)(ssl), host) == 1;
+    OSSL(SSL_set_hostflags)(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    return OSSL(SSL_ctrl)(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                          (void *)host) == 1 &&
+           OSSL(SSL_set1_host)(ssl, host) == 1;
 }
 
 zc_tls_socket *zc_tls_socket_new(zc_tls_context *context, int fd, const char *host, char *why,
                                  size_t why_size)
 {
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
     zc_tls_socket *socket = calloc(1, sizeof *socket);
-    SSL *ssl = socket != NULL ? SSL_new(context->ctx) : NULL;
-    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 || !expect_host(ssl, host)) {
-        SSL_free(ssl);
+    SSL *ssl = socket != NULL ? OSSL(SSL_new)(context->ctx) : NULL;
+    if (ssl == NULL || OSSL(SSL_set_fd)(ssl, fd) != 1 || !expect_host(ssl, host)) {
+        OSSL(SSL_free)(ssl);
         free(socket);
         explain_queue("TLS", why, why_size);
         return NULL;
     }
-    SSL_set_connect_state(ssl);
+    OSSL(SSL_set_connect_state)(ssl);
     socket->ssl = ssl;
     return socket;
 }
@@ -183,7 +188,7 @@ void zc_tls_socket_free(zc_tls_socket *socket)
 {
     if (socket == NULL)
         return;
-    SSL_free(socket->ssl); /* no SSL_shutdown: nothing is written */
+    OSSL(SSL_free)(socket->ssl); /* no SSL_shutdown: nothing is written */
     free(socket);
 }
 
@@ -194,7 +199,7 @@ static zc_tls_step classify(SSL *ssl, int result, const char *what, short *event
 {
     int saved_errno = errno;
     *events = 0;
-    switch (SSL_get_error(ssl, result)) {
+    switch (OSSL(SSL_get_error)(ssl, result)) {
     case SSL_ERROR_WANT_READ:
         *events = POLLIN;
         return ZC_TLS_WAIT;
@@ -202,10 +207,10 @@ static zc_tls_step classify(SSL *ssl, int result, const char *what, short *event
         *events = POLLOUT;
         return ZC_TLS_WAIT;
     case SSL_ERROR_ZERO_RETURN:
-        ERR_clear_error();
+        OSSL(ERR_clear_error)();
         return ZC_TLS_DONE;
     case SSL_ERROR_SYSCALL:
-        if (ERR_peek_error() == 0) {
+        if (OSSL(ERR_peek_error)() == 0) {
             snprintf(why, why_size, "%s: %s", what,
                      saved_errno != 0 ? strerror(saved_errno) : "the server closed the connection");
             return ZC_TLS_FAILED;
@@ -214,12 +219,12 @@ static zc_tls_step classify(SSL *ssl, int result, const char *what, short *event
     default:
         break;
     }
-    unsigned long error = ERR_peek_last_error();
-    long verified = SSL_get_verify_result(ssl);
+    unsigned long error = OSSL(ERR_peek_last_error)();
+    long verified = OSSL(SSL_get_verify_result)(ssl);
     if (ERR_GET_REASON(error) == SSL_R_CERTIFICATE_VERIFY_FAILED && verified != X509_V_OK) {
         snprintf(why, why_size, "%s: certificate verify failed: %s", what,
-                 X509_verify_cert_error_string(verified));
-        ERR_clear_error();
+                 OSSL(X509_verify_cert_error_string)(verified));
+        OSSL(ERR_clear_error)();
         return ZC_TLS_FAILED;
     }
     explain_queue(what, why, why_size);
@@ -228,9 +233,9 @@ static zc_tls_step classify(SSL *ssl, int result, const char *what, short *event
 
 zc_tls_step zc_tls_handshake(zc_tls_socket *socket, short *events, char *why, size_t why_size)
 {
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
     errno = 0;
-    int result = SSL_do_handshake(socket->ssl);
+    int result = OSSL(SSL_do_handshake)(socket->ssl);
     if (result == 1)
         return ZC_TLS_DONE;
     zc_tls_step step = classify(socket->ssl, result, "TLS handshake", events, why, why_size);
@@ -253,9 +258,9 @@ static ssize_t finish_io(SSL *ssl, int result, const char *what, short *events, 
 ssize_t zc_tls_read(zc_tls_socket *socket, void *buffer, size_t size, short *events, char *why,
                     size_t why_size)
 {
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
     errno = 0;
-    int result = SSL_read(socket->ssl, buffer, size < INT_MAX ? (int)size : INT_MAX);
+    int result = OSSL(SSL_read)(socket->ssl, buffer, size < INT_MAX ? (int)size : INT_MAX);
     return finish_io(socket->ssl, result, "receive", events, why, why_size);
 }
 
@@ -265,12 +270,12 @@ ssize_t zc_tls_read(zc_tls_socket *socket, void *buffer, size_t size, short *eve
  * would hide behind "Connection reset by peer". Nothing is consumed. */
 static bool refused_already(SSL *ssl, char *why, size_t why_size)
 {
-    struct pollfd ready = {.fd = SSL_get_fd(ssl), .events = POLLIN};
-    if (SSL_pending(ssl) > 0 || poll(&ready, 1, 0) != 1)
+    struct pollfd ready = {.fd = OSSL(SSL_get_fd)(ssl), .events = POLLIN};
+    if (OSSL(SSL_pending)(ssl) > 0 || poll(&ready, 1, 0) != 1)
         return false;
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
     char byte;
-    int result = SSL_peek(ssl, &byte, 1);
+    int result = OSSL(SSL_peek)(ssl, &byte, 1);
     short events = 0;
     return result <= 0 && classify(ssl, result, "TLS", &events, why, why_size) == ZC_TLS_FAILED;
 }
@@ -281,9 +286,9 @@ ssize_t zc_tls_write(zc_tls_socket *socket, const void *buffer, size_t size, sho
     *events = 0;
     if (refused_already(socket->ssl, why, why_size))
         return -1;
-    ERR_clear_error();
+    OSSL(ERR_clear_error)();
     errno = 0;
-    int result = SSL_write(socket->ssl, buffer, size < INT_MAX ? (int)size : INT_MAX);
+    int result = OSSL(SSL_write)(socket->ssl, buffer, size < INT_MAX ? (int)size : INT_MAX);
     ssize_t written = finish_io(socket->ssl, result, "send", events, why, why_size);
     if (written == 0) { /* no write "ends" the stream */
         snprintf(why, why_size, "send: the server closed the connection");
