@@ -39,6 +39,12 @@ static void check_server(const zc_remote_spec *spec, const zc_remote_server *ser
         FUZZ_CHECK(server->path[0] == '/');
     check_masked(server->name, server->password);
     check_masked(spec->name, server->password);
+    /* TLS (rediss://) only over TCP; its files only with it. */
+    const zc_remote_tls *tls = &server->tls;
+    FUZZ_CHECK(TERMINATED(tls->ca_file) && TERMINATED(tls->cert_file) && TERMINATED(tls->key_file));
+    FUZZ_CHECK(!tls->enabled || spec->kind == ZC_REMOTE_REDIS_TCP);
+    FUZZ_CHECK(tls->enabled ||
+               (tls->ca_file[0] == '\0' && tls->cert_file[0] == '\0' && tls->key_file[0] == '\0'));
 }
 
 static void check_spec(const zc_remote_spec *spec)

@@ -34,6 +34,7 @@ build_packages=(
     libze1 libze-dev clang-19 llvm-spirv-19
     python3 redis-server libhiredis-dev
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
+    openssl # tls: the TLS tests make their certificates with it
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"

@@ -13,6 +13,7 @@ packages=(
   python3 clang-format
   redis-server libhiredis-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
+  openssl # tls: the TLS tests make their certificates with it
 )
 
 missing=()

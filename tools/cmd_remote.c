@@ -1,6 +1,8 @@
 /* zecache remote check: for each storage of NEO_CACHE_REMOTE, connect, write
  * and read back a probe (read only for read-only storages), remove it, and
- * print the latency or the problem. */
+ * print the latency or the problem: the step that failed and the first
+ * message the storage logged meanwhile, which says why (name lookup,
+ * connect, TLS handshake, AUTH, the server's refusal). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,39 @@ static double now_ms(void)
 }
 
 static int complaints;
+
+/* The first message logged since the last reset: the cause; what follows
+ * it is its consequences. */
+static char first_message[1024];
+
+static void keep_first_message(void *context, const char *message)
+{
+    (void)context;
+    if (first_message[0] == '\0')
+        snprintf(first_message, sizeof first_message, "%s", message);
+}
+
+/* Why the step that failed failed, for storage: the first message without
+ * "remote <the storage's name>: ", which the line starts with anyway. */
+static const char *cause_for(const char *storage)
+{
+    const char *cause = first_message;
+    if (strncmp(cause, "remote ", 7) == 0) {
+        cause += 7;
+        size_t length = strlen(storage);
+        if (strncmp(cause, storage, length) == 0 && strncmp(cause + length, ": ", 2) == 0)
+            cause += length + 2;
+    }
+    return cause;
+}
+
+static void print_failure(const char *storage, const char *problem)
+{
+    if (first_message[0] != '\0')
+        printf("%-48s FAILED: %s: %s\n", storage, problem, cause_for(storage));
+    else
+        printf("%-48s FAILED: %s\n", storage, problem);
+}
 
 static void print_complaint(void *context, const char *storage, const char *reason)
 {
@@ -46,11 +81,12 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
     size_t size = 0;
     double start = now_ms();
     const char *problem = NULL;
+    first_message[0] = '\0';
     if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
     if (problem == NULL && got == ZC_ERR_IO)
-        problem = "cannot read";
+        problem = "cannot read the probe";
     else if (problem == NULL && !storage->read_only &&
              (got != ZC_OK || size != sizeof probe || memcmp(value, probe, size) != 0))
         problem = "the probe read back differs from what was written";
@@ -64,14 +100,15 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
 static bool check_one(const zc_remote_spec *spec, const zc_config *config)
 {
     zc_storage *storage = NULL;
+    first_message[0] = '\0';
     if (zc_storage_open(spec, config, &storage) != ZC_OK) {
-        printf("%-48s FAILED: cannot open (run with PrintDebugMessages=1 for why)\n", spec->name);
+        print_failure(spec->name, "cannot open");
         return false;
     }
     double elapsed_ms = 0;
     const char *problem = probe_storage(storage, &elapsed_ms);
     if (problem != NULL)
-        printf("%-48s FAILED: %s (PrintDebugMessages=1 shows details)\n", storage->name, problem);
+        print_failure(storage->name, problem);
     else
         printf("%-48s ok: %s in %.2f ms\n", storage->name,
                storage->read_only ? "read" : "write, read, remove", elapsed_ms);
@@ -98,8 +135,10 @@ static int run_remote(tool_context *tool, int argc, char **argv)
     if (zc_remote_specs_parse(config.remote, &specs, &count, print_complaint, NULL) != ZC_OK)
         return tool_fail(tool, "out of memory");
     bool all_ok = complaints == 0;
+    zc_log_set_capture(keep_first_message, NULL);
     for (size_t i = 0; i < count; i++)
         all_ok &= check_one(&specs[i], &config);
+    zc_log_set_capture(NULL, NULL);
     zc_remote_specs_free(specs, count);
     return all_ok ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
 }
@@ -111,7 +150,9 @@ const tool_command tool_cmd_remote = {
     .details = "For each storage: connects, writes a probe value under a random key, reads it\n"
                "back, removes it, and prints the time that took; a read-only storage is only\n"
                "read. A storage that does not parse, cannot be reached, times out or refuses\n"
-               "is reported with the problem (PrintDebugMessages=1 shows the server's words).\n"
+               "is reported with the step that failed and why: name lookup, connect, TLS\n"
+               "handshake (with the certificate's verification error), AUTH, or the server's\n"
+               "refusal of the probe's write, read or remove.\n"
                "\n"
                "Exit status: 0 every storage works (or none is configured), 1 otherwise.\n",
     .run = run_remote,

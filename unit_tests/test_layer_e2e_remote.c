@@ -6,7 +6,7 @@
 #include <signal.h>
 
 #include "e2e_together_support.h"
-#include "redis_test_support.h"
+#include "redis_tls_support.h"
 
 #define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
 #define MISS "[Cache]: miss "
@@ -92,11 +92,12 @@ static void assert_same_native(const node *reference, const node *n)
     e2e_assert_same_native(&reference->probe, &n->probe, 1);
 }
 
-Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
+/* NODES nodes with setting, cold at once, compile the module once in all;
+ * one more then gets it remotely; all have the same native binary. */
+static void assert_nodes_compile_once_and_a_new_node_gets_it(node *nodes, const char *setting)
 {
-    node *nodes = calloc(NODES + 1, sizeof *nodes);
     for (int i = 0; i < NODES; i++)
-        make_node(&nodes[i], remote_setting, NULL, NULL);
+        make_node(&nodes[i], setting, NULL, NULL);
     run_nodes(nodes, NODES);
     int misses = 0, remote_hits = 0;
     for (int i = 0; i < NODES; i++) {
@@ -106,10 +107,16 @@ Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
     }
     cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
     cr_assert_eq(remote_hits, NODES - 1);
-    make_node(&nodes[NODES], remote_setting, NULL, NULL);
+    make_node(&nodes[NODES], setting, NULL, NULL);
     run_node(&nodes[NODES]);
     assert_lookups(&nodes[NODES], 0, 1, 0);
     assert_same_native(&nodes[0], &nodes[NODES]);
+}
+
+Test(e2e_remote, nodes_cold_at_once_compile_once_and_a_new_node_gets_it)
+{
+    node *nodes = calloc(NODES + 1, sizeof *nodes);
+    assert_nodes_compile_once_and_a_new_node_gets_it(nodes, remote_setting);
     free(nodes);
 }
 
@@ -250,5 +257,68 @@ Test(e2e_remote, a_module_under_the_admission_threshold_stays_out_of_redis)
     keys = t_redis_command(&server, 2, (const char *[]){"KEYS", "zecache:v1:[0-9a-f]*"}, NULL);
     cr_assert_eq(keys->elements, 1);
     freeReplyObject(keys);
+    free(nodes);
+}
+
+/* ---- rediss:// with README's ACL user, its password from a file ---- */
+
+static t_tls_redis tls_server;
+
+static void setup_tls(void)
+{
+    snprintf(root, sizeof root, "/tmp/zc_e2e_remote.XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    t_tls_redis_start(&tls_server, "good", false);
+    next_probe = 0;
+}
+
+static void teardown_tls(void)
+{
+    t_tls_redis_stop(&tls_server);
+    t_remove_tree(root);
+}
+
+/* NEO_CACHE_REMOTE for the TLS server, trusting ca (a file of the
+ * certificates), with the password in password_file. */
+static void tls_setting(const char *ca, const char *password_file, char *setting, size_t size)
+{
+    char attributes[600], url[1024];
+    snprintf(attributes, sizeof attributes, "|ca-file=%s|connect-timeout=2000|timeout=2000",
+             t_tls_file(&tls_server, ca));
+    t_tls_url(&tls_server, "localhost", attributes, url, sizeof url);
+    char *password = strstr(url, tls_server.password_file);
+    cr_assert_not_null(password);
+    snprintf(setting, size, "NEO_CACHE_REMOTE=%.*s%s%s", (int)(password - url), url, password_file,
+             password + strlen(tls_server.password_file));
+}
+
+Test(e2e_remote, over_tls_nodes_compile_once_and_failures_give_the_driver_result, .init = setup_tls,
+     .fini = teardown_tls)
+{
+    char good[1200], other_ca[1200], wrong_password[1200], wrong_file[PATH_MAX];
+    tls_setting("ca.crt", tls_server.password_file, good, sizeof good);
+    tls_setting("other-ca.crt", tls_server.password_file, other_ca, sizeof other_ca);
+    snprintf(wrong_file, sizeof wrong_file, "%s/wrong-password", root);
+    t_write_secret(wrong_file, "not-the-password\n");
+    tls_setting("ca.crt", wrong_file, wrong_password, sizeof wrong_password);
+    node *nodes = calloc(NODES + 3, sizeof *nodes);
+    assert_nodes_compile_once_and_a_new_node_gets_it(nodes, good);
+    /* Refused: the driver's own compile, the failure logged. */
+    make_node(&nodes[NODES + 1], other_ca, NULL, NULL);
+    make_node(&nodes[NODES + 2], wrong_password, NULL, NULL);
+    run_node(&nodes[NODES + 1]);
+    run_node(&nodes[NODES + 2]);
+    assert_lookups(&nodes[NODES + 1], 1, 0, 0);
+    assert_lookups(&nodes[NODES + 2], 1, 0, 0);
+    cr_assert_gt(count_in(&nodes[NODES + 1], "cannot connect: TLS handshake: certificate verify "
+                                             "failed: self-signed certificate in certificate "
+                                             "chain"),
+                 0, "stderr: %s", nodes[NODES + 1].probe.err);
+    cr_assert_gt(count_in(&nodes[NODES + 2], "cannot connect: AUTH: WRONGPASS"), 0, "stderr: %s",
+                 nodes[NODES + 2].probe.err);
+    for (int i = NODES; i < NODES + 3; i++) {
+        assert_same_native(&nodes[0], &nodes[i]);
+        cr_assert_null(strstr(nodes[i].probe.err, T_TLS_PASSWORD), "the password is shown");
+    }
     free(nodes);
 }

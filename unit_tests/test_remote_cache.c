@@ -9,18 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disk_test_support.h"
 #include "redis_test_support.h"
+#include "remote_cache_support.h"
 #include "zecache/cache.h"
 #include "zecache/entry.h"
 #include "zecache/remote.h"
 #include "zecache/remote_tag.h"
 
-enum { ARTIFACT_SIZE = 20000, KEYS = 5 };
-
 static t_redis server;
-static char scratch[128];
-static int next_node;
 
 static void setup(void)
 {
@@ -41,85 +37,11 @@ static void redis_url(char *url, size_t size)
     snprintf(url, size, "redis+unix://%s", server.socket);
 }
 
-/* A node: its own cache directory, the given remotes and secret. */
-static zc_cache *open_node(const char *remote, const char *secret, uint64_t wait_timeout_ms)
-{
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s/node%d", scratch, next_node++);
-    config.max_size = ZC_DEFAULT_MAX_SIZE;
-    config.memory_size = 4 << 20;
-    config.compression_level = 3;
-    config.wait_timeout_ms = wait_timeout_ms;
-    snprintf(config.remote, sizeof config.remote, "%s", remote);
-    if (secret != NULL) {
-        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret-%d",
-                 scratch, next_node);
-        t_write_secret(config.remote_secret_file, secret);
-    }
-    zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
-    return cache;
-}
-
 static zc_cache *open_redis_node(const char *secret)
 {
     char url[256];
     redis_url(url, sizeof url);
     return open_node(url, secret, 0);
-}
-
-typedef struct counted_compile {
-    atomic_int calls;
-    int pause_ms;
-    bool fail;
-} counted_compile;
-
-static uint64_t seed_of(const zc_key *key)
-{
-    return key->bytes[0] + 1000;
-}
-
-typedef struct compile_request {
-    counted_compile *counter;
-    uint64_t seed;
-} compile_request;
-
-static zc_status compile_counted(void *context, zc_artifact **out)
-{
-    compile_request *request = context;
-    atomic_fetch_add(&request->counter->calls, 1);
-    if (request->counter->pause_ms > 0) {
-        struct timespec pause = {0, (long)request->counter->pause_ms * 1000000};
-        nanosleep(&pause, NULL);
-    }
-    if (request->counter->fail)
-        return ZC_ERR_BUILD;
-    *out = t_artifact(ARTIFACT_SIZE, request->seed);
-    return ZC_OK;
-}
-
-/* Looks key up and checks the artifact is exactly the one its seed makes. */
-static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *counter)
-{
-    compile_request request = {.counter = counter, .seed = seed_of(key)};
-    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
-    zc_lookup_outcome outcome;
-    cr_assert_eq(
-        zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact, &outcome),
-        ZC_OK);
-    t_assert_same_artifact(artifact, expected);
-    zc_artifact_unref(artifact);
-    zc_artifact_unref(expected);
-    return outcome;
-}
-
-static zc_cache_stats stats_of(zc_cache *cache)
-{
-    zc_cache_stats stats;
-    zc_cache_get_stats(cache, &stats);
-    return stats;
 }
 
 static void fill_node(zc_cache *cache)
@@ -367,24 +289,6 @@ Test(remote_cache, a_signed_file_storage_is_a_cache_directory, .init = setup, .f
     cr_assert_eq(t_count_entries(shared), KEYS, "signed entries were removed as bad");
 }
 
-/* Every lookup still gives the right artifact; the storage is left alone
- * after ZC_REMOTE_MAX_FAILURES failed calls. */
-static void assert_compiles_despite(const char *remote, uint64_t wait_timeout_ms)
-{
-    zc_cache *node = open_node(remote, NULL, wait_timeout_ms);
-    counted_compile counter = {0};
-    for (uint64_t i = 0; i < 10; i++) {
-        zc_key key = t_key(200 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 10);
-    zc_cache_stats stats = stats_of(node);
-    cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
-    cr_assert_eq(stats.remote_hits, 0);
-    cr_assert_eq(stats.stores, 10);
-    zc_cache_close(node);
-}
-
 Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = teardown,
      .timeout = 60)
 {
@@ -392,8 +296,13 @@ Test(remote_cache, silent_server_never_hangs_a_program, .init = setup, .fini = t
     int listener = t_silent_listener(&port);
     char remote[128];
     snprintf(remote, sizeof remote, "redis://127.0.0.1:%u|connect-timeout=100|timeout=100", port);
-    assert_compiles_despite(remote, 30000);
+    t_assert_compiles_despite(remote, 30000);
     close(listener);
+}
+
+static void kill_server(void)
+{
+    t_redis_stop(&server);
 }
 
 Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setup, .fini = teardown,
@@ -402,45 +311,10 @@ Test(remote_cache, stopped_and_killed_servers_never_hang_a_program, .init = setu
     char remote[256];
     snprintf(remote, sizeof remote, "redis+unix://%s|timeout=100", server.socket);
     cr_assert_eq(kill(server.pid, SIGSTOP), 0);
-    assert_compiles_despite(remote, 30000);
+    t_assert_compiles_despite(remote, 30000);
     /* Killed mid-run: a node that was using it goes on compiling. */
     kill(server.pid, SIGCONT);
-    zc_cache *node = open_node(remote, NULL, 30000);
-    counted_compile counter = {0};
-    zc_key key = t_key(300);
-    cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    cr_assert_eq(stats_of(node).remote_stores, 1);
-    t_redis_stop(&server);
-    for (uint64_t i = 1; i < 6; i++) {
-        key = t_key(300 + i);
-        cr_assert_eq(lookup(node, &key, &counter), ZC_LOOKUP_COMPILED);
-    }
-    cr_assert_eq(counter.calls, 6);
-    cr_assert_eq(stats_of(node).remote_errors, ZC_REMOTE_MAX_FAILURES);
-    zc_cache_close(node);
-}
-
-/* ---- one compile per key across nodes ---- */
-
-enum { NODES = 4, SHARED_KEYS = 3 };
-
-typedef struct node_run {
-    zc_cache *cache;
-    counted_compile *counter;
-    zc_lookup_outcome outcomes[SHARED_KEYS];
-} node_run;
-
-static pthread_barrier_t start_line;
-
-static void *run_node(void *context)
-{
-    node_run *run = context;
-    pthread_barrier_wait(&start_line);
-    for (uint64_t i = 0; i < SHARED_KEYS; i++) {
-        zc_key key = t_key(400 + i);
-        run->outcomes[i] = lookup(run->cache, &key, run->counter);
-    }
-    return NULL;
+    t_assert_compiles_after_losing(remote, kill_server);
 }
 
 Test(remote_cache, nodes_cold_at_once_compile_each_key_once, .init = setup, .fini = teardown,
@@ -448,27 +322,7 @@ Test(remote_cache, nodes_cold_at_once_compile_each_key_once, .init = setup, .fin
 {
     char url[256];
     redis_url(url, sizeof url);
-    counted_compile counter = {.pause_ms = 300};
-    node_run runs[NODES];
-    pthread_t threads[NODES];
-    pthread_barrier_init(&start_line, NULL, NODES);
-    for (int n = 0; n < NODES; n++) {
-        runs[n] = (node_run){.cache = open_node(url, NULL, 60000), .counter = &counter};
-        cr_assert_eq(pthread_create(&threads[n], NULL, run_node, &runs[n]), 0);
-    }
-    for (int n = 0; n < NODES; n++)
-        pthread_join(threads[n], NULL);
-    pthread_barrier_destroy(&start_line);
-    cr_assert_eq(counter.calls, SHARED_KEYS, "%d compiles for %d keys", counter.calls, SHARED_KEYS);
-    uint64_t compiled = 0, remote_hits = 0;
-    for (int n = 0; n < NODES; n++) {
-        zc_cache_stats stats = stats_of(runs[n].cache);
-        compiled += stats.misses;
-        remote_hits += stats.remote_hits;
-        zc_cache_close(runs[n].cache);
-    }
-    cr_assert_eq(compiled, SHARED_KEYS);
-    cr_assert_eq(remote_hits, (NODES - 1) * SHARED_KEYS);
+    t_assert_nodes_compile_each_key_once(url);
 }
 
 typedef struct failing_holder {

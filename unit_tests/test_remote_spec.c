@@ -1,7 +1,11 @@
 /* NEO_CACHE_REMOTE parsing: every URL form, attributes, shards, and inputs
  * that must be refused (with a reason) rather than guessed at. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "zecache/remote_spec.h"
 
@@ -126,7 +130,6 @@ Test(remote_spec, shards_expand_the_star)
 
 Test(remote_spec, refused_inputs)
 {
-    parse_refused("rediss://secure.example", "TLS tunnel");
     parse_refused("http://cache/", "unknown scheme");
     parse_refused("redis://", "no host");
     parse_refused("redis://h:0", "port");
@@ -168,10 +171,11 @@ Test(remote_spec, list_keeps_the_good_and_reports_the_bad)
     zc_remote_spec *specs;
     size_t count;
     complaints = 0;
-    cr_assert_eq(zc_remote_specs_parse("  redis://a  rediss://u:hunter2@b\tfile:///c|bogus "
-                                       "redis+unix:///d.sock\n",
-                                       &specs, &count, count_complaint, NULL),
-                 ZC_OK);
+    cr_assert_eq(
+        zc_remote_specs_parse("  redis://a  redis://u:hunter2@b|ca-file=/c\tfile:///c|bogus "
+                              "redis+unix:///d.sock\n",
+                              &specs, &count, count_complaint, NULL),
+        ZC_OK);
     cr_assert_eq(count, 2);
     cr_assert_eq(complaints, 2);
     cr_assert_str_eq(specs[0].servers[0].host, "a");
@@ -181,4 +185,116 @@ Test(remote_spec, list_keeps_the_good_and_reports_the_bad)
     cr_assert_eq(zc_remote_specs_parse("", &specs, &count, NULL, NULL), ZC_OK);
     cr_assert_eq(count, 0);
     zc_remote_specs_free(specs, count);
+}
+
+Test(remote_spec, rediss_takes_the_tls_files)
+{
+    zc_remote_spec spec = parse_ok("rediss://u:pw@10.1.2.3:6380/2|ca-file=/etc/ca.pem");
+    cr_assert_eq(spec.kind, ZC_REMOTE_REDIS_TCP);
+    cr_assert(spec.servers[0].tls.enabled);
+    cr_assert_str_eq(spec.servers[0].host, "10.1.2.3");
+    cr_assert_eq(spec.servers[0].port, 6380);
+    cr_assert_str_eq(spec.servers[0].tls.ca_file, "/etc/ca.pem");
+    cr_assert_str_eq(spec.servers[0].tls.cert_file, "");
+    cr_assert_str_eq(spec.name, "rediss://u:***@10.1.2.3:6380/2");
+    zc_remote_spec_free(&spec);
+
+    spec = parse_ok("redis://h");
+    cr_assert_not(spec.servers[0].tls.enabled);
+    zc_remote_spec_free(&spec);
+
+    spec = parse_ok("rediss://cache-*.example|shards=a,b");
+    cr_assert_eq(spec.server_count, 2);
+    cr_assert(spec.servers[0].tls.enabled && spec.servers[1].tls.enabled);
+    cr_assert_str_eq(spec.servers[1].name, "rediss://cache-b.example:6379/0");
+    zc_remote_spec_free(&spec);
+}
+
+/* A file in a new directory with mode; its path in path. */
+static void write_file(char *path, size_t size, const char *name, const char *text, mode_t mode)
+{
+    static char dir[64] = "";
+    if (dir[0] == '\0') {
+        snprintf(dir, sizeof dir, "/tmp/zc_spec_XXXXXX");
+        cr_assert_not_null(mkdtemp(dir));
+    }
+    snprintf(path, size, "%s/%s", dir, name);
+    FILE *file = fopen(path, "w");
+    cr_assert_not_null(file);
+    fputs(text, file);
+    fclose(file);
+    cr_assert_eq(chmod(path, mode), 0);
+}
+
+static zc_remote_spec parse_with_file(const char *format, const char *path)
+{
+    char text[512];
+    snprintf(text, sizeof text, format, path);
+    return parse_ok(text);
+}
+
+Test(remote_spec, password_file_gives_the_password_out_of_sight)
+{
+    char path[128], text[512];
+    write_file(path, sizeof path, "pw", "s3cret pass\n", 0640);
+    zc_remote_spec spec = parse_with_file("redis://cache:7000|password-file=%s", path);
+    cr_assert_str_eq(spec.servers[0].user, "");
+    cr_assert_str_eq(spec.servers[0].password, "s3cret pass");
+    cr_assert_str_eq(spec.name, "redis://:***@cache:7000/0");
+    zc_remote_spec_free(&spec);
+
+    /* USER@ is the user when the password comes from the file. */
+    spec = parse_with_file("rediss://zecache@cache|password-file=%s", path);
+    cr_assert_str_eq(spec.servers[0].user, "zecache");
+    cr_assert_str_eq(spec.servers[0].password, "s3cret pass");
+    cr_assert_str_eq(spec.name, "rediss://zecache:***@cache:6379/0");
+    zc_remote_spec_free(&spec);
+
+    spec = parse_with_file("redis+unix:///r.sock|password-file=%s", path);
+    cr_assert_str_eq(spec.servers[0].password, "s3cret pass");
+    zc_remote_spec_free(&spec);
+
+    spec = parse_with_file("redis://u@c-*|shards=1,2|password-file=%s", path);
+    cr_assert_str_eq(spec.servers[1].user, "u");
+    cr_assert_str_eq(spec.servers[1].password, "s3cret pass");
+    zc_remote_spec_free(&spec);
+
+    write_file(path, sizeof path, "crlf", "pw\r\n", 0600);
+    spec = parse_with_file("redis://h|password-file=%s", path);
+    cr_assert_str_eq(spec.servers[0].password, "pw");
+    zc_remote_spec_free(&spec);
+
+    write_file(path, sizeof path, "open", "pw\n", 0604);
+    snprintf(text, sizeof text, "redis://h|password-file=%s", path);
+    parse_refused(text, "readable only by its owner and group");
+    write_file(path, sizeof path, "two", "pw\nmore\n", 0600);
+    snprintf(text, sizeof text, "redis://h|password-file=%s", path);
+    parse_refused(text, "one line");
+    write_file(path, sizeof path, "empty", "\n", 0600);
+    snprintf(text, sizeof text, "redis://h|password-file=%s", path);
+    parse_refused(text, "one line");
+    snprintf(text, sizeof text, "redis://u:pw@h|password-file=%s", path);
+    parse_refused(text, "a password in the URL and password-file");
+    parse_refused("file:///d|password-file=/p", "for Redis");
+    parse_refused("redis://h|password-file=/nonexistent/pw", "cannot open /nonexistent/pw");
+    parse_refused("redis://h|password-file=", "needs a path");
+}
+
+Test(remote_spec, tls_files_are_refused_where_they_make_no_sense)
+{
+    char key[128], text[512];
+    parse_refused("redis://h|ca-file=/ca.pem", "need rediss://");
+    parse_refused("redis+unix:///s|cert-file=/c.pem", "need rediss://");
+    parse_refused("rediss://h|key-file=/k.pem", "key-file needs cert-file");
+    write_file(key, sizeof key, "key", "not a key", 0644);
+    snprintf(text, sizeof text, "rediss://h|cert-file=/c.pem|key-file=%s", key);
+    parse_refused(text, "readable only by its owner and group");
+    snprintf(text, sizeof text, "rediss://h|cert-file=%s", key); /* the key in cert-file */
+    parse_refused(text, "readable only by its owner and group");
+    cr_assert_eq(chmod(key, 0640), 0);
+    snprintf(text, sizeof text, "rediss://h|cert-file=/c.pem|key-file=%s", key);
+    zc_remote_spec spec = parse_ok(text);
+    cr_assert_str_eq(spec.servers[0].tls.cert_file, "/c.pem");
+    cr_assert_str_eq(spec.servers[0].tls.key_file, key);
+    zc_remote_spec_free(&spec);
 }

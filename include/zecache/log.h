@@ -15,4 +15,10 @@ void zc_log_failure(const char *what, int err);
  * and for notices such as a rejected entry. */
 void zc_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Every message, printed or not, also goes to capture (NULL: none) as its
+ * text without the "PID <pid> [...]: " prefix: zecache remote check shows
+ * why a storage failed from what the storage logged. */
+typedef void (*zc_log_capture_fn)(void *context, const char *message);
+void zc_log_set_capture(zc_log_capture_fn capture, void *context);
+
 #endif

@@ -2,6 +2,7 @@
  * list of storages, each a URL optionally followed by |attribute parts:
  *
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     (port 6379, db 0 by default)
+ *   rediss://...                                   the same over TLS
  *   redis+unix:///PATH/TO/SOCKET[?db=N]
  *   file:///PATH                                   (the disk tier's layout and format)
  *
@@ -10,9 +11,20 @@
  *   |timeout=MS           per command, default ZC_REMOTE_DEFAULT_TIMEOUT_MS
  *   |shards=A,B,...       Redis only: one server per name, the URL's '*'
  *                         replaced by it; keys spread by rendezvous hashing
+ *   |password-file=PATH   Redis: the password (AUTH), from a file others cannot
+ *                         read, one trailing newline dropped; the URL then
+ *                         gives no password, only the user, if any
+ *                         (redis://USER@HOST|password-file=PATH)
+ *   |ca-file=PATH         rediss://: the CA certificates (PEM) the server's
+ *                         certificate is checked against, instead of the
+ *                         system's
+ *   |cert-file=PATH       rediss://: a client certificate (PEM, with its chain)
+ *   |key-file=PATH        ... and its key, unencrypted, in a file others
+ *                         cannot read (default: in cert-file)
  *
- * rediss:// (TLS) is refused: Debian's hiredis has no TLS. A storage that does
- * not parse is left out with a message; the others are used. */
+ * Over TLS, the server's certificate must verify and name the URL's host
+ * (or IP address). A storage that does not parse is left out with a
+ * message; the others are used. */
 #ifndef ZECACHE_REMOTE_SPEC_H
 #define ZECACHE_REMOTE_SPEC_H
 
@@ -37,6 +49,14 @@ typedef enum zc_remote_kind {
     ZC_REMOTE_FILE,
 } zc_remote_kind;
 
+/* rediss://: TLS, and the files it takes ("" for none). */
+typedef struct zc_remote_tls {
+    bool enabled;
+    char ca_file[PATH_MAX];
+    char cert_file[PATH_MAX];
+    char key_file[PATH_MAX];
+} zc_remote_tls;
+
 /* One Redis server (one shard), or the directory of a file storage. */
 typedef struct zc_remote_server {
     char host[256];      /* TCP; an IPv6 address without its brackets */
@@ -46,6 +66,7 @@ typedef struct zc_remote_server {
     char user[128];     /* "" for none (AUTH with the password alone) */
     char password[256]; /* "" for no AUTH */
     char name[320];     /* for messages: the URL without the password */
+    zc_remote_tls tls;
 } zc_remote_server;
 
 typedef struct zc_remote_spec {

@@ -1,8 +1,8 @@
-/* See redis_connection.h. hiredis parses and builds the protocol; the
- * socket is this file's: connected without blocking (the name looked up with
- * getaddrinfo_a), handed to hiredis with redisConnectFd and left
- * non-blocking, so that hiredis's reads and writes return at once and every
- * wait is a poll() against the command's deadline. */
+/* See redis_connection.h. hiredis formats commands and parses replies (its
+ * reader); the socket is this file's: connected without blocking (the name
+ * looked up in a thread of its own), left non-blocking, read and written
+ * here, directly or through TLS (tls_socket.c), so that every wait is a
+ * poll() against the command's deadline. */
 #include "redis_connection.h"
 
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "monotonic_clock.h"
+#include "tls_socket.h"
 #include "zecache/live_set.h"
 #include "zecache/log.h"
 
@@ -32,18 +33,27 @@
  * page for the next large entry), never more. */
 #define KEPT_BUFFER_MAX ((size_t)16 << 20)
 
+/* A connected socket: the descriptor, its TLS session (NULL: plain text),
+ * and hiredis's reader of what came through it. */
+typedef struct redis_link {
+    int fd;
+    zc_tls_socket *tls;
+    redisReader *reader;
+} redis_link;
+
 struct zc_redis_connection {
     zc_remote_server server;
     zc_redis_limits limits;
-    redisContext *context; /* NULL: not connected */
-    pid_t owner;           /* the process that connected it */
+    redis_link *link;            /* NULL: not connected */
+    zc_tls_context *tls_context; /* rediss://: made at the first connect, then kept */
+    pid_t owner;                 /* the process that connected it */
     pthread_mutex_t mutex;
     zc_live_link live;    /* the connections in use, for fork() */
     bool locked_for_fork; /* idle at the fork: its mutex was taken */
 };
 
 typedef struct failure {
-    char text[160];
+    char text[256];
 } failure;
 
 static bool failed(failure *why, const char *format, const char *detail)
@@ -127,7 +137,7 @@ static void sigpipe_restore(sigpipe_guard *guard)
  * seconds). One that was idle is whole in the child, which drops it at its
  * first command. One that another thread was using is mid-command in the
  * child's copy, its mutex held by a thread the child does not have: the
- * child closes its copy of the socket, forgets the half-updated context
+ * child closes its copy of the socket, forgets the half-updated link
  * (its memory is left: freeing it is not safe) and makes the mutex anew, so
  * that its commands connect instead of waiting out their deadline. Nothing
  * in a command calls back into the application, so the forking thread is
@@ -163,9 +173,9 @@ static void disown_in_child(void)
         if (at->locked_for_fork) {
             pthread_mutex_unlock(&at->mutex);
         } else {
-            if (at->context != NULL)
-                close(at->context->fd);
-            at->context = NULL;
+            if (at->link != NULL)
+                close(at->link->fd);
+            at->link = NULL;
             pthread_mutex_init(&at->mutex, NULL);
         }
         at->owner = 0; /* no process: even one that gets the parent's pid reconnects */
@@ -344,7 +354,75 @@ static int connect_unix(const zc_remote_server *server, uint64_t deadline_ns, fa
     return fd;
 }
 
-/* ---- one command on a connected context ---- */
+/* ---- the link's bytes, plain or through TLS ---- */
+
+/* A plain read() or write() that moved nothing: wait for wait_event, or
+ * failed (what names the step). */
+static ssize_t plain_result(ssize_t moved, short wait_event, const char *what, short *events,
+                            failure *why)
+{
+    *events = moved < 0 && (errno == EAGAIN || errno == EINTR) ? wait_event : 0;
+    if (moved < 0 && *events == 0)
+        failed(why, what, strerror(errno));
+    return moved;
+}
+
+/* As read() and write(): bytes moved, 0 at the end of the stream (read),
+ * or -1 with *events to wait for (0: failed, why says so). */
+static ssize_t link_read(redis_link *at, void *buffer, size_t size, short *events, failure *why)
+{
+    if (at->tls != NULL)
+        return zc_tls_read(at->tls, buffer, size, events, why->text, sizeof why->text);
+    return plain_result(read(at->fd, buffer, size), POLLIN, "receive: %s", events, why);
+}
+
+static ssize_t link_write(redis_link *at, const void *buffer, size_t size, short *events,
+                          failure *why)
+{
+    if (at->tls != NULL)
+        return zc_tls_write(at->tls, buffer, size, events, why->text, sizeof why->text);
+    return plain_result(write(at->fd, buffer, size), POLLOUT, "send: %s", events, why);
+}
+
+/* Some bytes into buffer, waiting for them until the deadline: a TLS
+ * session may hold bytes already, so the socket is polled only when the
+ * read says it must be. */
+static ssize_t read_some(redis_link *at, void *buffer, size_t size, uint64_t deadline_ns,
+                         failure *why)
+{
+    for (;;) {
+        short events = 0;
+        ssize_t got = link_read(at, buffer, size, &events, why);
+        if (got == 0)
+            failed(why, "%s", "the server closed the connection");
+        if (got >= 0 || events == 0)
+            return got > 0 ? got : -1;
+        if (!wait_for(at->fd, events, deadline_ns)) {
+            failed(why, "%s", "timed out waiting for the reply");
+            return -1;
+        }
+    }
+}
+
+static bool write_all(redis_link *at, const char *bytes, size_t size, uint64_t deadline_ns,
+                      failure *why)
+{
+    while (size > 0) {
+        short events = 0;
+        ssize_t written = link_write(at, bytes, size, &events, why);
+        if (written > 0) {
+            bytes += written;
+            size -= (size_t)written;
+        } else if (events == 0) {
+            return false;
+        } else if (!wait_for(at->fd, events, deadline_ns)) {
+            return failed(why, "%s", "timed out sending");
+        }
+    }
+    return true;
+}
+
+/* ---- one command on a connected link ---- */
 
 /* What one command takes back: its reply's shape, where a large value goes,
  * and whether the connection must be dropped after it (a streamed value, or
@@ -365,27 +443,28 @@ static command command_for(zc_redis_reply_kind kind, const zc_redis_sink *sink, 
     return taking;
 }
 
-static bool send_command(redisContext *context, int argc, const char **argv, const size_t *lengths,
+static bool send_command(redis_link *at, int argc, const char **argv, const size_t *lengths,
                          uint64_t deadline_ns, failure *why)
 {
-    if (redisAppendCommandArgv(context, argc, argv, lengths) != REDIS_OK)
-        return failed(why, "%s", context->errstr);
-    for (int done = 0; !done;) {
-        if (redisBufferWrite(context, &done) != REDIS_OK)
-            return failed(why, "send: %s", context->errstr);
-        if (!done && !wait_for(context->fd, POLLOUT, deadline_ns))
-            return failed(why, "%s", "timed out sending");
-    }
-    return true;
+    char *bytes = NULL;
+    int size = redisFormatCommandArgv(&bytes, argc, argv, lengths);
+    if (size < 0)
+        return failed(why, "%s", "out of memory");
+    bool sent = write_all(at, bytes, (size_t)size, deadline_ns, why);
+    redisFreeCommand(bytes);
+    return sent;
 }
 
-/* More of the reply into hiredis's buffer (up to 16 KiB a read). */
-static bool receive_more(redisContext *context, uint64_t deadline_ns, failure *why)
+/* More of the reply into the reader's buffer (up to 16 KiB a read, a TLS
+ * record). */
+static bool receive_more(redis_link *at, uint64_t deadline_ns, failure *why)
 {
-    if (!wait_for(context->fd, POLLIN, deadline_ns))
-        return failed(why, "%s", "timed out waiting for the reply");
-    if (redisBufferRead(context) != REDIS_OK)
-        return failed(why, "receive: %s", context->errstr);
+    char buffer[16 * 1024];
+    ssize_t got = read_some(at, buffer, sizeof buffer, deadline_ns, why);
+    if (got < 0)
+        return false;
+    if (redisReaderFeed(at->reader, buffer, (size_t)got) != REDIS_OK)
+        return failed(why, "%s", "out of memory");
     return true;
 }
 
@@ -408,13 +487,12 @@ static bool feed_sink(command *taking, const char *bytes, size_t size, uint64_t 
     return true;
 }
 
-/* A value too large to hold, from the bytes hiredis buffered after its
+/* A value too large to hold, from the bytes the reader buffered after its
  * header on, straight from the socket to the sink. */
-static redisReply *stream_value(redisContext *context, command *taking, uint64_t deadline_ns,
-                                failure *why)
+static redisReply *stream_value(redis_link *at, command *taking, uint64_t deadline_ns, failure *why)
 {
     enum { CHUNK = 256 << 10 };
-    redisReader *reader = context->reader;
+    redisReader *reader = at->reader;
     uint64_t done = 0, whole = taking->check.bulk_length + 2;
     taking->drop_after = true; /* hiredis's reader is left mid-reply */
     if (!feed_sink(taking, reader->buf + reader->pos + taking->check.size,
@@ -427,15 +505,8 @@ static redisReply *stream_value(redisContext *context, command *taking, uint64_t
     }
     bool ok = true;
     while (ok && done < whole) {
-        ok = wait_for(context->fd, POLLIN, deadline_ns) ||
-             failed(why, "%s", "timed out waiting for the reply");
-        ssize_t got = ok ? read(context->fd, chunk, CHUNK) : 0;
-        if (ok && got == 0)
-            ok = failed(why, "%s", "the server closed the connection");
-        else if (ok && got < 0 && errno != EAGAIN && errno != EINTR)
-            ok = failed(why, "receive: %s", strerror(errno));
-        else if (ok && got > 0)
-            ok = feed_sink(taking, chunk, (size_t)got, &done, why);
+        ssize_t got = read_some(at, chunk, CHUNK, deadline_ns, why);
+        ok = got > 0 && feed_sink(taking, chunk, (size_t)got, &done, why);
     }
     free(chunk);
     redisReply *reply = ok ? calloc(1, sizeof *reply) : NULL;
@@ -449,32 +520,32 @@ static redisReply *stream_value(redisContext *context, command *taking, uint64_t
 }
 
 /* A whole reply of the right shape is buffered: hiredis builds it. */
-static redisReply *parse_reply(redisContext *context, command *taking, failure *why)
+static redisReply *parse_reply(redisReader *reader, command *taking, failure *why)
 {
     void *reply = NULL;
-    if (redisGetReplyFromReader(context, &reply) != REDIS_OK || reply == NULL) {
-        failed(why, "bad reply: %s", context->err != 0 ? context->errstr : "cut short");
+    if (redisReaderGetReply(reader, &reply) != REDIS_OK || reply == NULL) {
+        failed(why, "bad reply: %s", reader->err != 0 ? reader->errstr : "cut short");
         return NULL;
     }
-    if (context->reader->len > context->reader->pos)
+    if (reader->len > reader->pos)
         taking->drop_after = true; /* more than one reply to one command */
     return reply;
 }
 
-static redisReply *exchange(redisContext *context, command *taking, int argc, const char **argv,
+static redisReply *exchange(redis_link *at, command *taking, int argc, const char **argv,
                             const size_t *lengths, uint64_t deadline_ns, failure *why)
 {
-    if (!send_command(context, argc, argv, lengths, deadline_ns, why))
+    if (!send_command(at, argc, argv, lengths, deadline_ns, why))
         return NULL;
     for (;;) {
-        redisReader *reader = context->reader;
+        redisReader *reader = at->reader;
         switch (zc_redis_reply_check_bytes(&taking->check, reader->buf + reader->pos,
                                            reader->len - reader->pos)) {
         case ZC_REDIS_COMPLETE:
-            return parse_reply(context, taking, why);
+            return parse_reply(reader, taking, why);
         case ZC_REDIS_STREAM:
             if (taking->sink != NULL)
-                return stream_value(context, taking, deadline_ns, why);
+                return stream_value(at, taking, deadline_ns, why);
             failed(why, "%s", "a value too large to hold: refused");
             return NULL;
         case ZC_REDIS_REFUSED:
@@ -483,82 +554,154 @@ static redisReply *exchange(redisContext *context, command *taking, int argc, co
         case ZC_REDIS_INCOMPLETE:
             break;
         }
-        if (!receive_more(context, deadline_ns, why))
+        if (!receive_more(at, deadline_ns, why))
             return NULL;
     }
 }
 
-/* A command whose reply only says yes or no. */
-static bool accepted(redisContext *context, int argc, const char **argv, uint64_t deadline_ns,
-                     failure *why)
+/* A command whose reply only says yes or no; what names it in a failure. */
+static bool accepted(redis_link *at, const char *what, int argc, const char **argv,
+                     uint64_t deadline_ns, failure *why)
 {
     command taking = command_for(ZC_REDIS_REPLY_SIMPLE, NULL, 0);
-    redisReply *reply = exchange(context, &taking, argc, argv, NULL, deadline_ns, why);
-    if (reply == NULL)
-        return false;
+    redisReply *reply = exchange(at, &taking, argc, argv, NULL, deadline_ns, why);
+    if (reply == NULL) {
+        failure cause = *why;
+        return failed(why, what, cause.text);
+    }
     /* Bytes after the reply would answer the next command: the connection
      * is refused, as zc_redis_command drops one after any other command. */
     bool ok = reply->type != REDIS_REPLY_ERROR && !taking.drop_after;
     if (taking.drop_after)
-        failed(why, "%s", "more than one reply");
+        failed(why, what, "more than one reply");
     else if (!ok)
-        failed(why, "%s", reply->str != NULL ? reply->str : "refused");
+        failed(why, what, reply->str != NULL ? reply->str : "refused");
     freeReplyObject(reply);
     return ok;
 }
 
-/* AUTH and SELECT on a new connection. */
-static bool prepare(redisContext *context, const zc_remote_server *server, uint64_t deadline_ns,
+/* AUTH and SELECT on a new connection. The password is never in a
+ * message: the server's refusal does not quote it. */
+static bool prepare(redis_link *at, const zc_remote_server *server, uint64_t deadline_ns,
                     failure *why)
 {
     if (server->password[0] != '\0') {
         bool with_user = server->user[0] != '\0';
         const char *argv[] = {"AUTH", with_user ? server->user : server->password,
                               server->password};
-        if (!accepted(context, with_user ? 3 : 2, argv, deadline_ns, why))
+        if (!accepted(at, "AUTH: %s", with_user ? 3 : 2, argv, deadline_ns, why))
             return false;
     }
     char db[16];
     snprintf(db, sizeof db, "%u", server->db);
     return server->db == 0 ||
-           accepted(context, 2, (const char *[]){"SELECT", db}, deadline_ns, why);
+           accepted(at, "SELECT: %s", 2, (const char *[]){"SELECT", db}, deadline_ns, why);
+}
+
+/* Closes the socket; a TLS session goes without a word (see
+ * zc_tls_socket_free). */
+static void link_free(redis_link *at)
+{
+    if (at == NULL)
+        return;
+    zc_tls_socket_free(at->tls);
+    close(at->fd);
+    if (at->reader != NULL)
+        redisReaderFree(at->reader);
+    free(at);
 }
 
 static void drop(zc_redis_connection *connection)
 {
-    if (connection->context != NULL)
-        redisFree(connection->context); /* closes the socket */
-    connection->context = NULL;
+    link_free(connection->link);
+    connection->link = NULL;
+}
+
+/* ---- TLS ---- */
+
+static bool tls_handshake(zc_tls_socket *tls, int fd, uint64_t deadline_ns, failure *why)
+{
+    for (;;) {
+        short events = 0;
+        switch (zc_tls_handshake(tls, &events, why->text, sizeof why->text)) {
+        case ZC_TLS_DONE:
+            return true;
+        case ZC_TLS_FAILED:
+            return false;
+        case ZC_TLS_WAIT:
+            if (!wait_for(fd, events, deadline_ns))
+                return failed(why, "%s", "TLS handshake: timed out");
+        }
+    }
+}
+
+/* rediss://: the server's files (CAs, client certificate) loaded, once per
+ * connection, before its first connect. This is local work, bounded, done
+ * outside the deadlines: OpenSSL's start-up alone takes 10 to 20 ms here,
+ * which a connect_timeout of 100 ms must not pay. False when they cannot
+ * be loaded. */
+static bool load_tls_context(zc_redis_connection *connection, failure *why)
+{
+    const zc_remote_tls *tls = &connection->server.tls;
+    if (!tls->enabled || connection->tls_context != NULL)
+        return true;
+    zc_tls_settings settings = {tls->ca_file, tls->cert_file, tls->key_file};
+    connection->tls_context = zc_tls_context_new(&settings, why->text, sizeof why->text);
+    return connection->tls_context != NULL;
+}
+
+/* The session on at's socket, its handshake done by the deadline. */
+static bool start_tls(zc_redis_connection *connection, redis_link *at, uint64_t deadline_ns,
+                      failure *why)
+{
+    at->tls = zc_tls_socket_new(connection->tls_context, at->fd, connection->server.host, why->text,
+                                sizeof why->text);
+    return at->tls != NULL && tls_handshake(at->tls, at->fd, deadline_ns, why);
+}
+
+/* ---- connecting ---- */
+
+static redis_link *link_open(zc_redis_connection *connection, uint64_t deadline_ns, failure *why)
+{
+    const zc_remote_server *server = &connection->server;
+    int fd = server->path[0] != '\0' ? connect_unix(server, deadline_ns, why)
+                                     : connect_tcp(server, deadline_ns, why);
+    if (fd < 0)
+        return NULL;
+    redis_link *at = calloc(1, sizeof *at);
+    if (at == NULL) {
+        close(fd);
+        failed(why, "%s", "out of memory");
+        return NULL;
+    }
+    at->fd = fd;
+    at->reader = redisReaderCreate();
+    bool ok = at->reader != NULL || failed(why, "%s", "out of memory");
+    if (ok && server->tls.enabled)
+        ok = start_tls(connection, at, deadline_ns, why);
+    if (!ok) {
+        link_free(at);
+        return NULL;
+    }
+    size_t limit = connection->limits.max_reply;
+    at->reader->maxbuf = limit < KEPT_BUFFER_MAX ? limit : KEPT_BUFFER_MAX;
+    return at;
 }
 
 static bool connect_now(zc_redis_connection *connection, uint64_t deadline_ns, failure *why)
 {
     /* A child of fork shares the parent's socket: its replies are not ours.
      * The child closes its copy and connects on its own. */
-    if (connection->context != NULL && connection->owner != getpid())
+    if (connection->link != NULL && connection->owner != getpid())
         drop(connection);
-    if (connection->context != NULL)
+    if (connection->link != NULL)
         return true;
-    const zc_remote_server *server = &connection->server;
-    int fd = server->path[0] != '\0' ? connect_unix(server, deadline_ns, why)
-                                     : connect_tcp(server, deadline_ns, why);
-    if (fd < 0)
+    redis_link *at = link_open(connection, deadline_ns, why);
+    if (at == NULL)
         return false;
-    redisContext *context = redisConnectFd(fd);
-    if (context == NULL || context->err != 0) {
-        failed(why, "%s", context != NULL ? context->errstr : "out of memory");
-        if (context != NULL)
-            redisFree(context);
-        else
-            close(fd);
-        return false;
-    }
-    context->flags &= ~REDIS_BLOCK; /* hiredis's reads and writes return at once */
-    size_t limit = connection->limits.max_reply;
-    context->reader->maxbuf = limit < KEPT_BUFFER_MAX ? limit : KEPT_BUFFER_MAX;
-    connection->context = context;
+    connection->link = at;
     connection->owner = getpid();
-    if (!prepare(context, server, deadline_ns, why)) {
+    if (!prepare(at, &connection->server, deadline_ns, why)) {
         drop(connection);
         return false;
     }
@@ -598,11 +741,15 @@ redisReply *zc_redis_command(zc_redis_connection *connection, zc_redis_reply_kin
     sigpipe_block(&guard);
     redisReply *reply = NULL;
     const char *step = "cannot connect";
+    uint64_t loading = zc_monotonic_ns();
+    bool loaded = load_tls_context(connection, &why);
+    deadline += zc_monotonic_ns() - loading;
     uint64_t connect_deadline = deadline_after_ms(zc_monotonic_ns(), limits->connect_timeout_ms);
-    if (connect_now(connection, connect_deadline < deadline ? connect_deadline : deadline, &why)) {
+    if (loaded &&
+        connect_now(connection, connect_deadline < deadline ? connect_deadline : deadline, &why)) {
         step = argv[0];
         command taking = command_for(kind, sink, limits->max_reply);
-        reply = exchange(connection->context, &taking, argc, argv, lengths, deadline, &why);
+        reply = exchange(connection->link, &taking, argc, argv, lengths, deadline, &why);
         if (reply == NULL || taking.drop_after)
             drop(connection);
     }
@@ -635,6 +782,7 @@ void zc_redis_connection_free(zc_redis_connection *connection)
         return;
     zc_live_set_remove(&live_connections, &connection->live);
     drop(connection);
+    zc_tls_context_free(connection->tls_context);
     pthread_mutex_destroy(&connection->mutex);
     free(connection);
 }

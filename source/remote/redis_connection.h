@@ -1,7 +1,10 @@
-/* One connection to one Redis server, through hiredis, where every command
- * finishes or fails within its deadline whatever the server does: name
- * lookup, connect, AUTH and SELECT, sending and receiving all count against
- * it (hiredis's own timeouts bound each recv(), not a command). Each command
+/* One connection to one Redis server, hiredis formatting the commands and
+ * parsing the replies, where every command finishes or fails within its
+ * deadline whatever the server does: name lookup, connect, the TLS
+ * handshake (rediss://, tls_socket.h), AUTH and SELECT, sending and
+ * receiving all count against it (hiredis's own timeouts bound each recv(),
+ * not a command). A certificate that does not verify fails the connection,
+ * as any failure to connect: never plain text instead. Each command
  * says the shape of reply it takes (redis_reply_shape.h): one that does not
  * fit is refused at its first bytes that do not, before hiredis builds any
  * of it, so what one reply buffers is bounded by its shape. A value larger

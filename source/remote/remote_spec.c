@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "private_file.h"
 #include "zecache/config.h"
 
 enum { ITEM_MAX = 4096, NAME_MAX_SHARD = 128 };
@@ -214,8 +215,9 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         return;
     }
     bool ipv6 = strchr(server->host, ':') != NULL;
-    snprintf(server->name, sizeof server->name, "redis://%s%s%.200s%s:%u/%u", auth, ipv6 ? "[" : "",
-             server->host, ipv6 ? "]" : "", server->port, server->db);
+    snprintf(server->name, sizeof server->name, "%s://%s%s%.200s%s:%u/%u",
+             server->tls.enabled ? "rediss" : "redis", auth, ipv6 ? "[" : "", server->host,
+             ipv6 ? "]" : "", server->port, server->db);
 }
 
 static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_server *server,
@@ -223,13 +225,11 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
 {
     memset(server, 0, sizeof *server);
     zc_status status;
-    if (starts_with(url, "rediss://"))
-        return zc_explain(
-            ZC_ERR_INVALID_ARG, reason, reason_size,
-            "rediss:// (TLS) is not supported: Debian's hiredis has no TLS; reach the "
-            "server through a TLS tunnel (stunnel, ssh -L) and use redis:// to its "
-            "local end");
-    if (starts_with(url, "redis://")) {
+    if (starts_with(url, "rediss://")) {
+        *kind = ZC_REMOTE_REDIS_TCP;
+        server->tls.enabled = true;
+        status = parse_redis_tcp(url + strlen("rediss://"), server, reason, reason_size);
+    } else if (starts_with(url, "redis://")) {
         *kind = ZC_REMOTE_REDIS_TCP;
         status = parse_redis_tcp(url + strlen("redis://"), server, reason, reason_size);
     } else if (starts_with(url, "redis+unix:")) {
@@ -241,7 +241,8 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
                             reason_size);
     } else {
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "unknown scheme (expected redis://, redis+unix:// or file://)");
+                          "unknown scheme (expected redis://, rediss://, redis+unix:// or "
+                          "file://)");
     }
     if (status == ZC_OK)
         name_server(*kind, server);
@@ -254,6 +255,8 @@ typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
     char shards[ITEM_MAX]; /* "" for none */
+    char password_file[PATH_MAX];
+    zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
 
 static zc_status parse_timeout(const char *name, const char *value, uint32_t *out, char *reason,
@@ -266,6 +269,16 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
                           "%s needs a number of milliseconds from 1 to %u", name,
                           ZC_REMOTE_MAX_TIMEOUT_MS);
     *out = (uint32_t)ms;
+    return ZC_OK;
+}
+
+static zc_status parse_file_attribute(const char *name, const char *value, char *path, char *reason,
+                                      size_t reason_size)
+{
+    if (value == NULL || value[0] == '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs a path", name);
+    if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
     return ZC_OK;
 }
 
@@ -287,6 +300,16 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         return parse_timeout(text, value, &attrs->connect_timeout_ms, reason, reason_size);
     if (strcmp(text, "timeout") == 0 || strcmp(text, "operation-timeout") == 0)
         return parse_timeout(text, value, &attrs->timeout_ms, reason, reason_size);
+    struct {
+        const char *name;
+        char *path;
+    } files[] = {{"password-file", attrs->password_file},
+                 {"ca-file", attrs->tls.ca_file},
+                 {"cert-file", attrs->tls.cert_file},
+                 {"key-file", attrs->tls.key_file}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (strcmp(text, files[i].name) == 0)
+            return parse_file_attribute(text, value, files[i].path, reason, reason_size);
     if (strcmp(text, "shards") == 0) {
         if (value == NULL || value[0] == '\0')
             return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
@@ -296,7 +319,8 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
     }
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                      "timeout=MS, shards=A,B,...)",
+                      "timeout=MS, shards=A,B,..., password-file=PATH, ca-file=PATH, "
+                      "cert-file=PATH, key-file=PATH)",
                       text);
 }
 
@@ -355,6 +379,124 @@ static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spe
     return parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
 }
 
+/* ---- secrets and TLS: the same for every server of a storage ---- */
+
+/* The password in buffer, without one trailing newline (CRLF too). */
+static zc_status take_line(const uint8_t *buffer, size_t length, char *password, size_t size)
+{
+    if (length > 0 && buffer[length - 1] == '\n')
+        length--;
+    if (length > 0 && buffer[length - 1] == '\r')
+        length--;
+    if (length == 0 || length >= size || memchr(buffer, '\0', length) != NULL ||
+        memchr(buffer, '\n', length) != NULL || memchr(buffer, '\r', length) != NULL)
+        return ZC_ERR_INVALID_ARG;
+    memcpy(password, buffer, length);
+    password[length] = '\0';
+    return ZC_OK;
+}
+
+/* password-file's password: its bytes up to one trailing newline (CRLF
+ * too), on one line. The reason never quotes it. */
+static zc_status read_password(const char *path, char *password, size_t size, char *reason,
+                               size_t reason_size)
+{
+    uint8_t buffer[sizeof((zc_remote_server *)0)->password + 1];
+    size_t length = 0;
+    zc_status status =
+        zc_private_file_read(path, buffer, sizeof buffer, &length, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    status = take_line(buffer, length, password, size);
+    explicit_bzero(buffer, sizeof buffer);
+    if (status != ZC_OK)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "password-file %s: expected one line of 1 to %zu bytes, no NUL", path,
+                          size - 1);
+    return ZC_OK;
+}
+
+/* Whether the URL's user information (before '@') holds a ':', which
+ * separates a password. */
+static bool url_has_password(const char *url)
+{
+    const char *start = strstr(url, "://");
+    start = start != NULL ? start + 3 : url;
+    const char *end = start + strcspn(start, "/?");
+    const char *at = NULL;
+    for (const char *p = start; p < end; p++)
+        if (*p == '@')
+            at = p;
+    return at != NULL && memchr(start, ':', (size_t)(at - start)) != NULL;
+}
+
+/* With password-file, "USER@" in the URL, which parse_userinfo took for a
+ * password as ccache does, is the user. */
+static zc_status apply_password(const char *password, zc_remote_spec *spec,
+                                zc_remote_server *server, char *reason, size_t reason_size)
+{
+    size_t user_length = strlen(server->password);
+    if (user_length >= sizeof server->user)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "user too long");
+    memcpy(server->user, server->password, user_length + 1);
+    snprintf(server->password, sizeof server->password, "%s", password);
+    name_server(spec->kind, server);
+    return ZC_OK;
+}
+
+static zc_status apply_tls(const zc_remote_tls *tls, zc_remote_server *server, char *reason,
+                           size_t reason_size)
+{
+    bool any_file =
+        tls->ca_file[0] != '\0' || tls->cert_file[0] != '\0' || tls->key_file[0] != '\0';
+    if (!server->tls.enabled)
+        return any_file ? zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                                     "ca-file, cert-file and key-file need rediss://")
+                        : ZC_OK;
+    if (tls->key_file[0] != '\0' && tls->cert_file[0] == '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "key-file needs cert-file");
+    memcpy(server->tls.ca_file, tls->ca_file, sizeof tls->ca_file);
+    memcpy(server->tls.cert_file, tls->cert_file, sizeof tls->cert_file);
+    memcpy(server->tls.key_file, tls->key_file, sizeof tls->key_file);
+    return ZC_OK;
+}
+
+/* The files that hold secrets: the password read, the client key checked
+ * (OpenSSL reads it at the first connection). */
+static zc_status read_secrets(const attributes *attrs, const char *url, char *password,
+                              size_t password_size, char *reason, size_t reason_size)
+{
+    zc_status status = ZC_OK;
+    if (attrs->password_file[0] != '\0') {
+        if (url_has_password(url))
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "a password in the URL and password-file: give one");
+        status = read_password(attrs->password_file, password, password_size, reason, reason_size);
+    }
+    const char *key = attrs->tls.key_file[0] != '\0' ? attrs->tls.key_file : attrs->tls.cert_file;
+    if (status == ZC_OK && key[0] != '\0')
+        status = zc_private_file_check(key, reason, reason_size);
+    return status == ZC_OK ? ZC_OK : ZC_ERR_INVALID_ARG;
+}
+
+static zc_status apply_connection_attributes(const attributes *attrs, const char *url,
+                                             zc_remote_spec *spec, char *reason, size_t reason_size)
+{
+    if (attrs->password_file[0] != '\0' && spec->kind == ZC_REMOTE_FILE)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "password-file is for Redis storages");
+    zc_status status = ZC_OK;
+    for (size_t i = 0; i < spec->server_count && status == ZC_OK; i++)
+        status = apply_tls(&attrs->tls, &spec->servers[i], reason, reason_size);
+    char password[sizeof spec->servers[0].password] = "";
+    if (status == ZC_OK)
+        status = read_secrets(attrs, url, password, sizeof password, reason, reason_size);
+    for (size_t i = 0; i < spec->server_count && status == ZC_OK && password[0] != '\0'; i++)
+        status = apply_password(password, spec, &spec->servers[i], reason, reason_size);
+    explicit_bzero(password, sizeof password);
+    return status;
+}
+
 static void name_spec(zc_remote_spec *spec, const attributes *attrs)
 {
     if (spec->server_count == 1)
@@ -390,6 +532,8 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
         status = parse_attribute(attr, &attrs, reason, reason_size);
     if (status == ZC_OK)
         status = parse_servers(url, &attrs, spec, reason, reason_size);
+    if (status == ZC_OK)
+        status = apply_connection_attributes(&attrs, url, spec, reason, reason_size);
     if (status != ZC_OK) {
         zc_remote_spec_free(spec);
         return status;
