@@ -31,8 +31,8 @@ static void fuzz_scan(const uint8_t *data, size_t size)
 {
     found f = {size, 0};
     char reason[200] = "";
-    zc_status status = zc_opencl_c_scan((const char *)data, size, check_name, &f, reason,
-                                        sizeof reason);
+    zc_status status =
+        zc_opencl_c_scan((const char *)data, size, check_name, &f, reason, sizeof reason);
     FUZZ_CHECK(status == ZC_OK || status == ZC_NOT_CACHEABLE);
     FUZZ_CHECK(status == ZC_OK || reason[0] != '\0');
 }
