@@ -70,6 +70,8 @@ EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_uint name, size_t size, void *value,
 /* The entries the layer answers; everything else is the table below. */
 static void hook(cl_icd_dispatch *table)
 {
+    table->clCreateContext = zcc_create_context;
+    table->clCreateContextFromType = zcc_create_context_from_type;
     table->clCreateProgramWithSource = zcc_create_program_with_source;
     table->clBuildProgram = zcc_build_program;
     table->clCompileProgram = zcc_compile_program;

@@ -150,6 +150,18 @@ void *CL_API_CALL zcc_get_extension_function_address_for_platform(cl_platform_id
                                                                   const char *name);
 void *CL_API_CALL zcc_get_extension_function_address(const char *name);
 
+/* ---- cl_warm_up.c: the process's one-time costs, at a context ---- */
+
+cl_context CL_API_CALL zcc_create_context(const cl_context_properties *properties,
+                                          cl_uint num_devices, const cl_device_id *devices,
+                                          void(CL_CALLBACK *notify)(const char *, const void *,
+                                                                    size_t, void *),
+                                          void *user_data, cl_int *errcode_ret);
+cl_context CL_API_CALL
+zcc_create_context_from_type(const cl_context_properties *properties, cl_device_type type,
+                             void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                             void *user_data, cl_int *errcode_ret);
+
 /* ---- cl_devices.c: a device described once ---- */
 
 typedef struct zcc_device zcc_device;
