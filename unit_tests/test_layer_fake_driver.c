@@ -763,6 +763,83 @@ Test(layer, programs_are_cached_only_with_one_flags_string)
     cr_assert_not(program_reproducible("-a", "-a", "-a"));
 }
 
+/* The one translation of a module description: everything after reads the
+ * request, so every input, its flags (NULL kept apart from "") and its
+ * constants must be the application's own, and a program's module flags
+ * kept apart from its inputs'. */
+Test(layer, a_module_description_is_described_once_as_given)
+{
+    uint32_t words[SPIRV_WORDS];
+    make_spirv(words, false, false);
+    uint32_t ids[1] = {7};
+    uint64_t value = 9;
+    const void *values[1] = {&value};
+    ze_module_constants_t constants = {
+        .numConstants = 1, .pConstantIds = ids, .pConstantValues = values};
+    ze_module_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC,
+                             .format = ZE_MODULE_FORMAT_IL_SPIRV,
+                             .inputSize = sizeof(words),
+                             .pInputModule = (const uint8_t *)words,
+                             .pBuildFlags = "",
+                             .pConstants = &constants};
+    zcl_request request;
+    zc_bypass_reason reason;
+    char detail[128];
+    cr_assert(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
+    const zc_build_request *made = &request.request;
+    cr_assert_eq(made->api, ZC_API_LEVEL_ZERO);
+    cr_assert(!made->program);
+    cr_assert_eq(made->input_count, 1);
+    cr_assert_eq(made->inputs[0].kind, ZC_INPUT_SPIRV);
+    cr_assert_eq(made->inputs[0].bytes, (const void *)words);
+    cr_assert_eq(made->inputs[0].size, sizeof(words));
+    cr_assert_eq(made->inputs[0].flags, desc.pBuildFlags);
+    cr_assert(made->inputs[0].has_constants);
+    cr_assert_eq(made->inputs[0].constants.count, 1);
+    cr_assert_eq(made->inputs[0].constants.ids, ids);
+    cr_assert_eq((const void *)made->inputs[0].constants.values, (const void *)values);
+    zcl_request_free(&request);
+
+    const uint8_t *inputs[2] = {(const uint8_t *)words, (const uint8_t *)words};
+    size_t sizes[2] = {sizeof(words), 8};
+    const char *flags[2] = {NULL, "-g"};
+    const ze_module_constants_t *input_constants[2] = {NULL, &constants};
+    ze_module_program_exp_desc_t program = {.stype = ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC,
+                                            .count = 2,
+                                            .inputSizes = sizes,
+                                            .pInputModules = inputs,
+                                            .pBuildFlags = flags,
+                                            .pConstants = input_constants};
+    desc.pNext = &program;
+    desc.pBuildFlags = "-module";
+    cr_assert(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
+    cr_assert(made->program);
+    cr_assert_str_eq(made->program_flags, "-module");
+    cr_assert_eq(made->input_count, 2);
+    cr_assert_null(made->inputs[0].flags);
+    cr_assert_str_eq(made->inputs[1].flags, "-g");
+    cr_assert_eq(made->inputs[1].size, 8);
+    cr_assert(!made->inputs[0].has_constants);
+    cr_assert(made->inputs[1].has_constants);
+    zcl_request_free(&request);
+
+    /* Missing arrays: a request without inputs, which the key refuses. */
+    program.pInputModules = NULL;
+    cr_assert(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
+    cr_assert_null(made->inputs);
+    cr_assert_eq(made->input_count, 0);
+    zcl_request_free(&request);
+
+    desc.pNext = NULL;
+    desc.format = ZE_MODULE_FORMAT_NATIVE;
+    cr_assert_not(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
+    cr_assert_eq(reason, ZC_BYPASS_NATIVE_INPUT);
+    desc.format = (ze_module_format_t)7;
+    cr_assert_not(zcl_request_of(&desc, &request, &reason, detail, sizeof(detail)));
+    cr_assert_eq(reason, ZC_BYPASS_UNSUPPORTED_INPUT);
+    cr_assert_str_eq(detail, "unknown module format 7");
+}
+
 /* ---- threads ---- */
 
 typedef struct thread_job {
