@@ -33,6 +33,7 @@ build_packages=(
     libzstd-dev libssl-dev spirv-tools libcriterion-dev
     libze1 libze-dev clang-19 llvm-spirv-19
     python3 redis-server libhiredis-dev
+    pocl-opencl-icd # clcore: PoCL's compiler identity (test_driver_compiler)
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)

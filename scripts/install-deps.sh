@@ -12,6 +12,7 @@ packages=(
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
   redis-server libhiredis-dev
+  pocl-opencl-icd # clcore: PoCL's compiler identity (test_driver_compiler)
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
 )
 

@@ -259,13 +259,13 @@ Test(kinds, bundles_carry_the_kind)
     cr_assert_eq(zc_bundle_write_end(&writer), ZC_OK);
     zc_bundle_writer_close(&writer);
     fclose(out);
-    FILE *in = fmemopen(buffer, buffer_size, "rb");
-    zc_bundle_reader reader = {0};
-    char reason[256] = "";
-    cr_assert_eq(zc_bundle_read_start(&reader, in, reason, sizeof reason), ZC_OK, "%s", reason);
     zc_key read_key = {0};
     uint8_t *read = NULL;
     size_t read_size = 0;
+    char reason[256] = "";
+    zc_bundle_reader reader = {0};
+    FILE *in = fmemopen(buffer, buffer_size, "rb");
+    cr_assert_eq(zc_bundle_read_start(&reader, in, reason, sizeof reason), ZC_OK, "%s", reason);
     cr_assert_eq(zc_bundle_read_next(&reader, &read_key, &read, &read_size, reason, sizeof reason),
                  ZC_BUNDLE_ENTRY, "%s", reason);
     cr_assert(zc_key_equal(&read_key, &cl), "the kind was lost (%d)", read_key.kind);

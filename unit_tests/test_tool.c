@@ -1545,11 +1545,13 @@ Test(tool, clear_removes_every_entry_and_keeps_the_counters)
 /* ---- export and import ---- */
 
 /* Stores count entries of real ELF bytes (keys seed..seed+count-1). */
+/* Odd keys are OpenCL's (.cl_cache): bundles carry both kinds. */
 static void fill_for_export(zc_key *keys, uint64_t *sizes, int count, uint64_t seed)
 {
     zc_disk_tier *tier = open_cache(0);
     for (int i = 0; i < count; i++) {
         keys[i] = t_key(seed + (uint64_t)i);
+        keys[i].kind = i % 2 != 0 ? ZC_ENTRY_OPENCL : ZC_ENTRY_LEVEL_ZERO;
         sizes[i] = store_entry(tier, &keys[i], 700 * (size_t)i, 15000, NULL);
     }
     zc_disk_tier_close(tier);

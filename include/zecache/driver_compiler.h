@@ -11,16 +11,17 @@
  *     library_search.h predicts), keyed as the compiler's libraries are
  *     (name, size, mtime, build-id);
  *   - for PoCL (a library named libpocl.so*), its device modules and the
- *     files its compiler reads: <libdir>/pocl/ and <libdir>/../../share/pocl/
- *     (kernel library bitcode, the headers its front end includes), every
- *     file's relative path, size and mtime, recursively; and the POCL_*
+ *     files its compiler reads: <libdir>/pocl/, <libdir>/../../share/pocl/
+ *     (kernel library bitcode, the headers its front end includes) and the
+ *     resource directory of the clang it links (builtin headers), every
+ *     file's path, type, size and mtime, recursively; and the POCL_*
  *     variables that change code (all but those listed in
  *     driver_compiler.c as only logging, tracing or caching);
  *   - the closure and the files are bounded (ZC_DRIVER_COMPILER_FILES_MAX):
  *     beyond the bound the driver is not cacheable.
  * A driver that is neither IGC-based nor PoCL is identified by its library
- * closure alone: its own data files, if any, are not seen (documented in
- * README as a limit). */
+ * closure alone: its own data files and variables, if any, are not seen (a
+ * limit for the README). */
 #ifndef ZECACHE_DRIVER_COMPILER_H
 #define ZECACHE_DRIVER_COMPILER_H
 

@@ -22,8 +22,8 @@
  * parts make the keys of the two APIs differ): it travels with the key so
  * every tier finds the entry under the name its API's driver would give it,
  * <64 hex>.l0_cache or <64 hex>.cl_cache, and is checked against the kind
- * the entry's header records. 0 is Level Zero, so a zeroed or parsed key is
- * one, and so is a key zc_key_from_hex parses. */
+ * the entry's header records. 0 is Level Zero: a zeroed key, a key
+ * zc_key_from_hex parses and one zc_key_finish makes are Level Zero's. */
 typedef enum zc_entry_kind {
     ZC_ENTRY_LEVEL_ZERO = 0,
     ZC_ENTRY_OPENCL = 1,

@@ -44,27 +44,16 @@ bool zc_key_equal(const zc_key *a, const zc_key *b)
 }
 
 /* The names Intel's driver gives its own entries of each API, so one
- * directory holds both as it does. */
+ * directory holds both as it does; by zc_entry_kind. */
+static const char *const kind_suffixes[ZC_ENTRY_KIND_COUNT] = {".l0_cache", ".cl_cache"};
+static const char *const kind_names[ZC_ENTRY_KIND_COUNT] = {"level-zero", "opencl"};
+
 const char *zc_entry_kind_suffix(zc_entry_kind kind)
 {
-    switch (kind) {
-    case ZC_ENTRY_LEVEL_ZERO:
-        return ".l0_cache";
-    case ZC_ENTRY_OPENCL:
-        return ".cl_cache";
-    default:
-        return NULL;
-    }
+    return (unsigned)kind < ZC_ENTRY_KIND_COUNT ? kind_suffixes[kind] : NULL;
 }
 
 const char *zc_entry_kind_name(zc_entry_kind kind)
 {
-    switch (kind) {
-    case ZC_ENTRY_LEVEL_ZERO:
-        return "level-zero";
-    case ZC_ENTRY_OPENCL:
-        return "opencl";
-    default:
-        return "unknown";
-    }
+    return (unsigned)kind < ZC_ENTRY_KIND_COUNT ? kind_names[kind] : "unknown";
 }

@@ -28,7 +28,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,20 +76,6 @@ static const char *const not_code_variables[] = {
     "POCL_VECTORIZER_REMARKS",
 };
 
-static zc_status fail(zc_driver_compiler *c, zc_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static zc_status fail(zc_driver_compiler *c, zc_status status, const char *fmt, ...)
-{
-    if (c->reason != NULL && c->reason_size > 0) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(c->reason, c->reason_size, fmt, args);
-        va_end(args);
-    }
-    return status;
-}
-
 static bool spend(zc_driver_compiler *c)
 {
     if (c->budget == 0)
@@ -114,11 +99,13 @@ static zc_status add_library(zc_driver_compiler *c, const char *path, const char
 {
     zc_library_identity identity;
     if (zc_library_identity_describe(path, name, &identity) != ZC_OK)
-        return fail(c, ZC_NOT_CACHEABLE, "the driver's library %s cannot be read", path);
+        return zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                          "the driver's library %s cannot be read", path);
     if (has_library(c, identity.path))
         return ZC_OK;
     if (!spend(c))
-        return fail(c, ZC_NOT_CACHEABLE, "the driver needs more files than the bound");
+        return zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                          "the driver needs more files than the bound");
     zc_library_identity *grown =
         realloc(c->libraries, (c->library_count + 1) * sizeof *c->libraries);
     if (grown == NULL)
@@ -163,8 +150,9 @@ static bool on_needed(void *context, const char *name)
     needed_walk *walk = context;
     char path[PATH_MAX];
     if (!resolve_needed(name, walk->needed_by, path))
-        walk->status = fail(walk->compiler, ZC_NOT_CACHEABLE, "%s, needed by %s, is not found",
-                            name, walk->needed_by);
+        walk->status =
+            zc_explain(ZC_NOT_CACHEABLE, walk->compiler->reason, walk->compiler->reason_size,
+                       "%s, needed by %s, is not found", name, walk->needed_by);
     else
         walk->status = add_library(walk->compiler, path, name);
     return walk->status == ZC_OK;
@@ -181,7 +169,8 @@ static zc_status close_libraries(zc_driver_compiler *c, size_t first)
         if (!zc_elf_read_needed(needed_by, on_needed, &walk))
             return walk.status != ZC_OK
                        ? walk.status
-                       : fail(c, ZC_NOT_CACHEABLE, "%s has no readable dynamic section", needed_by);
+                       : zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                                    "%s has no readable dynamic section", needed_by);
     }
     return ZC_OK;
 }
@@ -191,7 +180,8 @@ static zc_status close_libraries(zc_driver_compiler *c, size_t first)
 static zc_status add_file(zc_driver_compiler *c, const char *path, const struct stat *st)
 {
     if (!spend(c))
-        return fail(c, ZC_NOT_CACHEABLE, "the driver needs more files than the bound");
+        return zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                          "the driver needs more files than the bound");
     driver_file *grown = realloc(c->files, (c->file_count + 1) * sizeof *c->files);
     if (grown == NULL)
         return ZC_ERR_NOMEM;
@@ -348,7 +338,8 @@ static zc_status add_pocl_variables(zc_driver_compiler *c)
         if (!keyed_variable(*e))
             continue;
         if (!spend(c))
-            return fail(c, ZC_NOT_CACHEABLE, "too many POCL_ variables");
+            return zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                              "too many POCL_ variables");
         char **grown = realloc(c->variables, (c->variable_count + 1) * sizeof *c->variables);
         if (grown == NULL)
             return ZC_ERR_NOMEM;
@@ -357,7 +348,8 @@ static zc_status add_pocl_variables(zc_driver_compiler *c)
             return ZC_ERR_NOMEM;
         c->variable_count++;
     }
-    qsort(c->variables, c->variable_count, sizeof *c->variables, compare_names);
+    if (c->variable_count > 1)
+        qsort(c->variables, c->variable_count, sizeof *c->variables, compare_names);
     return ZC_OK;
 }
 
@@ -368,7 +360,8 @@ static zc_status identify(zc_driver_compiler *c, const void *address)
     Dl_info info;
     if (address == NULL || dladdr(address, &info) == 0 || info.dli_fname == NULL ||
         realpath(info.dli_fname, c->path) == NULL)
-        return fail(c, ZC_NOT_CACHEABLE, "the driver's function is in no loaded library");
+        return zc_explain(ZC_NOT_CACHEABLE, c->reason, c->reason_size,
+                          "the driver's function is in no loaded library");
     const char *slash = strrchr(info.dli_fname, '/');
     const char *name = slash != NULL ? slash + 1 : info.dli_fname;
     c->pocl = strncmp(name, "libpocl.so", 10) == 0;

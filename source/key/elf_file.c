@@ -239,9 +239,12 @@ static bool read_dynamic_entry(int fd, const zc_elf_header *elf, const table_ent
     return true;
 }
 
-/* Reads the entries of the PT_DYNAMIC segment up to DT_NULL. */
-static bool read_dynamic_entries(int fd, const zc_elf_header *elf, const table_entry *segment,
-                                 dynamic_refs *refs, bool *nodeflib)
+/* Calls each with the entries of the PT_DYNAMIC segment up to DT_NULL,
+ * until it returns false; false then, or at a read error. */
+typedef bool (*dynamic_entry_fn)(void *context, int64_t tag, uint64_t value);
+
+static bool each_dynamic_entry(int fd, const zc_elf_header *elf, const table_entry *segment,
+                               dynamic_entry_fn each, void *context)
 {
     size_t entry_size = elf->elf_class == ELFCLASS64 ? sizeof(Elf64_Dyn) : sizeof(Elf32_Dyn);
     if (segment->offset > INT64_MAX - segment->size)
@@ -253,7 +256,43 @@ static bool read_dynamic_entries(int fd, const zc_elf_header *elf, const table_e
             return false;
         if (tag == DT_NULL)
             break;
-        note_dynamic_entry(tag, value, refs, nodeflib);
+        if (!each(context, tag, value))
+            return false;
+    }
+    return true;
+}
+
+typedef struct noted_refs {
+    dynamic_refs *refs;
+    bool *nodeflib;
+} noted_refs;
+
+static bool note_entry(void *context, int64_t tag, uint64_t value)
+{
+    noted_refs *noted = context;
+    note_dynamic_entry(tag, value, noted->refs, noted->nodeflib);
+    return true;
+}
+
+static bool file_offset_of(int fd, const zc_elf_header *elf, uint64_t vaddr, uint64_t *offset);
+
+/* The PT_DYNAMIC segment, what it names and the file offset of its string
+ * table: false at a read error; *strings false when there is no segment or
+ * no string table (nothing named). */
+static bool read_dynamic_refs(int fd, const zc_elf_header *elf, table_entry *segment,
+                              dynamic_refs *refs, bool *nodeflib, uint64_t *strtab, bool *strings)
+{
+    *strings = false;
+    for (uint16_t i = 0; i < elf->phnum; i++) {
+        if (!read_table_entry(fd, elf, false, i, segment))
+            return false;
+        if (segment->type != PT_DYNAMIC)
+            continue;
+        noted_refs noted = {refs, nodeflib};
+        if (!each_dynamic_entry(fd, elf, segment, note_entry, &noted))
+            return false;
+        *strings = refs->has_strtab && file_offset_of(fd, elf, refs->strtab_vaddr, strtab);
+        return true;
     }
     return true;
 }
@@ -292,25 +331,17 @@ static bool read_dynamic_string(int fd, uint64_t strtab, uint64_t strsz, uint64_
 
 static bool read_dynamic_fd(int fd, const zc_elf_header *elf, zc_elf_dynamic *dynamic)
 {
-    for (uint16_t i = 0; i < elf->phnum; i++) {
-        table_entry entry;
-        if (!read_table_entry(fd, elf, false, i, &entry))
-            return false;
-        if (entry.type != PT_DYNAMIC)
-            continue;
-        dynamic_refs refs = {0};
-        uint64_t strtab;
-        if (!read_dynamic_entries(fd, elf, &entry, &refs, &dynamic->nodeflib))
-            return false;
-        if (!refs.has_strtab || !file_offset_of(fd, elf, refs.strtab_vaddr, &strtab))
-            return true; /* no strings: nothing named */
-        char *out[3] = {dynamic->soname, dynamic->rpath, dynamic->runpath};
-        bool *has[3] = {&dynamic->has_soname, &dynamic->has_rpath, &dynamic->has_runpath};
-        for (int ref = 0; ref < 3; ref++)
-            *has[ref] = refs.has[ref] &&
-                        read_dynamic_string(fd, strtab, refs.strsz, refs.offset[ref], out[ref]);
-        return true;
-    }
+    table_entry segment;
+    dynamic_refs refs = {0};
+    uint64_t strtab = 0;
+    bool strings;
+    if (!read_dynamic_refs(fd, elf, &segment, &refs, &dynamic->nodeflib, &strtab, &strings))
+        return false;
+    char *out[3] = {dynamic->soname, dynamic->rpath, dynamic->runpath};
+    bool *has[3] = {&dynamic->has_soname, &dynamic->has_rpath, &dynamic->has_runpath};
+    for (int ref = 0; strings && ref < 3; ref++)
+        *has[ref] = refs.has[ref] &&
+                    read_dynamic_string(fd, strtab, refs.strsz, refs.offset[ref], out[ref]);
     return true;
 }
 
@@ -331,47 +362,32 @@ bool zc_elf_read_dynamic(const char *path, zc_elf_dynamic *dynamic)
 
 /* ---- needed libraries ---- */
 
-/* Calls each with the DT_NEEDED strings of the dynamic segment, in order;
- * strtab is the string table's file offset. */
-static bool each_needed(int fd, const zc_elf_header *elf, const table_entry *segment,
-                        uint64_t strtab, uint64_t strsz, zc_elf_needed_fn each, void *context)
+typedef struct needed_names {
+    int fd;
+    uint64_t strtab, strsz;
+    zc_elf_needed_fn each;
+    void *context;
+} needed_names;
+
+static bool pass_needed(void *context, int64_t tag, uint64_t value)
 {
-    size_t entry_size = elf->elf_class == ELFCLASS64 ? sizeof(Elf64_Dyn) : sizeof(Elf32_Dyn);
-    for (uint64_t at = 0; at + entry_size <= segment->size; at += entry_size) {
-        int64_t tag;
-        uint64_t value;
-        if (!read_dynamic_entry(fd, elf, segment, at, &tag, &value))
-            return false;
-        if (tag == DT_NULL)
-            break;
-        char name[ZC_ELF_STRING_MAX];
-        if (tag == DT_NEEDED &&
-            (!read_dynamic_string(fd, strtab, strsz, value, name) || !each(context, name)))
-            return false;
-    }
-    return true;
+    needed_names *needed = context;
+    char name[ZC_ELF_STRING_MAX];
+    return tag != DT_NEEDED ||
+           (read_dynamic_string(needed->fd, needed->strtab, needed->strsz, value, name) &&
+            needed->each(needed->context, name));
 }
 
 static bool read_needed_fd(int fd, const zc_elf_header *elf, zc_elf_needed_fn each, void *context)
 {
-    for (uint16_t i = 0; i < elf->phnum; i++) {
-        table_entry entry;
-        if (!read_table_entry(fd, elf, false, i, &entry))
-            return false;
-        if (entry.type != PT_DYNAMIC)
-            continue;
-        if (entry.offset > INT64_MAX - entry.size)
-            return false;
-        dynamic_refs refs = {0};
-        bool nodeflib = false;
-        uint64_t strtab;
-        if (!read_dynamic_entries(fd, elf, &entry, &refs, &nodeflib))
-            return false;
-        if (!refs.has_strtab || !file_offset_of(fd, elf, refs.strtab_vaddr, &strtab))
-            return true; /* no strings: nothing needed */
-        return each_needed(fd, elf, &entry, strtab, refs.strsz, each, context);
-    }
-    return true;
+    table_entry segment;
+    dynamic_refs refs = {0};
+    bool nodeflib = false, strings;
+    needed_names needed = {fd, 0, 0, each, context};
+    if (!read_dynamic_refs(fd, elf, &segment, &refs, &nodeflib, &needed.strtab, &strings))
+        return false;
+    needed.strsz = refs.strsz;
+    return !strings || each_dynamic_entry(fd, elf, &segment, pass_needed, &needed);
 }
 
 bool zc_elf_read_needed(const char *path, zc_elf_needed_fn each, void *context)

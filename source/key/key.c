@@ -146,13 +146,17 @@ static void record_u32_field(zc_key_builder *builder, uint32_t tag, uint32_t val
 static void trace(zc_key_builder *builder, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+static void vtrace(zc_key_builder *builder, const char *fmt, va_list args)
+{
+    if (builder->trace != NULL)
+        vfprintf(builder->trace, fmt, args);
+}
+
 static void trace(zc_key_builder *builder, const char *fmt, ...)
 {
-    if (builder->trace == NULL)
-        return;
     va_list args;
     va_start(args, fmt);
-    vfprintf(builder->trace, fmt, args);
+    vtrace(builder, fmt, args);
     va_end(args);
 }
 
@@ -642,11 +646,9 @@ bool zc_key_traced(const zc_key_builder *builder)
 
 void zc_key_trace(zc_key_builder *builder, const char *fmt, ...)
 {
-    if (builder->trace == NULL)
-        return;
     va_list args;
     va_start(args, fmt);
-    vfprintf(builder->trace, fmt, args);
+    vtrace(builder, fmt, args);
     va_end(args);
 }
 

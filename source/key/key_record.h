@@ -15,7 +15,7 @@ enum zc_key_part_tag {
     ZC_KEY_TAG_OPENCL_C = 32,       /* u64 size, SHA-256 of the source */
     ZC_KEY_TAG_OPENCL_C_OPTIONS,    /* u8 0 (NULL) | u8 1, the options' bytes */
     ZC_KEY_TAG_OPENCL_C_CWD,        /* the working directory (-g records it) */
-    ZC_KEY_TAG_OPENCL_C_LOOKUP,     /* u8 angled, u8 next, u32 length, name,
+    ZC_KEY_TAG_OPENCL_C_LOOKUP,     /* u8 angled, u8 every candidate, u32 length, name,
                                        the includer's directory */
     ZC_KEY_TAG_OPENCL_C_CANDIDATE,  /* u8 state, u64 size, SHA-256 (found),
                                        the path tried */

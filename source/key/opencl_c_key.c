@@ -3,7 +3,9 @@
  * finds them for a program made from a string.
  *
  * A program from a string has no directory of its own: its quoted includes
- * are searched in the working directory, then in each -I directory in
+ * are searched in the working directory (where IGC's clang looks; PoCL
+ * compiles a copy of the source in a directory of its own cache, holding
+ * no headers), then in each -I directory in
  * order (relative ones from the working directory), then in the system
  * directories /usr/local/include and /usr/include, which clang searches
  * unless told not to (searching them when it does not only keys more);
@@ -12,10 +14,12 @@
  * embeds (opencl-c.h), part of its identity: "not found" is keyed for it
  * like any absent candidate. For each name the key holds every candidate
  * tried up to the one found (so a header created earlier in the search
- * changes the key), then that one's path and content; an #include_next (or
- * __has_include_next) keys every candidate, since which ones it skips
- * depends on where its includer was found. Every header found is scanned
- * in turn (opencl_c_scan.h), each once; a cycle ends there.
+ * changes the key), then that one's path and content. Every candidate is
+ * keyed, found or not, for an #include_next (or __has_include_next), since
+ * which ones it skips depends on where its includer was found, and for the
+ * source's own quoted includes, since which directory a driver searches
+ * first for them differs (the working directory, or a directory of its own). Every header found is
+ * scanned in turn (opencl_c_scan.h), each once; a cycle ends there.
  *
  * Bounds: ZC_OPENCL_C_HEADERS_MAX headers, ZC_OPENCL_C_HEADER_BYTES_MAX
  * bytes of them and ZC_OPENCL_C_LOOKUPS_MAX names; past any of them the
@@ -53,7 +57,7 @@ typedef struct header {
 typedef struct lookup {
     char *name;
     char *dir;
-    bool angled, next;
+    bool angled, every;
 } lookup;
 
 /* Headers are scanned in the order found (a queue, not recursion, so the
@@ -71,6 +75,7 @@ typedef struct resolver {
     lookup lookups[ZC_OPENCL_C_LOOKUPS_MAX];
     size_t lookup_count;
     const char *current_dir; /* the includer's directory during its scan */
+    bool in_source;          /* scanning the source itself, not a header */
 } resolver;
 
 typedef enum candidate_state {
@@ -231,7 +236,7 @@ static const char *search_dir(const resolver *r, size_t i)
 
 /* Looks up name in order; stops at the first found unless ref->next. An
  * absolute name is its only candidate. */
-static zc_status search(resolver *r, const zc_include_ref *ref, const char *name)
+static zc_status search(resolver *r, const zc_include_ref *ref, const char *name, bool every)
 {
     bool absolute = name[0] == '/';
     size_t first = absolute || !ref->angled ? 0 : 1;
@@ -244,37 +249,37 @@ static zc_status search(resolver *r, const zc_include_ref *ref, const char *name
         zc_status status = try_candidate(r, path, &state);
         if (status != ZC_OK)
             return status;
-        if (state == CANDIDATE_FOUND && !ref->next)
+        if (state == CANDIDATE_FOUND && !every)
             break;
     }
     return ZC_OK;
 }
 
 /* Whether this name was looked up from this directory already. */
-static bool seen_lookup(const resolver *r, const zc_include_ref *ref, const char *name)
+static bool seen_lookup(const resolver *r, const zc_include_ref *ref, const char *name, bool every)
 {
     for (size_t i = 0; i < r->lookup_count; i++) {
         const lookup *l = &r->lookups[i];
-        if (l->angled == ref->angled && l->next == ref->next && strcmp(l->name, name) == 0 &&
+        if (l->angled == ref->angled && l->every == every && strcmp(l->name, name) == 0 &&
             (ref->angled || strcmp(l->dir, r->current_dir) == 0))
             return true;
     }
     return false;
 }
 
-static void record_lookup(resolver *r, const zc_include_ref *ref, const char *name)
+static void record_lookup(resolver *r, const zc_include_ref *ref, const char *name, bool every)
 {
     size_t dir_length = ref->angled ? 0 : strlen(r->current_dir);
     uint8_t head[6];
     head[0] = ref->angled;
-    head[1] = ref->next;
+    head[1] = every;
     zc_put_le32(head + 2, (uint32_t)ref->length);
     zc_key_record_start(r->builder, ZC_KEY_TAG_OPENCL_C_LOOKUP,
                         sizeof head + (uint64_t)ref->length + dir_length);
     zc_key_record_more(r->builder, head, sizeof head);
     zc_key_record_more(r->builder, name, ref->length);
     zc_key_record_more(r->builder, r->current_dir, dir_length);
-    zc_key_trace(r->builder, "%s %c%s%c", ref->next ? "include_next" : "include",
+    zc_key_trace(r->builder, "%s %c%s%c", every ? "include (every candidate)" : "include",
                  ref->angled ? '<' : '"', name, ref->angled ? '>' : '"');
     if (!ref->angled)
         zc_key_trace(r->builder, " from %s", r->current_dir);
@@ -289,20 +294,21 @@ static zc_status on_include(void *context, const zc_include_ref *ref)
     char name[PATH_MAX];
     memcpy(name, ref->name, ref->length);
     name[ref->length] = '\0';
-    if (seen_lookup(r, ref, name))
+    bool every = ref->next || (r->in_source && !ref->angled);
+    if (seen_lookup(r, ref, name, every))
         return ZC_OK;
     if (r->lookup_count == ZC_OPENCL_C_LOOKUPS_MAX)
         return refuse(r, ZC_NOT_CACHEABLE, "it names more headers than the bound");
     lookup *l = &r->lookups[r->lookup_count];
-    *l = (lookup){strdup(name), strdup(r->current_dir), ref->angled, ref->next};
+    *l = (lookup){strdup(name), strdup(r->current_dir), ref->angled, every};
     if (l->name == NULL || l->dir == NULL) {
         free(l->name);
         free(l->dir);
         return refuse(r, ZC_ERR_NOMEM, "out of memory for a header name");
     }
     r->lookup_count++;
-    record_lookup(r, ref, name);
-    return search(r, ref, name);
+    record_lookup(r, ref, name, every);
+    return search(r, ref, name, every);
 }
 
 static zc_status scan_text(resolver *r, const char *text, size_t size, const char *dir)
@@ -387,7 +393,9 @@ static zc_status resolve(resolver *r, const char *source, size_t size, const cha
         zc_key_record_field(r->builder, ZC_KEY_TAG_OPENCL_C_CWD, r->cwd, strlen(r->cwd));
         zc_key_trace(r->builder, "working directory (debug information): %s\n", r->cwd);
     }
+    r->in_source = true;
     status = scan_text(r, source, size, r->cwd);
+    r->in_source = false;
     for (size_t i = 0; status == ZC_OK && i < r->header_count; i++)
         status = scan_text(r, r->headers[i].content, r->headers[i].size, r->headers[i].dir);
     return status;

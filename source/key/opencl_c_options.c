@@ -11,7 +11,6 @@
  * -x and -cl-ext= read no file: their text is keyed with the options. */
 #include "opencl_c_options.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,25 +160,11 @@ static void reading_free(reading *r)
     r->dir_count = 0;
 }
 
-static zc_status explain(char *reason, size_t reason_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static zc_status explain(char *reason, size_t reason_size, const char *fmt, ...)
-{
-    if (reason != NULL && reason_size > 0) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(reason, reason_size, fmt, args);
-        va_end(args);
-    }
-    return ZC_NOT_CACHEABLE;
-}
-
 static zc_status add_dir(reading *r, const char *dir, char *reason, size_t reason_size)
 {
     if (r->dir_count == ZC_OPENCL_C_INCLUDE_DIRS_MAX)
-        return explain(reason, reason_size, "more than %d -I directories",
-                       ZC_OPENCL_C_INCLUDE_DIRS_MAX);
+        return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size, "more than %d -I directories",
+                          ZC_OPENCL_C_INCLUDE_DIRS_MAX);
     r->dirs[r->dir_count] = strdup(dir);
     if (r->dirs[r->dir_count] == NULL)
         return ZC_ERR_NOMEM;
@@ -212,9 +197,9 @@ static zc_status read_words(const words *w, reading *r, char *reason, size_t rea
     for (size_t i = 0; i < w->count;) {
         const char *option = unseen_file_option(w->items[i]);
         if (option != NULL)
-            return explain(reason, reason_size,
-                           "build option %s reads files the key cannot see (%.64s)", option,
-                           w->items[i]);
+            return zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                              "build option %s reads files the key cannot see (%.64s)", option,
+                              w->items[i]);
         if (starts_with(w->items[i], "-g"))
             r->debug_info = true;
         size_t taken;
@@ -263,9 +248,9 @@ zc_status zc_opencl_c_options_parse(const char *options, zc_opencl_c_options *ou
     if (status == ZC_OK)
         status = read_split(options, true, &quoted, reason, reason_size);
     if (status == ZC_OK && !same_dirs(&plain, &quoted))
-        status = explain(reason, reason_size,
-                         "-I directories with quotes or backslashes: drivers split them "
-                         "differently");
+        status = zc_explain(ZC_NOT_CACHEABLE, reason, reason_size,
+                            "-I directories with quotes or backslashes: drivers split them "
+                            "differently");
     if (status == ZC_OK) {
         memcpy(out->include_dirs, plain.dirs, sizeof plain.dirs);
         out->include_dir_count = plain.dir_count;

@@ -11,7 +11,6 @@
  * be a comment spanning lines; false finds only cost keyed bytes. */
 #include "opencl_c_scan.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,20 +124,6 @@ static bool word_is(const scanner *s, size_t start, size_t end, const char *word
     return end - start == length && memcmp(s->text + start, word, length) == 0;
 }
 
-static zc_status refuse(const scanner *s, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static zc_status refuse(const scanner *s, const char *fmt, ...)
-{
-    if (s->reason != NULL && s->reason_size > 0) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(s->reason, s->reason_size, fmt, args);
-        va_end(args);
-    }
-    return ZC_NOT_CACHEABLE;
-}
-
 /* The operand at i: "name" or <name> on one line, which is passed on. A
  * line end (or end of text, or a line comment) there is an empty directive,
  * an error the compiler reports from the keyed text alone; an unterminated
@@ -151,10 +136,10 @@ static zc_status take_operand(const scanner *s, size_t i, bool next, const char 
     char open = s->text[i];
     if (open != '"' && open != '<') {
         size_t end = identifier_end(s, i);
-        return refuse(s,
-                      "%s names its file through a macro (%.*s): what it includes depends "
-                      "on the macros",
-                      what, (int)(end > i && end - i < 64 ? end - i : 1), s->text + i);
+        return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                          "%s names its file through a macro (%.*s): what it includes depends "
+                          "on the macros",
+                          what, (int)(end > i && end - i < 64 ? end - i : 1), s->text + i);
     }
     char close = open == '"' ? '"' : '>';
     size_t j = i + 1;
@@ -164,7 +149,8 @@ static zc_status take_operand(const scanner *s, size_t i, bool next, const char 
         return ZC_OK;
     zc_include_ref ref = {s->text + i + 1, j - i - 1, open == '<', next};
     if (memchr(ref.name, '\0', ref.length) != NULL)
-        return refuse(s, "%s names a file with a NUL byte", what);
+        return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                          "%s names a file with a NUL byte", what);
     return s->each(s->context, &ref);
 }
 
@@ -195,7 +181,8 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end)
     size_t operand = skip_space(s, open + 1);
     if (operand < s->size &&
         (line_end_length(s->text, s->size, operand) > 0 || s->text[operand] == ')'))
-        return refuse(s, "__has_include with no file name");
+        return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                          "__has_include with no file name");
     return take_operand(s, operand, next, "__has_include");
 }
 
