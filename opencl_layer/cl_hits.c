@@ -6,12 +6,14 @@
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 static struct {
     pthread_mutex_t lock;
     zcc_hit **hits;
     size_t count, capacity;
     atomic_size_t live;
+    atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } table = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static size_t index_of(cl_program program)
@@ -24,7 +26,7 @@ static size_t index_of(cl_program program)
 
 bool zcc_hits_add(zcc_hit *hit)
 {
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     bool added = true;
     if (table.count == table.capacity) {
         size_t capacity = table.capacity == 0 ? 16 : 2 * table.capacity;
@@ -47,7 +49,7 @@ bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), 
 {
     if (zcc_hits_empty())
         return false;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     size_t i = index_of(program);
     bool found = i < table.count;
     if (found)
@@ -60,7 +62,7 @@ cl_program zcc_hits_built_of(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     size_t i = index_of(program);
     cl_program built = i < table.count ? table.hits[i]->built : NULL;
     /* Retained so a release racing with the caller cannot free it. */
@@ -83,7 +85,7 @@ cl_program zcc_hits_owner_of(cl_program built)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     cl_program owner = hit != NULL ? hit->program : NULL;
     pthread_mutex_unlock(&table.lock);
@@ -94,7 +96,7 @@ char *zcc_hits_kernel_attributes(cl_program built, const char *name)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     const char *attributes = NULL;
     size_t length = 0;
@@ -110,7 +112,7 @@ void zcc_hits_count_kernel(cl_program built, int delta)
 {
     if (zcc_hits_empty())
         return;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     if (hit != NULL && delta > 0)
         hit->live_kernels++;
@@ -123,7 +125,7 @@ zcc_hit *zcc_hits_take(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     size_t i = index_of(program);
     zcc_hit *hit = NULL;
     if (i < table.count) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 /* Programs whose build the key cannot see whole, with why. */
 typedef struct marked_program {
@@ -19,6 +20,7 @@ static struct {
     marked_program *programs;
     size_t count, capacity;
     atomic_size_t live;
+    atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static size_t marked_index(cl_program program)
@@ -33,7 +35,7 @@ static size_t marked_index(cl_program program)
  * hits go off for the process. */
 static bool mark(cl_program program, const char *reason)
 {
-    pthread_mutex_lock(&marked.lock);
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
     bool ok = marked_index(program) < marked.count;
     if (!ok && marked.count == marked.capacity) {
         size_t capacity = marked.capacity == 0 ? 8 : 2 * marked.capacity;
@@ -56,7 +58,7 @@ static bool mark(cl_program program, const char *reason)
 
 static void forget_mark(cl_program program)
 {
-    pthread_mutex_lock(&marked.lock);
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
     size_t i = marked_index(program);
     if (i < marked.count) {
         marked.programs[i] = marked.programs[--marked.count];
@@ -69,7 +71,7 @@ const char *zcc_unkeyable_reason(cl_program program)
 {
     if (atomic_load(&marked.live) == 0)
         return NULL;
-    pthread_mutex_lock(&marked.lock);
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
     size_t i = marked_index(program);
     const char *reason = i < marked.count ? marked.programs[i].reason : NULL;
     pthread_mutex_unlock(&marked.lock);
