@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 typedef cl_int(CL_API_CALL *global_pointer_fn)(cl_device_id, cl_program, const char *, size_t *,
                                                void **);
@@ -28,6 +29,7 @@ static struct {
     pthread_mutex_t lock;
     driver_functions platforms[MAX_PLATFORMS];
     size_t count;
+    atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } drivers = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static driver_functions *functions_of(cl_platform_id platform)
@@ -49,7 +51,7 @@ static driver_functions lookup_for(cl_device_id device)
     if (zcc_layer.next.clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform), &platform,
                                        NULL) != CL_SUCCESS)
         platform = NULL;
-    pthread_mutex_lock(&drivers.lock);
+    zc_fork_guard_lock(&drivers.lock, &drivers.guarded);
     for (size_t i = 0; i < drivers.count; i++) {
         if (drivers.platforms[i].platform == platform || drivers.platforms[i].platform == NULL)
             found = drivers.platforms[i];
@@ -94,7 +96,7 @@ static void *wrapped(cl_platform_id platform, const char *name, void *found)
     bool function = strcmp(name, "clGetDeviceFunctionPointerINTEL") == 0;
     if (found == NULL || (!global && !function))
         return found;
-    pthread_mutex_lock(&drivers.lock);
+    zc_fork_guard_lock(&drivers.lock, &drivers.guarded);
     driver_functions *slot = functions_of(platform);
     if (slot != NULL && global)
         slot->global_pointer = (global_pointer_fn)found;

@@ -1,44 +1,25 @@
 /* The table of hits: the application's programs that answer from a program
- * the layer built from a cached binary. A process has few programs, so a
- * locked array is enough; the common path (no hits) is one atomic load. */
+ * the layer built from a cached binary. The common path (no hits) is one
+ * atomic load. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 static struct {
     pthread_mutex_t lock;
-    zcc_hit **hits;
-    size_t count, capacity;
+    zcc_program_list hits;
     atomic_size_t live;
+    atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } table = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static size_t index_of(cl_program program)
-{
-    for (size_t i = 0; i < table.count; i++)
-        if (table.hits[i]->program == program)
-            return i;
-    return table.count;
-}
 
 bool zcc_hits_add(zcc_hit *hit)
 {
-    pthread_mutex_lock(&table.lock);
-    bool added = true;
-    if (table.count == table.capacity) {
-        size_t capacity = table.capacity == 0 ? 16 : 2 * table.capacity;
-        zcc_hit **grown = realloc(table.hits, capacity * sizeof(*grown));
-        added = grown != NULL;
-        if (added) {
-            table.hits = grown;
-            table.capacity = capacity;
-        }
-    }
-    if (added) {
-        table.hits[table.count++] = hit;
-        atomic_store(&table.live, table.count);
-    }
+    zc_fork_guard_lock(&table.lock, &table.guarded);
+    bool added = zcc_program_list_add(&table.hits, hit);
+    atomic_store(&table.live, table.hits.count);
     pthread_mutex_unlock(&table.lock);
     return added;
 }
@@ -47,22 +28,21 @@ bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), 
 {
     if (zcc_hits_empty())
         return false;
-    pthread_mutex_lock(&table.lock);
-    size_t i = index_of(program);
-    bool found = i < table.count;
-    if (found)
-        fn(table.hits[i], context);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_hit *hit = zcc_program_list_find(&table.hits, program);
+    if (hit != NULL)
+        fn(hit, context);
     pthread_mutex_unlock(&table.lock);
-    return found;
+    return hit != NULL;
 }
 
 cl_program zcc_hits_built_of(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
-    size_t i = index_of(program);
-    cl_program built = i < table.count ? table.hits[i]->built : NULL;
+    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_hit *hit = zcc_program_list_find(&table.hits, program);
+    cl_program built = hit != NULL ? hit->built : NULL;
     /* Retained so a release racing with the caller cannot free it. */
     if (built != NULL)
         zcc_layer.next.clRetainProgram(built);
@@ -73,9 +53,11 @@ cl_program zcc_hits_built_of(cl_program program)
 /* The hit whose layer's program is built; NULL when none. Under the lock. */
 static zcc_hit *hit_of_built(cl_program built)
 {
-    for (size_t i = 0; i < table.count; i++)
-        if (table.hits[i]->built == built)
-            return table.hits[i];
+    for (size_t i = 0; i < table.hits.count; i++) {
+        zcc_hit *hit = table.hits.records[i];
+        if (hit->built == built)
+            return hit;
+    }
     return NULL;
 }
 
@@ -83,7 +65,7 @@ cl_program zcc_hits_owner_of(cl_program built)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     cl_program owner = hit != NULL ? hit->program : NULL;
     pthread_mutex_unlock(&table.lock);
@@ -94,7 +76,7 @@ char *zcc_hits_kernel_attributes(cl_program built, const char *name)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     const char *attributes = NULL;
     size_t length = 0;
@@ -110,7 +92,7 @@ void zcc_hits_count_kernel(cl_program built, int delta)
 {
     if (zcc_hits_empty())
         return;
-    pthread_mutex_lock(&table.lock);
+    zc_fork_guard_lock(&table.lock, &table.guarded);
     zcc_hit *hit = hit_of_built(built);
     if (hit != NULL && delta > 0)
         hit->live_kernels++;
@@ -123,14 +105,9 @@ zcc_hit *zcc_hits_take(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    pthread_mutex_lock(&table.lock);
-    size_t i = index_of(program);
-    zcc_hit *hit = NULL;
-    if (i < table.count) {
-        hit = table.hits[i];
-        table.hits[i] = table.hits[--table.count];
-        atomic_store(&table.live, table.count);
-    }
+    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_hit *hit = zcc_program_list_take(&table.hits, program);
+    atomic_store(&table.live, table.hits.count);
     pthread_mutex_unlock(&table.lock);
     return hit;
 }

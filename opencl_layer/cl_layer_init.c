@@ -67,27 +67,34 @@ EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_uint name, size_t size, void *value,
     return CL_INVALID_VALUE;
 }
 
-/* The entries the layer answers; everything else is the table below. */
+/* The entries the layer answers, where the table below has them (a loader
+ * with a shorter table never calls the others); everything else is the
+ * table below. */
+#define HOOK(name, function)                                                                       \
+    do {                                                                                           \
+        if (zcc_layer.next.name != NULL)                                                           \
+            table->name = function;                                                                \
+    } while (0)
+
 static void hook(cl_icd_dispatch *table)
 {
-    table->clCreateProgramWithSource = zcc_create_program_with_source;
-    table->clBuildProgram = zcc_build_program;
-    table->clCompileProgram = zcc_compile_program;
-    table->clLinkProgram = zcc_link_program;
-    table->clReleaseProgram = zcc_release_program;
-    table->clSetProgramSpecializationConstant = zcc_set_program_specialization_constant;
-    table->clGetProgramInfo = zcc_get_program_info;
-    table->clGetProgramBuildInfo = zcc_get_program_build_info;
-    table->clCreateKernel = zcc_create_kernel;
-    table->clCreateKernelsInProgram = zcc_create_kernels_in_program;
-    table->clCloneKernel = zcc_clone_kernel;
-    table->clReleaseKernel = zcc_release_kernel;
-    table->clGetKernelInfo = zcc_get_kernel_info;
-    if (zcc_layer.next.clGetExtensionFunctionAddressForPlatform != NULL)
-        table->clGetExtensionFunctionAddressForPlatform =
-            zcc_get_extension_function_address_for_platform;
-    if (zcc_layer.next.clGetExtensionFunctionAddress != NULL)
-        table->clGetExtensionFunctionAddress = zcc_get_extension_function_address;
+    HOOK(clCreateContext, zcc_create_context);
+    HOOK(clCreateContextFromType, zcc_create_context_from_type);
+    HOOK(clCreateProgramWithSource, zcc_create_program_with_source);
+    HOOK(clBuildProgram, zcc_build_program);
+    HOOK(clCompileProgram, zcc_compile_program);
+    HOOK(clLinkProgram, zcc_link_program);
+    HOOK(clReleaseProgram, zcc_release_program);
+    HOOK(clSetProgramSpecializationConstant, zcc_set_program_specialization_constant);
+    HOOK(clGetProgramInfo, zcc_get_program_info);
+    HOOK(clGetProgramBuildInfo, zcc_get_program_build_info);
+    HOOK(clCreateKernel, zcc_create_kernel);
+    HOOK(clCreateKernelsInProgram, zcc_create_kernels_in_program);
+    HOOK(clCloneKernel, zcc_clone_kernel);
+    HOOK(clReleaseKernel, zcc_release_kernel);
+    HOOK(clGetKernelInfo, zcc_get_kernel_info);
+    HOOK(clGetExtensionFunctionAddressForPlatform, zcc_get_extension_function_address_for_platform);
+    HOOK(clGetExtensionFunctionAddress, zcc_get_extension_function_address);
 }
 
 #define TABLE_ENTRIES (sizeof(cl_icd_dispatch) / sizeof(void *))

@@ -49,13 +49,28 @@ bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
 bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
                                  const char **attributes, size_t *length);
 
+/* ---- cl_program_list.c: records keyed by the application's program ---- */
+
+/* Records whose first field is their cl_program; the caller locks. */
+typedef struct zcc_program_list {
+    void **records;
+    size_t count, capacity;
+} zcc_program_list;
+
+/* false when memory runs out (then record is not added). */
+bool zcc_program_list_add(zcc_program_list *list, void *record);
+/* program's record, or NULL. */
+void *zcc_program_list_find(const zcc_program_list *list, cl_program program);
+/* Removes program's record and returns it, or NULL. */
+void *zcc_program_list_take(zcc_program_list *list, cl_program program);
+
 /* ---- cl_hits.c: programs built from the cache ---- */
 
 /* What the application's program (the driver's, created from source or IL,
  * never built by the driver) answers for after a hit: a program the layer
  * made from the cached binary, which kernels come from. */
 typedef struct zcc_hit {
-    cl_program program; /* the application's */
+    cl_program program; /* the application's: first, as zcc_program_list wants */
     cl_program built;   /* the layer's, from the cached binary */
     cl_device_id device;
     char *options; /* as clBuildProgram was given them ("" for NULL) */
@@ -149,6 +164,18 @@ cl_int CL_API_CALL zcc_get_kernel_info(cl_kernel kernel, cl_kernel_info name, si
 void *CL_API_CALL zcc_get_extension_function_address_for_platform(cl_platform_id platform,
                                                                   const char *name);
 void *CL_API_CALL zcc_get_extension_function_address(const char *name);
+
+/* ---- cl_warm_up.c: the process's one-time costs, at a context ---- */
+
+cl_context CL_API_CALL zcc_create_context(const cl_context_properties *properties,
+                                          cl_uint num_devices, const cl_device_id *devices,
+                                          void(CL_CALLBACK *notify)(const char *, const void *,
+                                                                    size_t, void *),
+                                          void *user_data, cl_int *errcode_ret);
+cl_context CL_API_CALL
+zcc_create_context_from_type(const cl_context_properties *properties, cl_device_type type,
+                             void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+                             void *user_data, cl_int *errcode_ret);
 
 /* ---- cl_devices.c: a device described once ---- */
 

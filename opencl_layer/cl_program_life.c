@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 /* Programs whose build the key cannot see whole, with why. */
 typedef struct marked_program {
@@ -16,38 +17,25 @@ typedef struct marked_program {
 
 static struct {
     pthread_mutex_t lock;
-    marked_program *programs;
-    size_t count, capacity;
+    zcc_program_list programs; /* of marked_program */
     atomic_size_t live;
+    atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static size_t marked_index(cl_program program)
-{
-    for (size_t i = 0; i < marked.count; i++)
-        if (marked.programs[i].program == program)
-            return i;
-    return marked.count;
-}
 
 /* false when memory runs out: then the program cannot be told apart, and
  * hits go off for the process. */
 static bool mark(cl_program program, const char *reason)
 {
-    pthread_mutex_lock(&marked.lock);
-    bool ok = marked_index(program) < marked.count;
-    if (!ok && marked.count == marked.capacity) {
-        size_t capacity = marked.capacity == 0 ? 8 : 2 * marked.capacity;
-        marked_program *grown = realloc(marked.programs, capacity * sizeof(*grown));
-        if (grown != NULL) {
-            marked.programs = grown;
-            marked.capacity = capacity;
-        }
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
+    bool ok = zcc_program_list_find(&marked.programs, program) != NULL;
+    marked_program *record = ok ? NULL : malloc(sizeof(*record));
+    if (record != NULL) {
+        *record = (marked_program){program, reason};
+        ok = zcc_program_list_add(&marked.programs, record);
+        if (!ok)
+            free(record);
     }
-    if (!ok && marked.count < marked.capacity) {
-        marked.programs[marked.count++] = (marked_program){program, reason};
-        atomic_store(&marked.live, marked.count);
-        ok = true;
-    }
+    atomic_store(&marked.live, marked.programs.count);
     pthread_mutex_unlock(&marked.lock);
     if (!ok)
         atomic_store(&zcc_layer.hits_not_reproduced, true);
@@ -56,12 +44,9 @@ static bool mark(cl_program program, const char *reason)
 
 static void forget_mark(cl_program program)
 {
-    pthread_mutex_lock(&marked.lock);
-    size_t i = marked_index(program);
-    if (i < marked.count) {
-        marked.programs[i] = marked.programs[--marked.count];
-        atomic_store(&marked.live, marked.count);
-    }
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
+    free(zcc_program_list_take(&marked.programs, program));
+    atomic_store(&marked.live, marked.programs.count);
     pthread_mutex_unlock(&marked.lock);
 }
 
@@ -69,9 +54,9 @@ const char *zcc_unkeyable_reason(cl_program program)
 {
     if (atomic_load(&marked.live) == 0)
         return NULL;
-    pthread_mutex_lock(&marked.lock);
-    size_t i = marked_index(program);
-    const char *reason = i < marked.count ? marked.programs[i].reason : NULL;
+    zc_fork_guard_lock(&marked.lock, &marked.guarded);
+    const marked_program *record = zcc_program_list_find(&marked.programs, program);
+    const char *reason = record != NULL ? record->reason : NULL;
     pthread_mutex_unlock(&marked.lock);
     return reason;
 }

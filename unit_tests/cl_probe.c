@@ -21,6 +21,8 @@
  *                     build
  *   --compile-link    clCompileProgram then clLinkProgram instead of
  *                     clBuildProgram; the linked program is described
+ *   --time            print how long clBuildProgram took ("build time: N us"),
+ *                     on stderr (the descriptions stay comparable)
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
  *                     64; print the digest of every buffer afterwards
@@ -33,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_DEVICES 8
 #define MAX_KERNELS 32
@@ -42,7 +45,7 @@
 typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
-    bool callback, no_binaries, rebuild, compile_link;
+    bool callback, no_binaries, rebuild, compile_link, time;
     const char *spec, *append;
 } probe_options;
 
@@ -398,8 +401,15 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
         if (program == NULL)
             return;
     } else {
+        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
         cl_int code = clBuildProgram(program, 0, NULL, options->options,
                                      options->callback ? notify : NULL, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        if (options->time)
+            fprintf(stderr, "build time: %lld us\n",
+                    (long long)(end.tv_sec - start.tv_sec) * 1000000 +
+                        (end.tv_nsec - start.tv_nsec) / 1000);
         printf("build: %d\n", code);
     }
     if (options->callback)
@@ -424,6 +434,8 @@ static bool parse(int argc, char **argv, probe_options *options)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--callback") == 0)
             options->callback = true;
+        else if (strcmp(arg, "--time") == 0)
+            options->time = true;
         else if (strcmp(arg, "--compile-link") == 0)
             options->compile_link = true;
         else if (strcmp(arg, "--rebuild") == 0)

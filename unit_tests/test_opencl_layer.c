@@ -25,9 +25,21 @@ static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info 
 {
     (void)program;
     forwarded++;
+    cl_uint references = 1;
+    if (name == CL_PROGRAM_REFERENCE_COUNT)
+        return zcc_answer(&references, sizeof(references), size, value, size_ret);
     if (name != CL_PROGRAM_KERNEL_NAMES)
         return CL_INVALID_VALUE;
     return zcc_answer(kernel_names, sizeof(kernel_names), size, value, size_ret);
+}
+
+static cl_program CL_API_CALL fake_create_with_source(cl_context context, cl_uint count,
+                                                      const char **strings, const size_t *lengths,
+                                                      cl_int *status)
+{
+    (void)context, (void)count, (void)strings, (void)lengths;
+    *status = CL_SUCCESS;
+    return APP_PROGRAM;
 }
 
 static cl_int CL_API_CALL fake_build_info(cl_program program, cl_device_id device,
@@ -81,7 +93,8 @@ static void set_up(void)
                                        .clReleaseKernel = fake_release_kernel,
                                        .clGetKernelInfo = fake_kernel_info,
                                        .clRetainProgram = fake_retain_release,
-                                       .clReleaseProgram = fake_retain_release};
+                                       .clReleaseProgram = fake_retain_release,
+                                       .clCreateProgramWithSource = fake_create_with_source};
     forwarded = 0;
 }
 
@@ -229,4 +242,37 @@ Test(opencl_layer, a_hits_kernels_answer_the_builds_attributes_and_program)
                  CL_SUCCESS);
     cr_assert_eq(program, BUILT);
     free(kernel);
+}
+
+/* A source string with a NUL byte within its length (the driver compiles
+ * past it, CL_PROGRAM_SOURCE stops there) marks the program until its last
+ * release; lengths of 0 mean "up to the NUL", which holds none. */
+Test(opencl_layer, a_source_string_holding_a_nul_byte_is_not_keyed)
+{
+    const char *strings[] = {"kernel void a(){}", "kernel void b(){}"};
+    const size_t whole[] = {strlen(strings[0]) + 1, strlen(strings[1])};
+    const size_t up_to_nul[] = {0, 0};
+    cl_int status;
+    cr_assert_eq(zcc_create_program_with_source(NULL, 2, strings, up_to_nul, &status), APP_PROGRAM);
+    cr_assert_null(zcc_unkeyable_reason(APP_PROGRAM));
+    cr_assert_eq(zcc_create_program_with_source(NULL, 2, strings, NULL, &status), APP_PROGRAM);
+    cr_assert_null(zcc_unkeyable_reason(APP_PROGRAM));
+    cr_assert_eq(zcc_create_program_with_source(NULL, 2, strings, whole, &status), APP_PROGRAM);
+    cr_assert_str_eq(zcc_unkeyable_reason(APP_PROGRAM), "a source string holding a NUL byte");
+    cr_assert_eq(zcc_release_program(APP_PROGRAM), CL_SUCCESS);
+    cr_assert_null(zcc_unkeyable_reason(APP_PROGRAM));
+}
+
+/* A hit with a live kernel stays (the driver refuses to build the program
+ * again); without one it goes. */
+Test(opencl_layer, a_hit_with_live_kernels_is_kept_on_a_rebuild)
+{
+    add_hit();
+    zcc_hits_count_kernel(BUILT, 1);
+    cr_assert_not(zcc_hits_drop(APP_PROGRAM));
+    cr_assert_not(zcc_hits_empty());
+    zcc_hits_count_kernel(BUILT, -1);
+    zcc_hits_count_kernel(BUILT, -1); /* never below none */
+    cr_assert(zcc_hits_drop(APP_PROGRAM));
+    cr_assert(zcc_hits_empty());
 }

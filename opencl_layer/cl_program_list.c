@@ -1,0 +1,50 @@
+/* A growable list of records keyed by the application's program, for the
+ * layer's tables (hits, programs the key cannot see whole). A process has
+ * few programs, so a plain array searched in order is enough. */
+#include <stdlib.h>
+
+#include "cl_layer_internal.h"
+
+/* Every record starts with its program. */
+static cl_program program_of(const void *record)
+{
+    return *(const cl_program *)record;
+}
+
+static size_t index_of(const zcc_program_list *list, cl_program program)
+{
+    for (size_t i = 0; i < list->count; i++)
+        if (program_of(list->records[i]) == program)
+            return i;
+    return list->count;
+}
+
+bool zcc_program_list_add(zcc_program_list *list, void *record)
+{
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity == 0 ? 16 : 2 * list->capacity;
+        void **grown = realloc(list->records, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return false;
+        list->records = grown;
+        list->capacity = capacity;
+    }
+    list->records[list->count++] = record;
+    return true;
+}
+
+void *zcc_program_list_find(const zcc_program_list *list, cl_program program)
+{
+    size_t i = index_of(list, program);
+    return i < list->count ? list->records[i] : NULL;
+}
+
+void *zcc_program_list_take(zcc_program_list *list, cl_program program)
+{
+    size_t i = index_of(list, program);
+    if (i == list->count)
+        return NULL;
+    void *record = list->records[i];
+    list->records[i] = list->records[--list->count];
+    return record;
+}
