@@ -33,8 +33,8 @@ build_packages=(
     libzstd-dev libssl-dev spirv-tools libcriterion-dev
     libze1 libze-dev clang-19 llvm-spirv-19
     python3 redis-server libhiredis-dev
-    ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
-    openssl # tls: the TLS tests make their certificates with it
+    openssl redis-tools libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext
+    ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"

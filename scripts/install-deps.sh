@@ -12,8 +12,8 @@ packages=(
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
   redis-server libhiredis-dev
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
-  openssl # tls: the TLS tests make their certificates with it
+  openssl redis-tools libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl
 )
 
 missing=()
