@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs ze_sample twice through the zecache layer with a fresh cache directory
-# -- cold (every module compiled and stored), then warm in a new process (every
-# module from the cache) -- and prints per-module times and what was saved.
+# Runs real programs twice through zecache with a fresh cache directory --
+# cold (every module compiled and stored), then warm in a new process (every
+# module from the cache) -- and prints per-module times and what was saved:
+# ze_sample through the Level Zero layer, then cl_bench building the same
+# kernels from OpenCL C source through the OpenCL layer (zecache exec).
 # Uses Intel's real driver with a pretend GPU (no GPU needed).
 #
 #   scripts/demo.sh               install what is missing, build into build/, run
@@ -13,7 +15,7 @@ if [[ $# -eq 0 ]]; then
   cd "$(dirname "$0")/.."
   bash scripts/install-deps.sh
   cmake -S . -B build >/dev/null
-  cmake --build build -j "$(nproc)" --target ze_sample ze_cache_layer >build.demo.log 2>&1 ||
+  cmake --build build -j "$(nproc)" --target ze_sample ze_cache_layer cl_bench zecache_opencl_layer zecache_tool >build.demo.log 2>&1 ||
     { tail -40 build.demo.log; exit 1; }
 fi
 build=$(cd "${1:-build}" && pwd)
@@ -58,3 +60,31 @@ entries=$(find "$work/cache" -name '*.l0_cache' | wc -l)
 bytes=$(find "$work/cache" -name '*.l0_cache' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 echo "cache: $entries entries, $bytes bytes on disk (zstd-compressed)"
 grep -o 'summary: .*' warm.log | sed 's/^/warm run /' || true
+
+# OpenCL: the same kernels from OpenCL C source, built by cl_bench through
+# `zecache exec`, which enables the OpenCL layer (OPENCL_LAYERS) and keeps the
+# driver's own OpenCL cache off; the same cache directory holds .cl_cache
+# entries beside the .l0_cache ones.
+cl_bench=$build/bin/cl_bench
+zecache=$build/bin/zecache
+if [[ -x $cl_bench && -x $zecache ]]; then
+  kernels=$(cd "$scripts/../samples/kernels" && pwd)
+  "$zecache" exec -- "$cl_bench" --platform Intel "$kernels" > cl_cold.txt
+  PrintDebugMessages=1 "$zecache" exec -- "$cl_bench" --platform Intel "$kernels" \
+    > cl_warm.txt 2> cl_warm.log
+  echo
+  echo "zecache demo: cl_bench (clCreateProgramWithSource + clBuildProgram) through the OpenCL layer"
+  awk '
+    FNR == NR && $1 == "program" { cold[$2] = $4; order[++n] = $2; next }
+    $1 == "program" { warm[$2] = $4 }
+    END {
+      printf "%-18s %12s %12s %9s\n", "program", "cold ms", "warm ms", "speed-up"
+      for (i = 1; i <= n; i++) {
+        m = order[i]; c += cold[m]; w += warm[m]
+        printf "%-18s %12.3f %12.3f %8.0fx\n", m, cold[m], warm[m], cold[m] / (warm[m] > 0 ? warm[m] : 1e-6)
+      }
+      printf "%-18s %12.3f %12.3f %8.0fx\n", "all programs", c, w, c / (w > 0 ? w : 1e-6)
+    }' cl_cold.txt cl_warm.txt
+  echo "cache: $(find "$work/cache" -name '*.cl_cache' | wc -l) OpenCL entries beside $entries Level Zero ones"
+  grep -o 'summary: .*' cl_warm.log | tail -1 | sed 's/^/warm run /' || true
+fi
