@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "layer_internal.h"
+#include "zecache/driver_cache.h"
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
 #include "zecache/log.h"
@@ -24,12 +25,12 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     zc_environment_snapshot_driver();
     /* Our own configuration comes from the user's values, even in a child of
      * a process whose layer hid them from the driver. */
-    zcl_driver_cache_restore_user_env();
+    zc_driver_cache_restore_user_env(ZC_API_LEVEL_ZERO);
     zc_config_from_env(&zcl_layer.config);
     zcl_options_parse(getenv("ZE_ENABLE_LAYERS"), &zcl_layer.options);
     /* Environment writes as early as they can be: right after our own reads. */
-    if (zcl_layer.options.cache)
-        zcl_driver_cache_hide();
+    if (zcl_layer.options.cache && !zc_driver_cache_hide(ZC_API_LEVEL_ZERO))
+        zc_log_info("the driver's own cache is off already: no variable written");
     if (zcl_layer.options.validation)
         zcl_chain_open();
     if (!zcl_layer.options.cache)

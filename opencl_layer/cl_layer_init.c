@@ -11,7 +11,7 @@
 #include "cl_layer_internal.h"
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
-#include "zecache/opencl_driver_cache.h"
+#include "zecache/driver_cache.h"
 #include "zecache/log.h"
 
 /* The layer extension's declarations that Debian 12's headers lack. */
@@ -37,9 +37,9 @@ __attribute__((constructor)) static void zcc_layer_load(void)
     zc_environment_snapshot_driver();
     /* Our configuration is the user's, even in a child of a process whose
      * layer hid it from the driver. */
-    zc_opencl_driver_cache_restore_user_env();
+    zc_driver_cache_restore_user_env(ZC_API_OPENCL);
     zc_config_from_env(&zcc_layer.config);
-    if (zc_opencl_driver_cache_hide())
+    if (zc_driver_cache_hide(ZC_API_OPENCL))
         zc_log_info("Intel's driver reads its cache settings when it starts, before any layer: "
                     "its own OpenCL cache may stay on in this process (zecache exec keeps it "
                     "off); child processes start with it off");
