@@ -1,7 +1,6 @@
 /* The layer's start, when the loader dlopens it: inside zeInit, after the
  * drivers are loaded but before any of them compiles, so the settings the
  * driver reads lazily can still be changed here. */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "layer_internal.h"
@@ -9,14 +8,6 @@
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
 #include "zecache/log.h"
-
-/* A forked child starts with a copy of the parent's counters; without this
- * both would merge them into the stats file at exit. */
-static void zero_counters_in_child(void)
-{
-    if (zcl_layer.cache != NULL)
-        zc_cache_reset_counters(zcl_layer.cache);
-}
 
 __attribute__((constructor)) static void zcl_layer_load(void)
 {
@@ -38,7 +29,6 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     zcl_layer.cache = zc_frontend_cache_start(&zcl_layer.config, "zecache layer");
     if (zcl_layer.cache != NULL)
         zc_frontend_prefetch_start(zcl_layer.cache);
-    pthread_atfork(NULL, NULL, zero_counters_in_child);
 }
 
 /* The counters go into the cache's stats file at every store and, for what

@@ -4,7 +4,6 @@
  * loaders from v2026.05, clInitLayerWithProperties) and takes the layer's
  * table back. The layer hands out the driver's own objects: every call it
  * does not answer goes straight to the table below. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +23,6 @@ typedef cl_properties zcc_layer_properties;
 
 static cl_icd_dispatch own_table;
 
-static void zero_counters_in_child(void)
-{
-    if (zcc_layer.cache != NULL)
-        zc_cache_reset_counters(zcc_layer.cache);
-}
-
 /* At load, before any build: the driver reads its cache settings at its
  * first compile, so hiding them here is in time. */
 __attribute__((constructor)) static void zcc_layer_load(void)
@@ -44,10 +37,8 @@ __attribute__((constructor)) static void zcc_layer_load(void)
                     "its own OpenCL cache may stay on in this process (zecache exec keeps it "
                     "off); child processes start with it off");
     zcc_layer.cache = zc_frontend_cache_start(&zcc_layer.config, "zecache OpenCL layer");
-    if (zcc_layer.cache == NULL)
-        return;
-    zc_frontend_prefetch_start(zcc_layer.cache);
-    pthread_atfork(NULL, NULL, zero_counters_in_child);
+    if (zcc_layer.cache != NULL)
+        zc_frontend_prefetch_start(zcc_layer.cache);
 }
 
 /* At exit only (-z nodelete): the counters go to the stats file. */

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_support.h"
+#include "zecache/driver_cache.h"
 #include "zecache/frontend.h"
+#include "zecache/frontend_process.h"
 #include "zecache/key_request.h"
 
 /* ---- requests ---- */
@@ -690,4 +694,58 @@ Test(frontend, a_source_whose_headers_stay_is_stored)
     cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
     assert_counted(1, 1, 0, 1);
     cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 0);
+}
+
+/* ---- a layer's process ---- */
+
+/* A forked child starts with its cache's counters at zero: the parent's
+ * are merged into the stats file once, by the parent. */
+Test(frontend, a_forked_child_starts_with_no_counts)
+{
+    zc_cache *started = zc_frontend_cache_start(&config, "test layer");
+    cr_assert_not_null(started);
+    zc_cache_count_bypass(started, ZC_BYPASS_NOT_CACHEABLE, NULL);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        zc_cache_stats counted;
+        zc_cache_get_stats(started, &counted);
+        _exit(counted.bypasses[ZC_BYPASS_NOT_CACHEABLE] == 0 ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the parent's counts");
+    zc_cache_stats counted;
+    zc_cache_get_stats(started, &counted);
+    cr_assert_eq(counted.bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
+    zc_cache_close(started);
+}
+
+/* OpenCL's switches: NEO_CACHE_PERSISTENT and cl_cache_dir (default
+ * ./cl_cache), hidden and put back as Level Zero's are; Level Zero's
+ * directory switch is not OpenCL's business. */
+Test(frontend, the_driver_s_opencl_cache_is_hidden_and_comes_back)
+{
+    char cwd[PATH_MAX];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    cr_assert_eq(chdir(scratch), 0);
+    cr_assert_eq(mkdir("cl_cache", 0700), 0);
+    unsetenv("cl_cache_dir");
+    setenv("NEO_CACHE_PERSISTENT", "1", 1);
+    setenv("l0_cache_dir", scratch, 1);
+    cr_assert(zc_driver_cache_hide(ZC_API_OPENCL));
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
+    cr_assert_str_eq(getenv("cl_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
+    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_cl_cache_dir"), "");
+    cr_assert_str_eq(getenv("l0_cache_dir"), scratch);
+    cr_assert(!zc_driver_cache_hide(ZC_API_OPENCL), "hidden already: nothing written");
+    zc_driver_cache_restore_user_env(ZC_API_OPENCL);
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "1");
+    cr_assert_null(getenv("cl_cache_dir"));
+    rmdir("cl_cache");
+    cr_assert_eq(chdir(cwd), 0);
+    unsetenv("NEO_CACHE_PERSISTENT");
+    unsetenv("l0_cache_dir");
+    unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
+    unsetenv("ZECACHE_ORIGINAL_cl_cache_dir");
 }
