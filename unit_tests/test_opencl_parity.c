@@ -340,3 +340,55 @@ Test(opencl, pocl_two_devices_built_for_one)
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run on device 0: not built for it\n"), "%s", disk_hit);
 }
+
+/* ---- a header rewritten while the driver compiles ---- */
+
+static void run_line(char *line, size_t size)
+{
+    const char *at = strstr(run.out, "run add_v: ");
+    cr_assert_not_null(at, "%s", run.out);
+    snprintf(line, size, "%.*s", (int)strcspn(at, "\n"), at);
+}
+
+/* The key read the header before the driver compiled; a build system (here
+ * an LD_PRELOAD, at the driver's open) rewrites it in between: the
+ * application computes with the driver's build of the new header, as the
+ * driver alone does, and nothing is stored under the old header's key. */
+Test(opencl, pocl_header_changed_while_the_driver_compiles)
+{
+    char include[PATH_MAX], header[PATH_MAX + 8], source[PATH_MAX], options[PATH_MAX + 8];
+    char through_layer[256], alone_new[256], alone_old[256];
+    snprintf(include, sizeof include, "%s/inc", sc.root);
+    cr_assert_eq(mkdir(include, 0700), 0);
+    snprintf(header, sizeof header, "%s/swap.h", include);
+    snprintf(source, sizeof source, "%s/swap.cl", sc.root);
+    snprintf(options, sizeof options, "-I %s", include);
+    static const char text[] = "#include \"swap.h\"\nkernel void add_v(global int *a, global int "
+                               "*b, int n) { int i = get_global_id(0); a[i] = b[i] + V + n; }\n";
+    t_write_file(source, text, strlen(text));
+    t_write_file(header, "#define V 1\n", 12);
+    const char *const args[] = {"--repeat",  "1",     POCL,    "--source",  source,
+                                "--options", options, "--run", "add_v:bbi", NULL};
+    probe_run(false,
+              ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", "LD_PRELOAD=" ZC_SWAP_PRELOAD,
+                  "ZC_SWAP_NAME=swap.h", "ZC_SWAP_TEXT=#define V 2\n"),
+              args);
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    run_line(through_layer, sizeof through_layer);
+    cr_assert_not_null(
+        strstr(run.err, BYPASS "not-cacheable: a header changed while the driver compiled"), "%s",
+        run.err);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    cr_assert_eq(opencl_entries_in(sc.cache), 0);
+    char now[64];
+    t_read_text(header, now, sizeof now);
+    cr_assert_str_eq(now, "#define V 2\n");
+    probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
+    run_line(alone_new, sizeof alone_new);
+    cr_assert_str_eq(through_layer, alone_new);
+    /* The header's change shows in what the kernel computes. */
+    t_write_file(header, "#define V 1\n", 12);
+    probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
+    run_line(alone_old, sizeof alone_old);
+    cr_assert_str_neq(alone_old, alone_new);
+}
