@@ -32,23 +32,25 @@ static void swap_if_named(const char *path, int flags)
     fclose(file);
 }
 
-typedef int (*open_fn)(const char *, int, ...);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
-static mode_t mode_of(int flags, va_list args)
+/* open(path, ...) is openat(AT_FDCWD, path, ...): every variant goes to the
+ * real openat (real names openat or openat64). */
+static int swap_and_open(const char *real, int dir, const char *path, int flags, va_list args)
 {
-    return (flags & (O_CREAT | O_TMPFILE)) != 0 ? (mode_t)va_arg(args, int) : 0;
+    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? (mode_t)va_arg(args, int) : 0;
+    swap_if_named(path, flags);
+    return ((openat_fn)dlsym(RTLD_NEXT, real))(dir, path, flags, mode);
 }
 
-#define OPEN_WRAPPER(name)                                                                         \
+#define OPEN_WRAPPER(name, real)                                                                   \
     int name(const char *path, int flags, ...)                                                     \
     {                                                                                              \
         va_list args;                                                                              \
         va_start(args, flags);                                                                     \
-        mode_t mode = mode_of(flags, args);                                                        \
+        int fd = swap_and_open(real, AT_FDCWD, path, flags, args);                                 \
         va_end(args);                                                                              \
-        swap_if_named(path, flags);                                                                \
-        return ((open_fn)dlsym(RTLD_NEXT, #name))(path, flags, mode);                              \
+        return fd;                                                                                 \
     }
 
 #define OPENAT_WRAPPER(name)                                                                       \
@@ -56,14 +58,13 @@ static mode_t mode_of(int flags, va_list args)
     {                                                                                              \
         va_list args;                                                                              \
         va_start(args, flags);                                                                     \
-        mode_t mode = mode_of(flags, args);                                                        \
+        int fd = swap_and_open(#name, dir, path, flags, args);                                     \
         va_end(args);                                                                              \
-        swap_if_named(path, flags);                                                                \
-        return ((openat_fn)dlsym(RTLD_NEXT, #name))(dir, path, flags, mode);                       \
+        return fd;                                                                                 \
     }
 
-OPEN_WRAPPER(open)
-OPEN_WRAPPER(open64)
+OPEN_WRAPPER(open, "openat")
+OPEN_WRAPPER(open64, "openat64")
 OPENAT_WRAPPER(openat)
 OPENAT_WRAPPER(openat64)
 
