@@ -1,21 +1,13 @@
 /* The layer's start, when the loader dlopens it: inside zeInit, after the
  * drivers are loaded but before any of them compiles, so the settings the
  * driver reads lazily can still be changed here. */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "layer_internal.h"
+#include "zecache/driver_cache.h"
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
 #include "zecache/log.h"
-
-/* A forked child starts with a copy of the parent's counters; without this
- * both would merge them into the stats file at exit. */
-static void zero_counters_in_child(void)
-{
-    if (zcl_layer.cache != NULL)
-        zc_cache_reset_counters(zcl_layer.cache);
-}
 
 __attribute__((constructor)) static void zcl_layer_load(void)
 {
@@ -24,12 +16,12 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     zc_environment_snapshot_driver();
     /* Our own configuration comes from the user's values, even in a child of
      * a process whose layer hid them from the driver. */
-    zcl_driver_cache_restore_user_env();
+    zc_driver_cache_restore_user_env(ZC_API_LEVEL_ZERO);
     zc_config_from_env(&zcl_layer.config);
     zcl_options_parse(getenv("ZE_ENABLE_LAYERS"), &zcl_layer.options);
     /* Environment writes as early as they can be: right after our own reads. */
-    if (zcl_layer.options.cache)
-        zcl_driver_cache_hide();
+    if (zcl_layer.options.cache && !zc_driver_cache_hide(ZC_API_LEVEL_ZERO))
+        zc_log_info("the driver's own cache is off already: no variable written");
     if (zcl_layer.options.validation)
         zcl_chain_open();
     if (!zcl_layer.options.cache)
@@ -37,7 +29,6 @@ __attribute__((constructor)) static void zcl_layer_load(void)
     zcl_layer.cache = zc_frontend_cache_start(&zcl_layer.config, "zecache layer");
     if (zcl_layer.cache != NULL)
         zc_frontend_prefetch_start(zcl_layer.cache);
-    pthread_atfork(NULL, NULL, zero_counters_in_child);
 }
 
 /* The counters go into the cache's stats file at every store and, for what

@@ -33,19 +33,6 @@ typedef struct zcl_options {
  * are reported under PrintDebugMessages and ignored. */
 void zcl_options_parse(const char *list, zcl_options *options);
 
-/* ---- layer_driver_cache.c: keeping the driver's own cache off ---- */
-
-/* Puts back the user's values that a parent process running the layer hid
- * (see ZECACHE_ORIGINAL_*), so this process reads what the user set; a value
- * the process set itself is kept. */
-void zcl_driver_cache_restore_user_env(void);
-
-/* Switches the driver's persistent cache off for this process and its
- * children where a switch any driver generation reads would have it on,
- * remembering the user's values; writes nothing when no driver would cache
- * with the values set. */
-void zcl_driver_cache_hide(void);
-
 /* ---- layer_chain.c: the system's validation layer ---- */
 
 /* Opens the real validation layer from the loader's directory. */

@@ -4,14 +4,13 @@
  * loaders from v2026.05, clInitLayerWithProperties) and takes the layer's
  * table back. The layer hands out the driver's own objects: every call it
  * does not answer goes straight to the table below. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_layer_internal.h"
 #include "zecache/environment.h"
 #include "zecache/frontend_process.h"
-#include "zecache/opencl_driver_cache.h"
+#include "zecache/driver_cache.h"
 #include "zecache/log.h"
 
 /* The layer extension's declarations that Debian 12's headers lack. */
@@ -24,12 +23,6 @@ typedef cl_properties zcc_layer_properties;
 
 static cl_icd_dispatch own_table;
 
-static void zero_counters_in_child(void)
-{
-    if (zcc_layer.cache != NULL)
-        zc_cache_reset_counters(zcc_layer.cache);
-}
-
 /* At load, before any build: the driver reads its cache settings at its
  * first compile, so hiding them here is in time. */
 __attribute__((constructor)) static void zcc_layer_load(void)
@@ -37,17 +30,15 @@ __attribute__((constructor)) static void zcc_layer_load(void)
     zc_environment_snapshot_driver();
     /* Our configuration is the user's, even in a child of a process whose
      * layer hid it from the driver. */
-    zc_opencl_driver_cache_restore_user_env();
+    zc_driver_cache_restore_user_env(ZC_API_OPENCL);
     zc_config_from_env(&zcc_layer.config);
-    if (zc_opencl_driver_cache_hide())
+    if (zc_driver_cache_hide(ZC_API_OPENCL))
         zc_log_info("Intel's driver reads its cache settings when it starts, before any layer: "
                     "its own OpenCL cache may stay on in this process (zecache exec keeps it "
                     "off); child processes start with it off");
     zcc_layer.cache = zc_frontend_cache_start(&zcc_layer.config, "zecache OpenCL layer");
-    if (zcc_layer.cache == NULL)
-        return;
-    zc_frontend_prefetch_start(zcc_layer.cache);
-    pthread_atfork(NULL, NULL, zero_counters_in_child);
+    if (zcc_layer.cache != NULL)
+        zc_frontend_prefetch_start(zcc_layer.cache);
 }
 
 /* At exit only (-z nodelete): the counters go to the stats file. */

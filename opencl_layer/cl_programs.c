@@ -202,19 +202,23 @@ static const zc_frontend_ops build_ops = {
 };
 
 /* The one device of the build, when it is one of the program's. */
-static bool single_device(build_call *call, char *detail, size_t detail_size)
+static bool single_device(build_call *call, zc_bypass_reason *reason, char *detail,
+                          size_t detail_size)
 {
     cl_device_id devices[2];
     size_t size = 0;
     if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_DEVICES, sizeof(devices), devices,
                                         &size) != CL_SUCCESS ||
         size != sizeof(cl_device_id)) {
-        snprintf(detail, detail_size, "a program for several devices");
+        snprintf(detail, detail_size,
+                 "a program of several devices (its context's): the layer caches programs of "
+                 "one device");
         return false;
     }
     call->device = devices[0];
     if (call->device_list == NULL || call->device_list[0] == devices[0])
         return true;
+    *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
     snprintf(detail, detail_size, "a build for a device not the program's");
     return false;
 }
@@ -224,15 +228,18 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
 {
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
     if (call->program == NULL || (call->notify == NULL && call->user_data != NULL) ||
-        (call->num_devices == 0) != (call->device_list == NULL) || call->num_devices > 1) {
-        snprintf(detail, detail_size,
-                 "arguments the driver answers with an error, or several "
-                 "devices");
+        (call->num_devices == 0) != (call->device_list == NULL)) {
+        snprintf(detail, detail_size, "arguments the driver answers with an error");
         return false;
     }
-    if (!single_device(call, detail, detail_size))
-        return false;
     *reason = ZC_BYPASS_NOT_CACHEABLE;
+    if (call->num_devices > 1) {
+        snprintf(detail, detail_size,
+                 "a build for several devices: the layer caches builds for one device");
+        return false;
+    }
+    if (!single_device(call, reason, detail, detail_size))
+        return false;
     /* Built by the driver before: whether kernels of it live (then the
      * driver refuses to build it again) only the driver knows. */
     cl_build_status built = CL_BUILD_NONE;

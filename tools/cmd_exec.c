@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "tool.h"
-#include "zecache/opencl_driver_cache.h"
+#include "zecache/driver_cache.h"
 
 /* The file name the Level Zero loader loads for the validation layer. */
 #define LAYER_FILE_NAME "libze_validation_layer.so.1"
@@ -97,7 +97,7 @@ static bool enable_opencl_layer(const char *layer_dir)
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/%s", layer_dir, OPENCL_LAYER_FILE_NAME) >= (int)sizeof path)
         return false;
-    zc_opencl_driver_cache_hide();
+    (void)zc_driver_cache_hide(ZC_API_OPENCL);
     return listed_in(getenv("OPENCL_LAYERS"), path) || prepend_to_path("OPENCL_LAYERS", path);
 }
 

@@ -21,11 +21,15 @@
  *                     build
  *   --compile-link    clCompileProgram then clLinkProgram instead of
  *                     clBuildProgram; the linked program is described
+ *   --devices WHICH   build for "all" the context's devices given as a list,
+ *                     or for the one of index WHICH (default: device_list
+ *                     NULL)
  *   --time            print how long clBuildProgram took ("build time: N us"),
  *                     on stderr (the descriptions stay comparable)
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
- *                     64; print the digest of every buffer afterwards
+ *                     64; print the digest of every buffer afterwards; on
+ *                     each device of the build
  *
  * Exit status 0 when the platform was found, 2 when not or on bad arguments. */
 #define CL_TARGET_OPENCL_VERSION 300
@@ -46,7 +50,7 @@ typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
     bool callback, no_binaries, rebuild, compile_link, time;
-    const char *spec, *append;
+    const char *spec, *append, *devices;
 } probe_options;
 
 static uint64_t digest(const void *data, size_t size)
@@ -242,7 +246,7 @@ static void describe_kernels(cl_program program)
 }
 
 /* Runs spec's kernel over 64 work items and prints its buffers' digests. */
-static void run_kernel(cl_context context, cl_device_id device, cl_program program,
+static void run_kernel(cl_context context, cl_device_id device, cl_uint index, cl_program program,
                        const char *spec)
 {
     char name[128];
@@ -272,7 +276,10 @@ static void run_kernel(cl_context context, cl_device_id device, cl_program progr
     code = kernel != NULL && queue != NULL
                ? clEnqueueNDRangeKernel(queue, kernel, 1, NULL, &global, NULL, 0, NULL, NULL)
                : CL_INVALID_KERNEL;
-    printf("run %s: %d", name, code);
+    if (index == 0)
+        printf("run %s: %d", name, code);
+    else
+        printf("run %s on device %u: %d", name, index, code);
     for (cl_uint i = 0; i < MAX_RUN_ARGS; i++) {
         if (buffers[i] == NULL)
             continue;
@@ -383,6 +390,31 @@ static cl_program compile_and_link(cl_context context, cl_program program,
     return linked;
 }
 
+/* Whether device is among those --devices names: PoCL 3.1 reports a build
+ * for every device of the program, and aborts on a launch on one the build
+ * did not name. */
+static bool built_for(cl_uint index, const probe_options *options)
+{
+    return options->devices == NULL || strcmp(options->devices, "all") == 0 ||
+           (cl_uint)strtoul(options->devices, NULL, 10) == index;
+}
+
+/* The device list clBuildProgram is given (--devices), *count its length. */
+static const cl_device_id *build_devices(cl_uint device_count, const cl_device_id *devices,
+                                         const probe_options *options, cl_uint *count)
+{
+    *count = 0;
+    if (options->devices == NULL)
+        return NULL;
+    if (strcmp(options->devices, "all") == 0) {
+        *count = device_count;
+        return devices;
+    }
+    cl_uint index = (cl_uint)strtoul(options->devices, NULL, 10);
+    *count = 1;
+    return &devices[index < device_count ? index : 0];
+}
+
 static void probe_once(cl_context context, cl_uint device_count, const cl_device_id *devices,
                        const probe_options *options)
 {
@@ -403,7 +435,9 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
     } else {
         struct timespec start, end;
         clock_gettime(CLOCK_MONOTONIC, &start);
-        cl_int code = clBuildProgram(program, 0, NULL, options->options,
+        cl_uint count = 0;
+        const cl_device_id *list = build_devices(device_count, devices, options, &count);
+        cl_int code = clBuildProgram(program, count, list, options->options,
                                      options->callback ? notify : NULL, NULL);
         clock_gettime(CLOCK_MONOTONIC, &end);
         if (options->time)
@@ -416,8 +450,11 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
         printf("callback calls: %d\n", callback_calls);
     describe_program(program, device_count, devices, options->no_binaries);
     describe_kernels(program);
-    if (options->run != NULL)
-        run_kernel(context, devices[0], program, options->run);
+    for (cl_uint i = 0; options->run != NULL && i < device_count; i++)
+        if (built_for(i, options))
+            run_kernel(context, devices[i], i, program, options->run);
+        else
+            printf("run on device %u: not built for it\n", i);
     if (options->global != NULL)
         look_up_global(program, devices[0], options->global);
     if (options->rebuild)
@@ -454,6 +491,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->options = argv[++i];
         else if (strcmp(arg, "--append") == 0)
             options->append = argv[++i];
+        else if (strcmp(arg, "--devices") == 0)
+            options->devices = argv[++i];
         else if (strcmp(arg, "--spec") == 0)
             options->spec = argv[++i];
         else if (strcmp(arg, "--global") == 0)

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_support.h"
+#include "zecache/driver_cache.h"
 #include "zecache/frontend.h"
+#include "zecache/frontend_process.h"
 #include "zecache/key_request.h"
 
 /* ---- requests ---- */
@@ -342,12 +346,17 @@ typedef struct stand_in {
     bool alone_succeeds;
     const char *binary; /* what the next compile makes */
     char created[32];   /* the binary of the last hit */
+    /* When not NULL, each compile first writes edit_text there, as a build
+     * system rewriting a header while the driver compiles. */
+    const char *edit_path, *edit_text;
 } stand_in;
 
 static zc_status stand_in_compile(void *context, zc_artifact **out)
 {
     stand_in *layer = context;
     layer->compiles++;
+    if (layer->edit_path != NULL)
+        t_write_file(layer->edit_path, layer->edit_text, strlen(layer->edit_text));
     if (layer->compile_status != ZC_OK)
         return layer->compile_status;
     zc_artifact_meta meta = device.meta;
@@ -608,4 +617,135 @@ Test(frontend, only_level_zero_requests_are_recorded)
     cr_assert_eq(recipes(), 1);
     assert_calls(&layer, 2, 0, 0);
     assert_counted(0, 2, 0, 2);
+}
+
+/* ---- files the key read, changed while the driver compiled ---- */
+
+static char header_path[128], include_flags[128];
+static zc_build_input source_input;
+
+/* An OpenCL C source including a header found through -I in the scratch
+ * directory. */
+static void use_source_with_header(const char *header_text)
+{
+    static const char source[] =
+        "#include \"edited.h\"\nkernel void k(global int *a) { a[0] = V; }\n";
+    snprintf(header_path, sizeof header_path, "%s/edited.h", scratch);
+    snprintf(include_flags, sizeof include_flags, "-I %s", scratch);
+    t_write_file(header_path, header_text, strlen(header_text));
+    source_input = (zc_build_input){.kind = ZC_INPUT_OPENCL_C,
+                                    .bytes = source,
+                                    .size = sizeof source - 1,
+                                    .flags = include_flags};
+    flow_request = (zc_build_request){.api = ZC_API_OPENCL,
+                                      .format = ZC_OPENCL_BUILD_SOURCE,
+                                      .input_count = 1,
+                                      .inputs = &source_input};
+}
+
+/* The driver read a header other than the one keyed: what it made is the
+ * application's, never stored under the old key (a later process would get
+ * code of the new header for the old one). Counted as not cacheable. */
+Test(frontend, a_header_changed_during_the_compile_is_not_stored)
+{
+    use_source_with_header("#define V 1\n");
+    stand_in layer = new_layer("binary-of-v2");
+    layer.edit_path = header_path;
+    layer.edit_text = "#define V 2\n";
+    cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
+    assert_calls(&layer, 1, 0, 0);
+    assert_counted(0, 1, 0, 0);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
+    /* Nothing under the old key, none in memory either: the header now holds
+     * V 2 for good, so the next compile is stored and then hits. */
+    layer.edit_path = NULL;
+    cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
+    cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
+    cr_assert_str_eq(layer.created, "binary-of-v2");
+    assert_calls(&layer, 2, 1, 0);
+    assert_counted(1, 2, 0, 1);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
+}
+
+/* Going back to the first header: its key has no entry, since the compile
+ * made while it changed was not stored. */
+Test(frontend, the_old_header_s_key_holds_nothing_from_the_new_one)
+{
+    use_source_with_header("#define V 1\n");
+    stand_in layer = new_layer("binary-of-v2");
+    layer.edit_path = header_path;
+    layer.edit_text = "#define V 2\n";
+    cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
+    layer.edit_text = "#define V 1\n";
+    t_write_file(header_path, "#define V 1\n", 12);
+    layer.binary = "binary-of-v1";
+    cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
+    cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
+    cr_assert_str_eq(layer.created, "binary-of-v1");
+    assert_calls(&layer, 2, 1, 0);
+}
+
+/* A header the compile leaves as it was: stored as usual. */
+Test(frontend, a_source_whose_headers_stay_is_stored)
+{
+    use_source_with_header("#define V 1\n");
+    stand_in layer = new_layer("binary-of-v1");
+    cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
+    cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
+    assert_counted(1, 1, 0, 1);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 0);
+}
+
+/* ---- a layer's process ---- */
+
+/* A forked child starts with its cache's counters at zero: the parent's
+ * are merged into the stats file once, by the parent. */
+Test(frontend, a_forked_child_starts_with_no_counts)
+{
+    zc_cache *started = zc_frontend_cache_start(&config, "test layer");
+    cr_assert_not_null(started);
+    zc_cache_count_bypass(started, ZC_BYPASS_NOT_CACHEABLE, NULL);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        zc_cache_stats counted;
+        zc_cache_get_stats(started, &counted);
+        _exit(counted.bypasses[ZC_BYPASS_NOT_CACHEABLE] == 0 ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the parent's counts");
+    zc_cache_stats counted;
+    zc_cache_get_stats(started, &counted);
+    cr_assert_eq(counted.bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
+    zc_cache_close(started);
+}
+
+/* OpenCL's switches: NEO_CACHE_PERSISTENT and cl_cache_dir (default
+ * ./cl_cache), hidden and put back as Level Zero's are; Level Zero's
+ * directory switch is not OpenCL's business. */
+Test(frontend, the_driver_s_opencl_cache_is_hidden_and_comes_back)
+{
+    char cwd[PATH_MAX];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    cr_assert_eq(chdir(scratch), 0);
+    cr_assert_eq(mkdir("cl_cache", 0700), 0);
+    unsetenv("cl_cache_dir");
+    setenv("NEO_CACHE_PERSISTENT", "1", 1);
+    setenv("l0_cache_dir", scratch, 1);
+    cr_assert(zc_driver_cache_hide(ZC_API_OPENCL));
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
+    cr_assert_str_eq(getenv("cl_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
+    cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_cl_cache_dir"), "");
+    cr_assert_str_eq(getenv("l0_cache_dir"), scratch);
+    cr_assert(!zc_driver_cache_hide(ZC_API_OPENCL), "hidden already: nothing written");
+    zc_driver_cache_restore_user_env(ZC_API_OPENCL);
+    cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "1");
+    cr_assert_null(getenv("cl_cache_dir"));
+    rmdir("cl_cache");
+    cr_assert_eq(chdir(cwd), 0);
+    unsetenv("NEO_CACHE_PERSISTENT");
+    unsetenv("l0_cache_dir");
+    unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
+    unsetenv("ZECACHE_ORIGINAL_cl_cache_dir");
 }

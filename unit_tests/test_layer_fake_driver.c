@@ -17,6 +17,7 @@
 #include "test_support.h"
 #include "../source/key/compiler_identity_internal.h"
 #include "layer_internal.h"
+#include "zecache/driver_cache.h"
 
 #define THREADS 16
 
@@ -1015,7 +1016,7 @@ Test(layer, each_switch_that_would_cache_is_hidden_and_only_those)
         set_or_unset_for_test("l0_cache_dir", cases[i].cache_dir);
         environment_snapshot before;
         snapshot_environment(&before);
-        zcl_driver_cache_hide();
+        (void)zc_driver_cache_hide(ZC_API_LEVEL_ZERO);
         if (cases[i].hidden_persistent == NULL && cases[i].hidden_cache_dir == NULL) {
             char what[32];
             snprintf(what, sizeof(what), "case %zu", i);
@@ -1038,13 +1039,13 @@ Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
     unset_driver_cache_names();
     setenv("NEO_CACHE_PERSISTENT", "1", 1);
     setenv("l0_cache_dir", scratch, 1);
-    zcl_driver_cache_hide();
+    (void)zc_driver_cache_hide(ZC_API_LEVEL_ZERO);
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
     cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
     cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT"), "1");
     cr_assert_str_eq(getenv("ZECACHE_ORIGINAL_l0_cache_dir"), scratch);
 
-    zcl_driver_cache_restore_user_env(); /* what a child loading the layer does */
+    zc_driver_cache_restore_user_env(ZC_API_LEVEL_ZERO); /* what a child loading the layer does */
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "1");
     cr_assert_str_eq(getenv("l0_cache_dir"), scratch);
     unset_driver_cache_names();
@@ -1054,10 +1055,10 @@ Test(layer, driver_cache_is_hidden_and_the_users_values_come_back)
     cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
     cr_assert_eq(chdir(scratch), 0);
     cr_assert_eq(mkdir("l0_cache", 0700), 0);
-    zcl_driver_cache_hide();
+    (void)zc_driver_cache_hide(ZC_API_LEVEL_ZERO);
     cr_assert_str_eq(getenv("NEO_CACHE_PERSISTENT"), "00");
     cr_assert_str_eq(getenv("l0_cache_dir"), "/dev/null/zecache-keeps-the-driver-cache-off");
-    zcl_driver_cache_restore_user_env();
+    zc_driver_cache_restore_user_env(ZC_API_LEVEL_ZERO);
     cr_assert_null(getenv("NEO_CACHE_PERSISTENT"));
     cr_assert_null(getenv("l0_cache_dir"));
     rmdir("l0_cache");
@@ -1076,10 +1077,10 @@ Test(layer, a_value_the_child_set_itself_is_kept)
         unset_driver_cache_names();
         setenv("NEO_CACHE_PERSISTENT", "1", 1);
         setenv("l0_cache_dir", scratch, 1);
-        zcl_driver_cache_hide();
+        (void)zc_driver_cache_hide(ZC_API_LEVEL_ZERO);
         set_or_unset_for_test("NEO_CACHE_PERSISTENT", cases[i].persistent);
         set_or_unset_for_test("l0_cache_dir", cases[i].cache_dir);
-        zcl_driver_cache_restore_user_env();
+        zc_driver_cache_restore_user_env(ZC_API_LEVEL_ZERO);
         assert_env_is("NEO_CACHE_PERSISTENT", cases[i].persistent, i);
         assert_env_is("l0_cache_dir", cases[i].cache_dir, i);
     }

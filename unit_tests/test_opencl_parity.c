@@ -37,6 +37,10 @@ typedef enum expected_path {
     FAILED, /* the driver's build fails: built each time, never stored */
 } expected_path;
 
+/* PoCL's devices (POCL_DEVICES) for the runs of a test, or NULL for its
+ * default of one. */
+static const char *pocl_devices;
+
 static char alone[OUTPUT_MAX], alone_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
     disk_hit[OUTPUT_MAX];
 
@@ -52,9 +56,9 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
     }
     argv[argc] = NULL;
     if (with_layer)
-        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0"), argv);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", pocl_devices), argv);
     else
-        probe_run(false, ENV("POCL_KERNEL_CACHE=0"), argv);
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0", pocl_devices), argv);
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
                  run.err);
 }
@@ -302,4 +306,103 @@ Test(opencl, pocl_failed_build)
     assert_hit_like_build(ARGS_OF(POCL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
                           FAILED);
     cr_assert_not_null(strstr(disk_hit, "build: -11\n"), "%s", disk_hit);
+}
+
+/* ---- PoCL with two devices: programs of several devices ---- */
+
+#define TWO_DEVICES "POCL_DEVICES=pthread pthread"
+#define TWO_DEVICE_SOURCE                                                                          \
+    POCL, "--source", SOURCE("cl_probe_plain.cl"), "--options", "-cl-std=CL2.0", "--callback",     \
+        "--run", "add_offsets:bbi"
+
+/* A context of two devices, a program built (devices as given) through the
+ * layer: the driver's answers, its computed results on both devices (or its
+ * error on the one not built for), cold and warm. The layer sends programs
+ * of several devices to the driver, counted with the reason. */
+static void assert_two_devices_like_the_driver(const char *const *args, const char *reason)
+{
+    pocl_devices = TWO_DEVICES;
+    assert_runs_alike(args, bypassed_cold, bypassed_warm, 0);
+    pocl_devices = NULL;
+    cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
+                       disk_hit);
+    cr_assert_not_null(strstr(run.err, reason), "%s", run.err);
+}
+
+Test(opencl, pocl_two_devices_built_for_both)
+{
+    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"),
+                                       BYPASS "not-cacheable: a build for several devices");
+    cr_assert_not_null(strstr(disk_hit, "run add_offsets: 0 "), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
+}
+
+Test(opencl, pocl_two_devices_built_with_no_list)
+{
+    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE),
+                                       BYPASS "not-cacheable: a program of several devices");
+    cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
+}
+
+/* Built for the second device only (kernels run there only: PoCL aborts on
+ * a launch on the other). */
+Test(opencl, pocl_two_devices_built_for_one)
+{
+    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "1"),
+                                       BYPASS "not-cacheable: a program of several devices");
+    cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "run on device 0: not built for it\n"), "%s", disk_hit);
+}
+
+/* ---- a header rewritten while the driver compiles ---- */
+
+static void run_line(char *line, size_t size)
+{
+    const char *at = strstr(run.out, "run add_v: ");
+    cr_assert_not_null(at, "%s", run.out);
+    snprintf(line, size, "%.*s", (int)strcspn(at, "\n"), at);
+}
+
+/* The key read the header before the driver compiled; a build system (here
+ * an LD_PRELOAD, at the driver's open) rewrites it in between: the
+ * application computes with the driver's build of the new header, as the
+ * driver alone does, and nothing is stored under the old header's key. */
+Test(opencl, pocl_header_changed_while_the_driver_compiles)
+{
+    char include[PATH_MAX], header[PATH_MAX + 8], source[PATH_MAX], options[PATH_MAX + 8];
+    char through_layer[256], alone_new[256], alone_old[256];
+    snprintf(include, sizeof include, "%s/inc", sc.root);
+    cr_assert_eq(mkdir(include, 0700), 0);
+    snprintf(header, sizeof header, "%s/swap.h", include);
+    snprintf(source, sizeof source, "%s/swap.cl", sc.root);
+    snprintf(options, sizeof options, "-I %s", include);
+    static const char text[] = "#include \"swap.h\"\nkernel void add_v(global int *a, global int "
+                               "*b, int n) { int i = get_global_id(0); a[i] = b[i] + V + n; }\n";
+    t_write_file(source, text, strlen(text));
+    t_write_file(header, "#define V 1\n", 12);
+    const char *const args[] = {"--repeat",  "1",     POCL,    "--source",  source,
+                                "--options", options, "--run", "add_v:bbi", NULL};
+    probe_run(false,
+              ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", "LD_PRELOAD=" ZC_SWAP_PRELOAD,
+                  "ZC_SWAP_NAME=swap.h", "ZC_SWAP_TEXT=#define V 2\n"),
+              args);
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    run_line(through_layer, sizeof through_layer);
+    cr_assert_not_null(
+        strstr(run.err, BYPASS "not-cacheable: a header changed while the driver compiled"), "%s",
+        run.err);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    cr_assert_eq(opencl_entries_in(sc.cache), 0);
+    char now[64];
+    t_read_text(header, now, sizeof now);
+    cr_assert_str_eq(now, "#define V 2\n");
+    probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
+    run_line(alone_new, sizeof alone_new);
+    cr_assert_str_eq(through_layer, alone_new);
+    /* The header's change shows in what the kernel computes. */
+    t_write_file(header, "#define V 1\n", 12);
+    probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
+    run_line(alone_old, sizeof alone_old);
+    cr_assert_str_neq(alone_old, alone_new);
 }

@@ -7,7 +7,8 @@
 #include "zecache/config.h"
 
 /* Opens the cache of config, logging which (layer names the layer in the
- * line); NULL (logged) when it cannot. */
+ * line); NULL (logged) when it cannot. A child the process forks starts
+ * with the cache's counters at zero, so the parent's are not merged twice. */
 zc_cache *zc_frontend_cache_start(const zc_config *config, const char *layer);
 
 /* Starts loading the entries this program used last time (zc_cache_

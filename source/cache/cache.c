@@ -331,7 +331,10 @@ static void count_and_log_lookup(zc_cache *cache, const lookup_context *lookup,
         if (status == ZC_OK && lookup->not_admitted)
             log_not_admitted(cache, "miss", hex, artifact);
         else
-            zc_log_info("miss %s: compiled%s", hex, status == ZC_OK ? "" : ", build failed");
+            zc_log_info("miss %s: compiled%s", hex,
+                        status == ZC_OK              ? ""
+                        : status == ZC_NOT_CACHEABLE ? ", not stored under this key"
+                                                     : ", build failed");
         return;
     }
     uint64_t saved_ns = zc_artifact_meta_of(artifact)->compile_ns;

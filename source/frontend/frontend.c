@@ -15,6 +15,7 @@ typedef struct lookup {
     const zc_build_request *request;
     const zc_device_description *device;
     const zc_compiler_identity *compiler; /* the one the key was made with */
+    const zc_key *key;                    /* the request's, made before the compile */
     const zc_frontend_ops *ops;
     void *context;
     bool ran;
@@ -25,16 +26,58 @@ typedef struct lookup {
     zc_frontend_outcome outcome;
 } lookup;
 
+static zc_cache *cache_of(const lookup *request)
+{
+    return request->frontend->cache;
+}
+
+/* Whether the key read files the driver reads again when it compiles: the
+ * headers an OpenCL C source can include. SPIR-V reads none. */
+static bool key_reads_files(const zc_build_request *request)
+{
+    for (uint32_t i = 0; i < request->input_count; i++)
+        if (request->inputs[i].kind == ZC_INPUT_OPENCL_C)
+            return true;
+    return false;
+}
+
+/* Whether the files the key read were the same after the compile as when
+ * the key was made: if one changed in between (a build system writing a
+ * header, another job), the driver may have compiled either version, and
+ * what it made does not belong under the key. A file changed and changed
+ * back while the driver read it is beyond what a key can see. */
+static bool inputs_unchanged(const lookup *request)
+{
+    if (!key_reads_files(request->request))
+        return true;
+    zc_key again;
+    char *trace = NULL;
+    char reason[256];
+    zc_status status = zc_frontend_key(request->request, request->device, request->compiler,
+                                       request->frontend->config->binary_cache_trace, &again,
+                                       &trace, reason, sizeof(reason));
+    free(trace);
+    return status == ZC_OK && zc_key_equal(&again, request->key);
+}
+
 /* The compile step of a lookup: the layer's build with the application's
- * arguments, then, the compiler being surely loaded now, a check of the
- * prediction the key was made with. ZC_NOT_CACHEABLE keeps the cache from
- * storing under that key. */
+ * arguments, then a check that the files the key read are unchanged, then,
+ * the compiler being surely loaded now, a check of the prediction the key
+ * was made with. ZC_NOT_CACHEABLE keeps the cache from storing under that
+ * key. */
 static zc_status compile_step(void *context, zc_artifact **out)
 {
     lookup *request = context;
     request->ran = true;
     zc_status status = request->ops->compile(request->context, out);
     request->call_failed = status == ZC_ERR_BUILD;
+    if (status == ZC_OK && !inputs_unchanged(request)) {
+        zc_artifact_unref(*out);
+        *out = NULL;
+        zc_cache_count_bypass(cache_of(request), ZC_BYPASS_NOT_CACHEABLE,
+                              "a header changed while the driver compiled: nothing stored");
+        return ZC_NOT_CACHEABLE;
+    }
     if (request->call_failed || request->compiler == NULL)
         return status;
     zc_compiler_identity_check_loaded();
@@ -50,11 +93,6 @@ static zc_status compile_step(void *context, zc_artifact **out)
 static void build_alone(lookup *request)
 {
     request->call_failed = !request->ops->build_alone(request->context);
-}
-
-static zc_cache *cache_of(const lookup *request)
-{
-    return request->frontend->cache;
 }
 
 /* Stores a compile made under a wrong compiler prediction with the key of
@@ -200,6 +238,7 @@ zc_frontend_outcome zc_frontend_build(const zc_frontend *frontend, const zc_buil
                    .outcome = ZC_FRONTEND_UNCACHED};
     zc_key key;
     char *trace = NULL;
+    call.key = &key;
     if (!key_or_bypass(&call, &key, &trace))
         return ZC_FRONTEND_BYPASS;
     if (compiler != NULL && zc_compiler_identity_changed()) {

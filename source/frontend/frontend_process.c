@@ -1,12 +1,47 @@
 /* A layer's cache over the life of its process (frontend_process.h). */
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "zecache/frontend_process.h"
 #include "zecache/log.h"
+
+/* The caches layers started in this process (one per layer). A forked child
+ * starts with a copy of the parent's counters; without a reset both would
+ * merge them into the stats file at exit. Atomics, not a lock: the child's
+ * handler must not wait for a lock another thread held at the fork. */
+#define MAX_STARTED 4
+
+static _Atomic(zc_cache *) started[MAX_STARTED];
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
+static void zero_counters_in_child(void)
+{
+    for (size_t i = 0; i < MAX_STARTED; i++) {
+        zc_cache *cache = atomic_load(&started[i]);
+        if (cache != NULL)
+            zc_cache_reset_counters(cache);
+    }
+}
+
+static void register_fork_handler(void)
+{
+    (void)pthread_atfork(NULL, NULL, zero_counters_in_child);
+}
+
+static void zero_counters_in_children(zc_cache *cache)
+{
+    pthread_once(&fork_handler_once, register_fork_handler);
+    for (size_t i = 0; i < MAX_STARTED; i++) {
+        zc_cache *none = NULL;
+        if (atomic_compare_exchange_strong(&started[i], &none, cache))
+            return;
+    }
+}
 
 zc_cache *zc_frontend_cache_start(const zc_config *config, const char *layer)
 {
@@ -19,6 +54,7 @@ zc_cache *zc_frontend_cache_start(const zc_config *config, const char *layer)
     const char *dir = zc_cache_disk_dir(cache);
     zc_log_info("%s: cache on, %s%s", layer, dir != NULL ? "directory " : "memory only",
                 dir != NULL ? dir : "");
+    zero_counters_in_children(cache);
     return cache;
 }
 
