@@ -254,6 +254,8 @@ typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
     char shards[ITEM_MAX]; /* "" for none */
+    bool cluster;
+    char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
 } attributes;
 
 static zc_status parse_timeout(const char *name, const char *value, uint32_t *out, char *reason,
@@ -266,6 +268,24 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
                           "%s needs a number of milliseconds from 1 to %u", name,
                           ZC_REMOTE_MAX_TIMEOUT_MS);
     *out = (uint32_t)ms;
+    return ZC_OK;
+}
+
+/* |cluster, and |seeds=HOST:PORT,... naming more nodes to discover the
+ * cluster from than the URL's. */
+static zc_status parse_cluster_attribute(const char *name, const char *value, attributes *attrs,
+                                         char *reason, size_t reason_size)
+{
+    if (strcmp(name, "cluster") == 0) {
+        if (value != NULL && strcmp(value, "true") != 0)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "cluster takes no value");
+        attrs->cluster = true;
+        return ZC_OK;
+    }
+    if (value == NULL || value[0] == '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "seeds needs a list of HOST:PORT");
+    snprintf(attrs->seeds, sizeof attrs->seeds, "%s", value);
     return ZC_OK;
 }
 
@@ -294,9 +314,11 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
+    if (strcmp(text, "cluster") == 0 || strcmp(text, "seeds") == 0)
+        return parse_cluster_attribute(text, value, attrs, reason, reason_size);
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                      "timeout=MS, shards=A,B,...)",
+                      "timeout=MS, shards=A,B,..., cluster, seeds=HOST:PORT,...)",
                       text);
 }
 
@@ -339,15 +361,54 @@ static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec,
     return ZC_OK;
 }
 
+/* A cluster's seed nodes: the URL's, then each of seeds with the URL's
+ * user, password and the rest. Cluster nodes are reached over TCP at the
+ * addresses they announce, and have database 0 only. */
+static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    zc_status status = parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    spec->server_count = 1;
+    if (spec->kind == ZC_REMOTE_FILE || spec->kind == ZC_REMOTE_REDIS_UNIX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "cluster needs a redis:// URL (nodes are reached over TCP)");
+    if (spec->servers[0].db != 0)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "a cluster has database 0 only");
+    char *saveptr = NULL;
+    for (char *seed = strtok_r(seeds, ",", &saveptr); seed != NULL;
+         seed = strtok_r(NULL, ",", &saveptr)) {
+        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d seeds",
+                              ZC_REMOTE_MAX_SHARDS);
+        zc_remote_server *server = &spec->servers[spec->server_count];
+        *server = spec->servers[0];
+        status = parse_host_port(seed, strlen(seed), server, reason, reason_size);
+        if (status != ZC_OK)
+            return status;
+        name_server(spec->kind, server);
+        spec->server_count++;
+    }
+    return ZC_OK;
+}
+
 static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spec *spec,
                                char *reason, size_t reason_size)
 {
-    size_t capacity = attrs->shards[0] != '\0' ? ZC_REMOTE_MAX_SHARDS : 1;
+    if (attrs->seeds[0] != '\0' && !attrs->cluster)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "seeds needs cluster");
+    if (attrs->cluster && attrs->shards[0] != '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards and cluster exclude each other: the cluster places keys");
+    size_t capacity = attrs->shards[0] != '\0' || attrs->cluster ? ZC_REMOTE_MAX_SHARDS : 1;
     spec->servers = calloc(capacity, sizeof *spec->servers);
     if (spec->servers == NULL)
         return ZC_ERR_NOMEM;
     if (attrs->shards[0] != '\0')
         return add_shards(url, attrs->shards, spec, reason, reason_size);
+    if (attrs->cluster)
+        return add_seeds(url, attrs->seeds, spec, reason, reason_size);
     if (strchr(url, '*') != NULL && !starts_with(url, "file:"))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "'*' in the URL needs shards=A,B,...");
@@ -357,7 +418,9 @@ static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spe
 
 static void name_spec(zc_remote_spec *spec, const attributes *attrs)
 {
-    if (spec->server_count == 1)
+    if (attrs->cluster)
+        snprintf(spec->name, sizeof spec->name, "%s|cluster", spec->servers[0].name);
+    else if (spec->server_count == 1)
         snprintf(spec->name, sizeof spec->name, "%s", spec->servers[0].name);
     else
         snprintf(spec->name, sizeof spec->name, "%s (+%zu more shards)", spec->servers[0].name,
@@ -395,6 +458,7 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
         return status;
     }
     spec->read_only = attrs.read_only;
+    spec->cluster = attrs.cluster;
     spec->connect_timeout_ms = attrs.connect_timeout_ms;
     spec->timeout_ms = attrs.timeout_ms;
     name_spec(spec, &attrs);
@@ -467,4 +531,13 @@ void zc_remote_specs_free(zc_remote_spec *specs, size_t count)
     for (size_t i = 0; i < count; i++)
         zc_remote_spec_free(&specs[i]);
     free(specs);
+}
+
+void zc_remote_server_at(const zc_remote_server *like, const char *host, unsigned port,
+                         zc_remote_server *out)
+{
+    *out = *like;
+    snprintf(out->host, sizeof out->host, "%s", host);
+    out->port = port;
+    name_server(ZC_REMOTE_REDIS_TCP, out);
 }
