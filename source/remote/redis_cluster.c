@@ -163,12 +163,14 @@ static bool map_from(zc_redis_cluster *cluster, cluster_node *node, uint16_t *ma
 }
 
 /* Reads the map from a node that answers: those whose last command went
- * well first, at most ZC_REDIS_MAP_TRIES in all. False when none gave one. */
+ * well first, each at most once, at most ZC_REDIS_MAP_TRIES in all. False
+ * when none gave one. */
 static bool refresh(zc_redis_cluster *cluster)
 {
     uint16_t *map = malloc(ZC_REDIS_SLOTS * sizeof *map);
     if (map == NULL)
         return false;
+    bool tried[ZC_REDIS_MAX_CLUSTER_NODES] = {false};
     int tries = 0;
     bool done = false;
     for (int pass = 0; pass < 2 && !done && tries < ZC_REDIS_MAP_TRIES; pass++) {
@@ -177,8 +179,9 @@ static bool refresh(zc_redis_cluster *cluster)
             cluster_node *node = node_at(cluster, i);
             if (node == NULL)
                 break;
-            if (atomic_load_explicit(&node->down, memory_order_relaxed) != (pass == 1))
+            if (tried[i] || (pass == 0 && atomic_load_explicit(&node->down, memory_order_relaxed)))
                 continue;
+            tried[i] = true;
             tries++;
             done = map_from(cluster, node, map);
         }
@@ -249,10 +252,11 @@ typedef struct route {
  * or the slot has no node. False when none serves it. */
 static bool find_node(zc_redis_cluster *cluster, route *to)
 {
-    if (atomic_load(&cluster->stale))
-        to->answered = refresh(cluster) || to->answered;
+    bool read = atomic_load(&cluster->stale);
+    if (read)
+        to->answered = refresh(cluster);
     to->node = slot_owner(cluster, to->slot);
-    if (to->node == NO_NODE && !to->answered) {
+    if (to->node == NO_NODE && !read) {
         to->answered = refresh(cluster);
         to->node = slot_owner(cluster, to->slot);
     }
