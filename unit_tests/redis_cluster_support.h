@@ -224,6 +224,17 @@ static inline void t_cluster_wait_replicated(const t_cluster *cluster, int m)
     }
 }
 
+/* Until a live node says the cluster is down (a master failed, no replica
+ * took over yet). */
+static inline void t_cluster_wait_down(const t_cluster *cluster)
+{
+    uint64_t deadline = t_monotonic_ms() + T_CLUSTER_DEADLINE_MS;
+    while (!t_node_info_has(cluster, t_any_live_node(cluster), "cluster_state:fail")) {
+        cr_assert_lt(t_monotonic_ms(), deadline, "the cluster did not see its master fail");
+        t_pause_ms(20);
+    }
+}
+
 /* Until slot is served by a node other than dead, and the cluster is whole. */
 static inline void t_cluster_wait_failover(const t_cluster *cluster, long long slot, int dead)
 {

@@ -343,8 +343,9 @@ static void forbid_failover(int replica, bool forbidden)
 
 /* One storage through a master's death: keys of the dead master fail fast
  * and as the cluster answering (never ZC_ERR_IO, which would leave the
- * storage alone), the others hit; once the replica took over, every key
- * hits again in the same storage. */
+ * storage alone), the others hit; once the cluster is down, every key fails
+ * so; once the replica took over, every key hits again in the same
+ * storage. */
 Test(cluster, a_killed_master_fails_fast_then_its_replica_serves_the_same_storage)
 {
     zc_storage *storage = open_cluster_storage();
@@ -370,6 +371,11 @@ Test(cluster, a_killed_master_fails_fast_then_its_replica_serves_the_same_storag
     }
     cr_assert_geq(failed, 1, "no key was on the dead master");
     cr_assert_eq(get_exact(storage, FIRST), ZC_ERR_DISABLED);
+    /* Once the cluster saw the master fail, every node refuses every key
+     * (CLUSTERDOWN): a failure, not a value. */
+    t_cluster_wait_down(&cluster);
+    for (uint64_t i = FIRST; i < FIRST + KEYS; i++)
+        cr_assert_eq(get_exact(storage, i), ZC_ERR_DISABLED, "key %llu", (unsigned long long)i);
     forbid_failover(replica, false);
     t_cluster_wait_failover(&cluster, slot, master);
     cr_assert_eq(t_master_of_slot(&cluster, slot), replica);
