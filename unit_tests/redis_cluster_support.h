@@ -186,19 +186,29 @@ static inline void t_node_id(const t_cluster *cluster, int i, char id[41])
     freeReplyObject(reply);
 }
 
-/* The replica of master m. */
+/* The replica of master m, once m knows it (a replica joins after the
+ * cluster is whole). */
 static inline int t_replica_of(const t_cluster *cluster, int m)
 {
     char id[41];
     t_node_id(cluster, m, id);
-    redisReply *reply = t_node_command(cluster, m, 3, (const char *[]){"CLUSTER", "REPLICAS", id});
-    cr_assert(reply != NULL && reply->type == REDIS_REPLY_ARRAY && reply->elements == 1);
-    /* "<id> 127.0.0.1:<port>@<bus port> slave <master id> ..." */
-    const char *colon = strchr(reply->element[0]->str, ':');
-    cr_assert_not_null(colon);
-    int replica = t_node_of_port(cluster, atoll(colon + 1));
-    freeReplyObject(reply);
-    return replica;
+    uint64_t deadline = t_monotonic_ms() + T_CLUSTER_DEADLINE_MS;
+    for (;;) {
+        redisReply *reply =
+            t_node_command(cluster, m, 3, (const char *[]){"CLUSTER", "REPLICAS", id});
+        cr_assert(reply != NULL && reply->type == REDIS_REPLY_ARRAY);
+        if (reply->elements == 1) {
+            /* "<id> 127.0.0.1:<port>@<bus port> slave <master id> ..." */
+            const char *colon = strchr(reply->element[0]->str, ':');
+            cr_assert_not_null(colon);
+            int replica = t_node_of_port(cluster, atoll(colon + 1));
+            freeReplyObject(reply);
+            return replica;
+        }
+        freeReplyObject(reply);
+        cr_assert_lt(t_monotonic_ms(), deadline, "master %d has no replica", m);
+        t_pause_ms(20);
+    }
 }
 
 static inline long long t_info_number(const char *info, const char *field)
