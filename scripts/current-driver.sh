@@ -33,6 +33,7 @@ build_packages=(
     libzstd-dev libssl-dev spirv-tools libcriterion-dev
     libze1 libze-dev clang-19 llvm-spirv-19
     python3 redis-server libhiredis-dev
+    redis-tools # cluster (issue 25): redis-cli --cluster create in test_redis_cluster
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"

@@ -12,6 +12,7 @@ packages=(
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
   redis-server libhiredis-dev
+  redis-tools # cluster (issue 25): redis-cli --cluster create in test_redis_cluster
 )
 
 missing=()
