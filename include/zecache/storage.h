@@ -9,7 +9,8 @@
  *                     disk tier's own code
  *   storage_redis.c   Redis through hiredis: one string value per entry,
  *                     per recipe and per distinct SPIR-V (a recorded input
- *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read)
+ *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read), on
+ *                     one server, shards, or a Redis Cluster (redis_cluster.c)
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -113,7 +114,10 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under
  * ZC_REDIS_RECIPE_PREFIX<64 hex of the entry's key> and
  * ZC_REDIS_SPIRV_PREFIX<64 hex of the SPIR-V's SHA-256>; with a secret, its
- * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. */
+ * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. On a
+ * Redis Cluster (|cluster) each <64 hex> is a hash tag, {<64 hex>}, so that
+ * an entry, its lock and its recipe share a slot; the layout for single
+ * servers and shards is unchanged. */
 #define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
 #define ZC_REDIS_LOCK_INFIX "lock:"
 #define ZC_REDIS_LOCK_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_LOCK_INFIX
