@@ -388,25 +388,6 @@ Test(cluster, a_killed_master_fails_fast_then_its_replica_serves_the_same_storag
 
 enum { ARTIFACT_SIZE = 5000 };
 
-typedef struct counted {
-    atomic_int calls;
-} counted;
-
-typedef struct request {
-    counted *counter;
-    uint64_t seed;
-} request;
-
-static zc_status compile_counted(void *context, zc_artifact **out)
-{
-    request *asked = context;
-    atomic_fetch_add(&asked->counter->calls, 1);
-    struct timespec pause = {0, 50 * 1000000}; /* long enough for others to wait */
-    nanosleep(&pause, NULL);
-    *out = t_artifact(ARTIFACT_SIZE, asked->seed);
-    return ZC_OK;
-}
-
 static int next_node;
 
 static zc_cache *open_node(void)
@@ -421,36 +402,43 @@ static zc_cache *open_node(void)
     return cache;
 }
 
-/* key seed's lookup: the artifact its compile makes, whatever happened. */
-static zc_lookup_outcome lookup(zc_cache *cache, uint64_t seed, counted *counter)
+/* key seed's lookup: the artifact its compile makes, whatever happened;
+ * the compiles it ran are added to compiles. */
+static zc_lookup_outcome lookup(zc_cache *cache, uint64_t seed, atomic_int *compiles)
 {
     zc_key key = t_key(seed);
-    request asked = {counter, seed};
-    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed);
+    t_counted_compile compile = {0, seed, ARTIFACT_SIZE};
+    zc_artifact *artifact = NULL;
     zc_lookup_outcome outcome;
     uint64_t start = t_monotonic_ms();
-    cr_assert_eq(
-        zc_cache_get_or_compile(cache, &key, NULL, compile_counted, &asked, &artifact, &outcome),
-        ZC_OK);
+    zc_status status = zc_cache_get_or_compile(cache, &key, NULL, t_compile_counted, &compile,
+                                               &artifact, &outcome);
     cr_assert_lt(t_monotonic_ms() - start, 60000, "a lookup hung");
-    t_assert_same_artifact(artifact, expected);
-    zc_artifact_unref(artifact);
+    cr_assert_eq(status, ZC_OK, "key %llu", (unsigned long long)seed);
+    atomic_fetch_add(compiles, compile.calls);
+    zc_artifact *expected = t_artifact(ARTIFACT_SIZE, seed);
+    bool same = t_same_artifact(artifact, expected);
     zc_artifact_unref(expected);
+    zc_artifact_unref(artifact);
+    cr_assert(same, "key %llu: not the artifact its compile makes", (unsigned long long)seed);
     return outcome;
 }
 
-static zc_cache_stats stats_of(zc_cache *cache)
+/* Which of a cache's remote counters. */
+typedef enum remote_count { REMOTE_HITS, REMOTE_ERRORS } remote_count;
+
+static uint64_t remote_count_of(zc_cache *cache, remote_count which)
 {
     zc_cache_stats stats;
     zc_cache_get_stats(cache, &stats);
-    return stats;
+    return which == REMOTE_HITS ? stats.remote_hits : stats.remote_errors;
 }
 
 enum { NODES = 4, MODULES = 12 };
 
 typedef struct node_run {
     zc_cache *cache;
-    counted *counter;
+    atomic_int *counter;
     uint64_t first;
 } node_run;
 
@@ -466,7 +454,7 @@ static void *run_node(void *context)
 }
 
 /* NODES caches cold at once ask for the same modules. */
-static void run_nodes_at_once(zc_cache **caches, uint64_t first, counted *counter)
+static void run_nodes_at_once(zc_cache **caches, uint64_t first, atomic_int *counter)
 {
     node_run runs[NODES];
     pthread_t threads[NODES];
@@ -484,26 +472,33 @@ static void run_nodes_at_once(zc_cache **caches, uint64_t first, counted *counte
 static uint64_t fresh_node_hits(uint64_t first, int *compiles)
 {
     zc_cache *fresh = open_node();
-    counted counter = {0};
+    atomic_int counter = 0;
     for (uint64_t i = 0; i < MODULES; i++)
         lookup(fresh, first + i, &counter);
-    uint64_t hits = stats_of(fresh).remote_hits;
+    uint64_t hits = remote_count_of(fresh, REMOTE_HITS);
     zc_cache_close(fresh);
-    *compiles = counter.calls;
+    *compiles = atomic_load(&counter);
     return hits;
+}
+
+/* NODES new nodes cold at once: each module compiled once in all. */
+static void open_nodes_cold_at_once(zc_cache **caches, uint64_t first)
+{
+    for (int n = 0; n < NODES; n++)
+        caches[n] = open_node();
+    atomic_int compiles = 0;
+    run_nodes_at_once(caches, first, &compiles);
+    cr_assert_eq(atomic_load(&compiles), MODULES, "%d compiles for %d modules",
+                 atomic_load(&compiles), MODULES);
 }
 
 Test(cluster, nodes_cold_at_once_compile_each_module_once_and_a_fresh_node_gets_all)
 {
     zc_cache *caches[NODES];
-    for (int n = 0; n < NODES; n++)
-        caches[n] = open_node();
-    counted counter = {0};
-    run_nodes_at_once(caches, 1000, &counter);
-    cr_assert_eq(counter.calls, MODULES, "%d compiles for %d modules", counter.calls, MODULES);
+    open_nodes_cold_at_once(caches, 1000);
     uint64_t errors = 0;
     for (int n = 0; n < NODES; n++) {
-        errors += stats_of(caches[n]).remote_errors;
+        errors += remote_count_of(caches[n], REMOTE_ERRORS);
         zc_cache_close(caches[n]);
     }
     cr_assert_eq(errors, 0);
@@ -519,22 +514,18 @@ Test(cluster, nodes_cold_at_once_compile_each_module_once_and_a_fresh_node_gets_
 Test(cluster, nodes_keep_going_through_a_master_killed_mid_run)
 {
     zc_cache *caches[NODES];
-    for (int n = 0; n < NODES; n++)
-        caches[n] = open_node();
-    counted before = {0};
-    run_nodes_at_once(caches, 2000, &before);
-    cr_assert_eq(before.calls, MODULES);
+    open_nodes_cold_at_once(caches, 2000);
     int master = t_master_of_slot(&cluster, 0), replica = t_replica_of(&cluster, master);
     forbid_failover(replica, true);
     t_cluster_kill(&cluster, master);
     /* While no replica took over: modules of every slot, each its
      * compile's result, at least ZC_REMOTE_MAX_FAILURES of them failing. */
-    counted during = {0};
+    atomic_int during = 0;
     run_nodes_at_once(caches, 3000, &during);
-    cr_assert_geq(during.calls, MODULES);
+    cr_assert_geq(atomic_load(&during), MODULES);
     uint64_t errors = 0;
     for (int n = 0; n < NODES; n++)
-        errors += stats_of(caches[n]).remote_errors;
+        errors += remote_count_of(caches[n], REMOTE_ERRORS);
     cr_assert_geq(errors, 3);
     forbid_failover(replica, false);
     t_cluster_wait_failover(&cluster, 0, master);
@@ -543,13 +534,13 @@ Test(cluster, nodes_keep_going_through_a_master_killed_mid_run)
     int compiles = -1;
     fresh_node_hits(4000, &compiles);
     cr_assert_eq(compiles, MODULES);
-    counted after = {0};
+    atomic_int after = 0;
     for (int n = 0; n < NODES; n++) {
-        uint64_t hits = stats_of(caches[n]).remote_hits;
+        uint64_t hits = remote_count_of(caches[n], REMOTE_HITS);
         for (uint64_t i = 0; i < MODULES; i++)
             cr_assert_eq(lookup(caches[n], 4000 + i, &after), ZC_LOOKUP_REMOTE_HIT);
-        cr_assert_eq(stats_of(caches[n]).remote_hits, hits + MODULES);
+        cr_assert_eq(remote_count_of(caches[n], REMOTE_HITS), hits + MODULES);
         zc_cache_close(caches[n]);
     }
-    cr_assert_eq(after.calls, 0);
+    cr_assert_eq(atomic_load(&after), 0);
 }

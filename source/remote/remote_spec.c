@@ -330,40 +330,78 @@ static bool expand_shard(const char *url, const char *shard, char *out, size_t o
     return written > 0 && (size_t)written < out_size;
 }
 
+/* One server of a comma-separated list, named name, into spec's next
+ * server. */
+typedef zc_status (*add_server_fn)(const char *url, const char *name, zc_remote_spec *spec,
+                                   char *reason, size_t reason_size);
+
+/* add for each name of list, up to ZC_REMOTE_MAX_SHARDS servers in all
+ * (what names them in the refusal). */
+static zc_status add_each(const char *url, char *list, const char *what, add_server_fn add,
+                          zc_remote_spec *spec, char *reason, size_t reason_size)
+{
+    char *saveptr = NULL;
+    for (char *name = strtok_r(list, ",", &saveptr); name != NULL;
+         name = strtok_r(NULL, ",", &saveptr)) {
+        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d %s",
+                              ZC_REMOTE_MAX_SHARDS, what);
+        zc_status status = add(url, name, spec, reason, reason_size);
+        if (status != ZC_OK)
+            return status;
+        spec->server_count++;
+    }
+    return ZC_OK;
+}
+
+static zc_status add_shard(const char *url, const char *shard, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    char expanded[ITEM_MAX];
+    if (!expand_shard(url, shard, expanded, sizeof expanded))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
+    zc_remote_kind kind;
+    zc_status status =
+        parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (kind == ZC_REMOTE_FILE)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards are for Redis servers only");
+    spec->kind = kind;
+    return ZC_OK;
+}
+
 static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec, char *reason,
                             size_t reason_size)
 {
     if (strchr(url, '*') == NULL)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "shards given but the URL has no '*' to replace");
-    char *saveptr = NULL;
-    for (char *shard = strtok_r(shards, ",", &saveptr); shard != NULL;
-         shard = strtok_r(NULL, ",", &saveptr)) {
-        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d shards",
-                              ZC_REMOTE_MAX_SHARDS);
-        char expanded[ITEM_MAX];
-        if (!expand_shard(url, shard, expanded, sizeof expanded))
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
-        zc_remote_kind kind;
-        zc_status status =
-            parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
-        if (status != ZC_OK)
-            return status;
-        if (kind == ZC_REMOTE_FILE)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                              "shards are for Redis servers only");
-        spec->kind = kind;
-        spec->server_count++;
-    }
+    zc_status status = add_each(url, shards, "shards", add_shard, spec, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
     if (spec->server_count == 0)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shards needs a list of names");
     return ZC_OK;
 }
 
-/* A cluster's seed nodes: the URL's, then each of seeds with the URL's
- * user, password and the rest. Cluster nodes are reached over TCP at the
- * addresses they announce, and have database 0 only. */
+/* A seed at HOST[:PORT] with the first's user, password and the rest. */
+static zc_status add_seed(const char *url, const char *seed, zc_remote_spec *spec, char *reason,
+                          size_t reason_size)
+{
+    (void)url;
+    zc_remote_server *server = &spec->servers[spec->server_count];
+    *server = spec->servers[0];
+    zc_status status = parse_host_port(seed, strlen(seed), server, reason, reason_size);
+    if (status == ZC_OK)
+        name_server(spec->kind, server);
+    return status;
+}
+
+/* A cluster's seed nodes: the URL's, then each of seeds. Cluster nodes are
+ * reached over TCP at the addresses they announce, and have database 0
+ * only. */
 static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, char *reason,
                            size_t reason_size)
 {
@@ -376,21 +414,7 @@ static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, c
                           "cluster needs a redis:// URL (nodes are reached over TCP)");
     if (spec->servers[0].db != 0)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "a cluster has database 0 only");
-    char *saveptr = NULL;
-    for (char *seed = strtok_r(seeds, ",", &saveptr); seed != NULL;
-         seed = strtok_r(NULL, ",", &saveptr)) {
-        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d seeds",
-                              ZC_REMOTE_MAX_SHARDS);
-        zc_remote_server *server = &spec->servers[spec->server_count];
-        *server = spec->servers[0];
-        status = parse_host_port(seed, strlen(seed), server, reason, reason_size);
-        if (status != ZC_OK)
-            return status;
-        name_server(spec->kind, server);
-        spec->server_count++;
-    }
-    return ZC_OK;
+    return add_each(url, seeds, "seeds", add_seed, spec, reason, reason_size);
 }
 
 static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spec *spec,
