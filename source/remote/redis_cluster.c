@@ -316,6 +316,20 @@ static void follow(zc_redis_cluster *cluster, route *to, const redirection *wher
     to->node = where->node;
 }
 
+/* A command's sink, and whether any of the value went to it. */
+typedef struct watched_sink {
+    const zc_redis_sink *sink;
+    bool written;
+} watched_sink;
+
+static bool watch_write(void *context, uint64_t length, const uint8_t *bytes, size_t size,
+                        char *why, size_t why_size)
+{
+    watched_sink *watched = context;
+    watched->written = true;
+    return watched->sink->write(watched->sink->context, length, bytes, size, why, why_size);
+}
+
 /* Errors that say the cluster cannot serve the slot just now (a failover
  * under way, a slot being moved, a node loading): failures, not a value. */
 static bool cluster_busy(const redisReply *reply)
@@ -332,12 +346,17 @@ redisReply *zc_redis_cluster_command(zc_redis_cluster *cluster, const char *key_
                                      const char **argv, const size_t *lengths, zc_status *failure)
 {
     route to = {.slot = zc_redis_key_slot(key_name, strlen(key_name))};
+    watched_sink watched = {sink, false};
+    zc_redis_sink through = {watch_write, &watched};
+    if (sink != NULL)
+        sink = &through;
     if (!find_node(cluster, &to))
         return fail(cluster, &to, argv[0], "served by no node", failure);
     for (int hop = 0;; hop++) {
         redisReply *reply = try_node(cluster, &to, kind, sink, argc, argv, lengths);
         if (reply == NULL) {
-            if (hop < ZC_REDIS_MAX_REDIRECTIONS && after_failure(cluster, &to))
+            /* Not again into a sink that holds part of the value already. */
+            if (after_failure(cluster, &to) && !watched.written && hop < ZC_REDIS_MAX_REDIRECTIONS)
                 continue;
             return fail(cluster, &to, argv[0], "its node failed", failure);
         }
