@@ -24,11 +24,30 @@ enum { VALUE_SIZE = 3000, CALL_DEADLINE_MS = 10000 };
 static t_cluster cluster;
 static char scratch[64];
 
+/* The rights the tier needs on a cluster, on every node (ACLs are each
+ * node's own): the README's, and CLUSTER SLOTS and ASKING. Every test's
+ * storage is this user's. */
+static void add_acl_user(void)
+{
+    for (int i = 0; i < T_CLUSTER_NODES; i++) {
+        const char *argv[] = {"ACL",        "SETUSER",    "zecache",       "on",
+                              ">zc-secret", "~zecache:*", "resetchannels", "-@all",
+                              "+get",       "+set",       "+del",          "+exists",
+                              "+eval",      "+ping",      "+scan",         "+cluster|slots",
+                              "+asking"};
+        redisReply *reply = t_node_command(&cluster, i, sizeof argv / sizeof *argv, argv);
+        cr_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS, "ACL SETUSER: %s",
+                  reply != NULL && reply->str != NULL ? reply->str : "no reply");
+        freeReplyObject(reply);
+    }
+}
+
 static void setup(void)
 {
     snprintf(scratch, sizeof scratch, "/tmp/zc_cluster_XXXXXX");
     cr_assert_not_null(mkdtemp(scratch));
     t_cluster_start(&cluster);
+    add_acl_user();
 }
 
 static void teardown(void)
@@ -39,13 +58,14 @@ static void teardown(void)
 
 TestSuite(cluster, .init = setup, .fini = teardown, .timeout = 240);
 
-/* The cluster as NEO_CACHE_REMOTE names it: node 0 as the seed, and the
- * others as more seeds, as a site lists them (a node that starts while its
- * one seed is down cannot find the cluster). */
+/* The cluster as NEO_CACHE_REMOTE names it: the ACL user, node 0 as the
+ * seed, and the others as more seeds, as a site lists them (a node that
+ * starts while its one seed is down cannot find the cluster). */
 static void cluster_url(char *url, size_t size, const char *attributes)
 {
     int used = snprintf(url, size,
-                        "redis://127.0.0.1:%u|cluster|connect-timeout=300|timeout=1000%s|seeds=",
+                        "redis://zecache:zc-secret@127.0.0.1:%u|cluster|connect-timeout=300|"
+                        "timeout=1000%s|seeds=",
                         cluster.nodes[0].port, attributes);
     for (int i = 1; i < T_CLUSTER_NODES; i++)
         used += snprintf(url + used, size - (size_t)used, "%s127.0.0.1:%u", i > 1 ? "," : "",
@@ -252,7 +272,9 @@ Test(cluster, a_seed_that_is_down_is_passed_over)
     unsigned dead_port = t_free_tcp_port();
     char url[256];
     snprintf(url, sizeof url,
-             "redis://127.0.0.1:%u|cluster|connect-timeout=300|timeout=1000|seeds=127.0.0.1:%u",
+             "redis://"
+             "zecache:zc-secret@127.0.0.1:%u|cluster|connect-timeout=300|timeout=1000|seeds=127.0."
+             "0.1:%u",
              dead_port, cluster.nodes[3].port);
     zc_storage *storage = t_open_redis_storage(url);
     for (uint64_t i = 600; i < 609; i++) {
