@@ -23,6 +23,8 @@ enum { VALUE_SIZE = 3000, CALL_DEADLINE_MS = 10000 };
 
 static t_cluster cluster;
 static char scratch[64];
+static uint64_t gate_seed;
+static atomic_bool gate_reached, gate_open;
 
 /* The rights the tier needs on a cluster, on every node (ACLs are each
  * node's own): the README's, and CLUSTER SLOTS and ASKING. Every test's
@@ -48,6 +50,9 @@ static void setup(void)
     cr_assert_not_null(mkdtemp(scratch));
     t_cluster_start(&cluster);
     add_acl_user();
+    gate_seed = UINT64_MAX;
+    atomic_store(&gate_reached, false);
+    atomic_store(&gate_open, false);
 }
 
 static void teardown(void)
@@ -424,6 +429,20 @@ static zc_cache *open_node(void)
     return cache;
 }
 
+/* A compile that waits, for the module gate_seed, until the test opens the
+ * gate: the test does something while every node is mid-run. */
+static zc_status compile_gated(void *context, zc_artifact **out)
+{
+    const t_counted_compile *compile = context;
+    if (compile->seed == gate_seed) {
+        atomic_store(&gate_reached, true);
+        uint64_t deadline = t_monotonic_ms() + 60000;
+        while (!atomic_load(&gate_open) && t_monotonic_ms() < deadline)
+            t_pause_ms(1);
+    }
+    return t_compile_counted(context, out);
+}
+
 /* key seed's lookup: the artifact its compile makes, whatever happened;
  * the compiles it ran are added to compiles. */
 static zc_lookup_outcome lookup(zc_cache *cache, uint64_t seed, atomic_int *compiles)
@@ -433,8 +452,8 @@ static zc_lookup_outcome lookup(zc_cache *cache, uint64_t seed, atomic_int *comp
     zc_artifact *artifact = NULL;
     zc_lookup_outcome outcome;
     uint64_t start = t_monotonic_ms();
-    zc_status status = zc_cache_get_or_compile(cache, &key, NULL, t_compile_counted, &compile,
-                                               &artifact, &outcome);
+    zc_status status =
+        zc_cache_get_or_compile(cache, &key, NULL, compile_gated, &compile, &artifact, &outcome);
     cr_assert_lt(t_monotonic_ms() - start, 60000, "a lookup hung");
     cr_assert_eq(status, ZC_OK, "key %llu", (unsigned long long)seed);
     atomic_fetch_add(compiles, compile.calls);
@@ -533,24 +552,52 @@ Test(cluster, nodes_cold_at_once_compile_each_module_once_and_a_fresh_node_gets_
  * the cluster is without it, lookups compile (counted errors, no hang); after
  * the failover a node that went through it takes entries from the cluster
  * again, and a fresh node gets every module stored since. */
+typedef struct background_run {
+    zc_cache **caches;
+    uint64_t first;
+    atomic_int *compiles;
+} background_run;
+
+static void *run_in_background(void *context)
+{
+    background_run *run = context;
+    run_nodes_at_once(run->caches, run->first, run->compiles);
+    return NULL;
+}
+
 Test(cluster, nodes_keep_going_through_a_master_killed_mid_run)
 {
     zc_cache *caches[NODES];
     open_nodes_cold_at_once(caches, 2000);
-    int master = t_master_of_slot(&cluster, 0), replica = t_replica_of(&cluster, master);
+    /* The master of a module the nodes ask for after the kill. */
+    zc_key key = t_key(3000 + 3);
+    char name[128];
+    tagged_name("", &key, name, sizeof name);
+    long long slot = t_key_slot(&cluster, name);
+    int master = t_master_of_slot(&cluster, slot), replica = t_replica_of(&cluster, master);
     forbid_failover(replica, true);
-    t_cluster_kill(&cluster, master);
-    /* While no replica took over: modules of every slot, each its
-     * compile's result, at least ZC_REMOTE_MAX_FAILURES of them failing. */
+    /* Every node mid-run (the module before it compiling, the others
+     * waiting for it) when the master dies. */
+    gate_seed = 3000 + 2;
     atomic_int during = 0;
-    run_nodes_at_once(caches, 3000, &during);
+    background_run run = {caches, 3000, &during};
+    pthread_t runner;
+    cr_assert_eq(pthread_create(&runner, NULL, run_in_background, &run), 0);
+    uint64_t deadline = t_monotonic_ms() + 60000;
+    while (!atomic_load(&gate_reached))
+        cr_assert_lt(t_monotonic_ms(), deadline, "the nodes did not reach the gate");
+    t_cluster_kill(&cluster, master);
+    atomic_store(&gate_open, true);
+    pthread_join(runner, NULL);
+    /* Each lookup its compile's result (asserted in lookup), in time; the
+     * dead master's module failed (get, claim, store), counted. */
     cr_assert_geq(atomic_load(&during), MODULES);
     uint64_t errors = 0;
     for (int n = 0; n < NODES; n++)
         errors += remote_count_of(caches[n], REMOTE_ERRORS);
     cr_assert_geq(errors, 3);
     forbid_failover(replica, false);
-    t_cluster_wait_failover(&cluster, 0, master);
+    t_cluster_wait_failover(&cluster, slot, master);
     /* A fresh node stores modules; the nodes that went through the
      * failure take them from the cluster. */
     int compiles = -1;
