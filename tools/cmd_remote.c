@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cmd_remote_cluster.h"
 #include "tool.h"
 #include "zecache/log.h"
 #include "zecache/remote_spec.h"
@@ -38,10 +39,9 @@ static zc_key probe_key(void)
     return key;
 }
 
-static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
+static const char *probe_storage(zc_storage *storage, zc_key key, double *elapsed_ms)
 {
     static const uint8_t probe[] = "zecache remote check probe";
-    zc_key key = probe_key();
     uint8_t *value = NULL;
     size_t size = 0;
     double start = now_ms();
@@ -49,7 +49,7 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
     if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
-    if (problem == NULL && got == ZC_ERR_IO)
+    if (problem == NULL && got != ZC_OK && got != ZC_MISS)
         problem = "cannot read";
     else if (problem == NULL && !storage->read_only &&
              (got != ZC_OK || size != sizeof probe || memcmp(value, probe, size) != 0))
@@ -69,12 +69,16 @@ static bool check_one(const zc_remote_spec *spec, const zc_config *config)
         return false;
     }
     double elapsed_ms = 0;
-    const char *problem = probe_storage(storage, &elapsed_ms);
+    const char *problem = probe_storage(storage, probe_key(), &elapsed_ms);
     if (problem != NULL)
         printf("%-48s FAILED: %s (PrintDebugMessages=1 shows details)\n", storage->name, problem);
     else
         printf("%-48s ok: %s in %.2f ms\n", storage->name,
                storage->read_only ? "read" : "write, read, remove", elapsed_ms);
+    /* Which master fails, if one does. */
+    const char *master_problem =
+        spec->cluster ? check_cluster_masters(storage, probe_storage) : NULL;
+    problem = problem != NULL ? problem : master_problem;
     zc_storage_close(storage);
     return problem == NULL;
 }

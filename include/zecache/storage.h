@@ -110,6 +110,18 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
                                 const char *temp_dir, zc_storage **out);
 
+/* zecache remote check on a Redis Cluster: with the slot map read afresh,
+ * each master serving slots (up to max) by name, with a key whose entry it
+ * holds, so that a probe under each key reaches each master. ZC_ERR_IO when
+ * no node answered, ZC_ERR_DISABLED when some slot is served by no master,
+ * ZC_ERR_INVALID_ARG for a storage of no cluster. */
+typedef struct zc_storage_cluster_master {
+    char name[320];
+    zc_key probe;
+} zc_storage_cluster_master;
+zc_status zc_storage_redis_cluster_masters(zc_storage *storage, zc_storage_cluster_master *masters,
+                                           size_t max, size_t *count);
+
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under
  * ZC_REDIS_RECIPE_PREFIX<64 hex of the entry's key> and

@@ -434,3 +434,9 @@ void zc_redis_cluster_free(zc_redis_cluster *cluster)
     }
     free(cluster);
 }
+
+zc_redis_connection *zc_redis_cluster_owner(zc_redis_cluster *cluster, const char *key_name)
+{
+    size_t owner = slot_owner(cluster, zc_redis_key_slot(key_name, strlen(key_name)));
+    return owner != NO_NODE ? node_at(cluster, owner)->connection : NULL;
+}

@@ -52,4 +52,8 @@ typedef zc_status (*zc_redis_master_fn)(void *context, zc_redis_connection *mast
 zc_status zc_redis_cluster_each_master(zc_redis_cluster *cluster, zc_redis_master_fn each,
                                        void *context);
 
+/* The connection of the node serving key_name's slot in the map as it is
+ * (nothing is sent), or NULL when none does. */
+zc_redis_connection *zc_redis_cluster_owner(zc_redis_cluster *cluster, const char *key_name);
+
 #endif

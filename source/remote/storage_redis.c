@@ -666,3 +666,67 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     *out = &redis->base;
     return ZC_OK;
 }
+
+/* ---- zecache remote check on a cluster ---- */
+
+typedef struct master_list {
+    zc_storage_cluster_master *masters;
+    zc_redis_connection **connections;
+    size_t max, count;
+} master_list;
+
+static zc_status add_master(void *context, zc_redis_connection *master)
+{
+    master_list *list = context;
+    if (list->count < list->max) {
+        snprintf(list->masters[list->count].name, sizeof list->masters[list->count].name, "%s",
+                 zc_redis_connection_name(master));
+        list->connections[list->count++] = master;
+    }
+    return ZC_OK;
+}
+
+/* A key for each master: random keys until each has one, at most
+ * PROBE_TRIES (with three masters a key misses a given one with odds 2/3:
+ * 4096 tries leave none out but with odds below 10^-700). */
+static bool find_probe_keys(redis_storage *redis, master_list *list)
+{
+    enum { PROBE_TRIES = 4096 };
+    size_t found = 0;
+    bool *has = calloc(list->count + 1, sizeof *has);
+    for (int i = 0; has != NULL && i < PROBE_TRIES && found < list->count; i++) {
+        zc_key key;
+        if (getrandom(key.bytes, sizeof key.bytes, 0) != (ssize_t)sizeof key.bytes)
+            break;
+        redis_key names;
+        redis_key_of(redis, &key, &names);
+        zc_redis_connection *owner = zc_redis_cluster_owner(redis->cluster, names.entry);
+        for (size_t m = 0; m < list->count; m++) {
+            if (list->connections[m] == owner && !has[m]) {
+                has[m] = true;
+                list->masters[m].probe = key;
+                found++;
+            }
+        }
+    }
+    free(has);
+    return found == list->count;
+}
+
+zc_status zc_storage_redis_cluster_masters(zc_storage *storage, zc_storage_cluster_master *masters,
+                                           size_t max, size_t *count)
+{
+    *count = 0;
+    redis_storage *redis = (redis_storage *)storage;
+    if (storage == NULL || storage->ops != &redis_ops || redis->cluster == NULL)
+        return ZC_ERR_INVALID_ARG;
+    master_list list = {masters, calloc(max + 1, sizeof *list.connections), max, 0};
+    if (list.connections == NULL)
+        return ZC_ERR_NOMEM;
+    zc_status status = zc_redis_cluster_each_master(redis->cluster, add_master, &list);
+    if (status == ZC_OK && !find_probe_keys(redis, &list))
+        status = ZC_ERR_DISABLED;
+    free(list.connections);
+    *count = status == ZC_OK ? list.count : 0;
+    return status;
+}
