@@ -56,8 +56,12 @@ static void check_spec(const zc_remote_spec *spec)
     FUZZ_CHECK(spec->connect_timeout_ms <= ZC_REMOTE_MAX_TIMEOUT_MS &&
                spec->timeout_ms <= ZC_REMOTE_MAX_TIMEOUT_MS);
     FUZZ_CHECK(TERMINATED(spec->name));
-    for (size_t i = 0; i < spec->server_count; i++)
+    /* A cluster's seeds: TCP nodes of database 0 (the only one a cluster has). */
+    FUZZ_CHECK(!spec->cluster || spec->kind == ZC_REMOTE_REDIS_TCP);
+    for (size_t i = 0; i < spec->server_count; i++) {
         check_server(spec, &spec->servers[i]);
+        FUZZ_CHECK(!spec->cluster || spec->servers[i].db == 0);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,6 +14,7 @@ packages=(
   redis-server libhiredis-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
   openssl # tls: the TLS tests make their certificates with it
+  redis-tools # cluster (issue 25): redis-cli --cluster create in test_redis_cluster
 )
 
 missing=()

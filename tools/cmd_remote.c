@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cmd_remote_cluster.h"
 #include "tool.h"
 #include "zecache/log.h"
 #include "zecache/remote_spec.h"
@@ -48,12 +49,18 @@ static const char *cause_for(const char *storage)
     return cause;
 }
 
-static void print_failure(const char *storage, const char *problem)
+/* One line: label, then what the probe of the storage (or node) called
+ * name did, or what failed and why. */
+static void print_result(const char *label, const char *name, const char *problem, bool read_only,
+                         double elapsed_ms)
 {
-    if (first_message[0] != '\0')
-        printf("%-48s FAILED: %s: %s\n", storage, problem, cause_for(storage));
+    if (problem == NULL)
+        printf("%-48s ok: %s in %.2f ms\n", label, read_only ? "read" : "write, read, remove",
+               elapsed_ms);
+    else if (first_message[0] != '\0')
+        printf("%-48s FAILED: %s: %s\n", label, problem, cause_for(name));
     else
-        printf("%-48s FAILED: %s\n", storage, problem);
+        printf("%-48s FAILED: %s\n", label, problem);
 }
 
 static void print_complaint(void *context, const char *storage, const char *reason)
@@ -73,10 +80,9 @@ static zc_key probe_key(void)
     return key;
 }
 
-static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
+static const char *probe_storage(zc_storage *storage, zc_key key, double *elapsed_ms)
 {
     static const uint8_t probe[] = "zecache remote check probe";
-    zc_key key = probe_key();
     uint8_t *value = NULL;
     size_t size = 0;
     double start = now_ms();
@@ -85,7 +91,7 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
     if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
-    if (problem == NULL && got == ZC_ERR_IO)
+    if (problem == NULL && got != ZC_OK && got != ZC_MISS)
         problem = "cannot read the probe";
     else if (problem == NULL && !storage->read_only &&
              (got != ZC_OK || size != sizeof probe || memcmp(value, probe, size) != 0))
@@ -102,16 +108,16 @@ static bool check_one(const zc_remote_spec *spec, const zc_config *config)
     zc_storage *storage = NULL;
     first_message[0] = '\0';
     if (zc_storage_open(spec, config, &storage) != ZC_OK) {
-        print_failure(spec->name, "cannot open");
+        print_result(spec->name, spec->name, "cannot open", false, 0);
         return false;
     }
     double elapsed_ms = 0;
-    const char *problem = probe_storage(storage, &elapsed_ms);
-    if (problem != NULL)
-        print_failure(storage->name, problem);
-    else
-        printf("%-48s ok: %s in %.2f ms\n", storage->name,
-               storage->read_only ? "read" : "write, read, remove", elapsed_ms);
+    const char *problem = probe_storage(storage, probe_key(), &elapsed_ms);
+    print_result(storage->name, storage->name, problem, storage->read_only, elapsed_ms);
+    /* Which master fails, if one does. */
+    const char *master_problem =
+        spec->cluster ? check_cluster_masters(storage, probe_storage, print_result) : NULL;
+    problem = problem != NULL ? problem : master_problem;
     zc_storage_close(storage);
     return problem == NULL;
 }

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include "e2e_together_support.h"
+#include "redis_cluster_support.h"
+#include "redis_test_support.h"
 #include "redis_tls_support.h"
 
 #define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
@@ -321,4 +323,72 @@ Test(e2e_remote, over_tls_nodes_compile_once_and_failures_give_the_driver_result
         cr_assert_null(strstr(nodes[i].probe.err, T_TLS_PASSWORD), "the password is shown");
     }
     free(nodes);
+}
+
+/* ---- a Redis Cluster (redis_cluster_support.h) ---- */
+
+static void cluster_setting(const t_cluster *cluster, char *setting, size_t size)
+{
+    int used = snprintf(setting, size,
+                        "NEO_CACHE_REMOTE=redis://127.0.0.1:%u|cluster|connect-timeout=300|"
+                        "timeout=1000|seeds=",
+                        cluster->nodes[0].port);
+    for (int i = 1; i < T_CLUSTER_NODES; i++)
+        used += snprintf(setting + used, size - (size_t)used, "%s127.0.0.1:%u", i > 1 ? "," : "",
+                         cluster->nodes[i].port);
+}
+
+/* The slot of the one entry the nodes stored. */
+static long long slot_of_the_entry(const t_cluster *cluster)
+{
+    for (int i = 0; i < T_CLUSTER_NODES; i++) {
+        redisReply *keys =
+            t_node_command(cluster, i, 2, (const char *[]){"KEYS", "zecache:v1:{*}"});
+        cr_assert(keys != NULL && keys->type == REDIS_REPLY_ARRAY);
+        long long slot = keys->elements == 1 ? t_key_slot(cluster, keys->element[0]->str) : -1;
+        freeReplyObject(keys);
+        if (slot >= 0)
+            return slot;
+    }
+    cr_assert_fail("no entry in the cluster");
+    return -1;
+}
+
+/* The real driver against a Redis Cluster: nodes cold at once compile the
+ * module once in all; with the master holding its entry killed (its
+ * replica kept from taking over), a node gets the driver's result without
+ * hanging; after the failover a new node gets the entry from the replica. */
+Test(e2e_remote, a_cluster_loses_the_master_of_the_entry)
+{
+    t_cluster cluster;
+    t_cluster_start(&cluster);
+    char setting[600];
+    cluster_setting(&cluster, setting, sizeof setting);
+    node *nodes = calloc(NODES + 2, sizeof *nodes);
+    for (int i = 0; i < NODES; i++)
+        make_node(&nodes[i], setting, NULL, NULL);
+    run_nodes(nodes, NODES);
+    int misses = 0;
+    for (int i = 0; i < NODES; i++) {
+        misses += count_in(&nodes[i], MISS);
+        assert_same_native(&nodes[0], &nodes[i]);
+    }
+    cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
+    long long slot = slot_of_the_entry(&cluster);
+    int master = t_master_of_slot(&cluster, slot), replica = t_replica_of(&cluster, master);
+    t_cluster_wait_replicated(&cluster, master);
+    t_node_config(&cluster, replica, "cluster-replica-no-failover", "yes");
+    t_cluster_kill(&cluster, master);
+    make_node(&nodes[NODES], setting, NULL, NULL);
+    run_node(&nodes[NODES]);
+    assert_lookups(&nodes[NODES], 1, 0, 0);
+    assert_same_native(&nodes[0], &nodes[NODES]);
+    t_node_config(&cluster, replica, "cluster-replica-no-failover", "no");
+    t_cluster_wait_failover(&cluster, slot, master);
+    make_node(&nodes[NODES + 1], setting, NULL, NULL);
+    run_node(&nodes[NODES + 1]);
+    assert_lookups(&nodes[NODES + 1], 0, 1, 0);
+    assert_same_native(&nodes[0], &nodes[NODES + 1]);
+    free(nodes);
+    t_cluster_stop(&cluster);
 }

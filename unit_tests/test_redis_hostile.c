@@ -527,3 +527,44 @@ Test(hostile, a_scan_that_never_ends_is_stopped)
     stop_server(&server);
     cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
 }
+
+/* A cluster node that misbehaves: CLUSTER SLOTS answered in each hostile
+ * way leaves no map (ZC_ERR_IO: nothing of the cluster answered as one), and
+ * a node that redirects every command to itself, MOVED or ASK, is left after
+ * ZC_REDIS_MAX_REDIRECTIONS (ZC_ERR_DISABLED: it answers); all in time. */
+Test(hostile, a_cluster_node_that_misbehaves_fails_in_time)
+{
+    const char *cluster_modes[] = {"stall",   "huge",  "malformed", "nested",     "huge-array",
+                                   "endless", "error", "nil",       "moved-loop", "ask-loop"};
+    for (size_t m = 0; m < sizeof cluster_modes / sizeof cluster_modes[0]; m++) {
+        const char *mode = cluster_modes[m];
+        bool redirects = strstr(mode, "-loop") != NULL;
+        hostile_server server = start_server(mode, true);
+        char url[256];
+        /* 127.0.0.1 as its map names it: one connection, which resp_server
+         * serves (one at a time). */
+        snprintf(url, sizeof url, "redis://127.0.0.1:%u|cluster|connect-timeout=%d|timeout=%d",
+                 server.port, CONNECT_MS, TIMEOUT_MS);
+        zc_storage *storage = t_open_redis_storage(url);
+        zc_key key = t_key(900 + m);
+        uint8_t *value = NULL;
+        size_t size = 0;
+        uint64_t start = t_monotonic_ms();
+        zc_status got = storage->ops->get(storage, &key, &value, &size);
+        uint64_t get_ms = t_monotonic_ms() - start;
+        uint8_t entry[64] = {0};
+        start = t_monotonic_ms();
+        zc_status put = storage->ops->put(storage, &key, entry, sizeof entry, false);
+        uint64_t put_ms = t_monotonic_ms() - start;
+        zc_storage_close(storage);
+        stop_server(&server);
+        zc_status expected = redirects ? ZC_ERR_DISABLED : ZC_ERR_IO;
+        cr_assert_eq(got, expected, "%s: get %s", mode, zc_status_name(got));
+        cr_assert_null(value);
+        cr_assert_eq(put, expected, "%s: put %s", mode, zc_status_name(put));
+        cr_assert_leq(get_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s: get took %llu ms", mode,
+                      (unsigned long long)get_ms);
+        cr_assert_leq(put_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s: put took %llu ms", mode,
+                      (unsigned long long)put_ms);
+    }
+}

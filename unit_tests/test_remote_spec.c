@@ -298,3 +298,83 @@ Test(remote_spec, tls_files_are_refused_where_they_make_no_sense)
     cr_assert_str_eq(spec.servers[0].tls.key_file, key);
     zc_remote_spec_free(&spec);
 }
+
+/* |cluster: the URL's node and each of |seeds=, all with the URL's user and
+ * password; not with shards, a Unix socket or a database but 0. */
+Test(remote_spec, cluster_seeds_take_the_urls_credentials)
+{
+    zc_remote_spec spec = parse_ok("redis://zc:hunter2@node-a.example:7000|cluster");
+    cr_assert(spec.cluster);
+    cr_assert_eq(spec.server_count, 1);
+    cr_assert_str_eq(spec.name, "redis://zc:***@node-a.example:7000/0|cluster");
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("redis://zc:hunter2@node-a.example:7000|cluster|read-only"
+                    "|seeds=node-b.example:7001,[::1]:7002,10.0.0.3");
+    cr_assert(spec.cluster);
+    cr_assert(spec.read_only);
+    cr_assert_eq(spec.server_count, 4);
+    const char *hosts[] = {"node-a.example", "node-b.example", "::1", "10.0.0.3"};
+    const unsigned ports[] = {7000, 7001, 7002, 6379};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(spec.servers[i].host, hosts[i]);
+        cr_assert_eq(spec.servers[i].port, ports[i]);
+        cr_assert_str_eq(spec.servers[i].user, "zc");
+        cr_assert_str_eq(spec.servers[i].password, "hunter2");
+        cr_assert_null(strstr(spec.servers[i].name, "hunter2"));
+    }
+    cr_assert_str_eq(spec.servers[2].name, "redis://zc:***@[::1]:7002/0");
+    cr_assert_null(strstr(spec.name, "hunter2"));
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("redis://h:7000");
+    cr_assert(!spec.cluster);
+    zc_remote_spec_free(&spec);
+    parse_refused("redis://h|seeds=a:1", "seeds needs cluster");
+    parse_refused("redis://h|cluster|seeds=", "HOST:PORT");
+    parse_refused("redis://h|cluster|seeds=a:0", "port");
+    parse_refused("redis://h|cluster=no", "no value");
+    parse_refused("redis://h-*|cluster|shards=a,b", "exclude");
+    parse_refused("redis://h/2|cluster", "database 0");
+    parse_refused("redis+unix:///s.sock|cluster", "TCP");
+    parse_refused("file:///d|cluster", "TCP");
+}
+
+/* A node found in the cluster's map: the seed's credentials, its own name. */
+Test(remote_spec, a_cluster_node_is_named_for_its_address)
+{
+    zc_remote_spec spec = parse_ok("redis://zc:hunter2@seed.example:7000|cluster");
+    zc_remote_server node;
+    zc_remote_server_at(&spec.servers[0], "10.1.2.3", 7005, &node);
+    cr_assert_str_eq(node.host, "10.1.2.3");
+    cr_assert_eq(node.port, 7005);
+    cr_assert_str_eq(node.user, "zc");
+    cr_assert_str_eq(node.password, "hunter2");
+    cr_assert_str_eq(node.name, "redis://zc:***@10.1.2.3:7005/0");
+    zc_remote_spec_free(&spec);
+}
+
+/* A cluster over TLS with its password in a file: every seed, and every
+ * node found in the map, is reached with the TLS files and the user. */
+Test(remote_spec, a_tls_cluster_gives_every_node_its_files_and_password)
+{
+    char path[128], text[512];
+    write_file(path, sizeof path, "cluster-pw", "s3cret\n", 0600);
+    snprintf(text, sizeof text,
+             "rediss://zc@seed.example:7000|cluster|seeds=10.0.0.2:7001|ca-file=/ca.pem"
+             "|password-file=%s",
+             path);
+    zc_remote_spec spec = parse_ok(text);
+    cr_assert(spec.cluster);
+    cr_assert_eq(spec.server_count, 2);
+    zc_remote_server node;
+    zc_remote_server_at(&spec.servers[1], "10.1.2.3", 7005, &node);
+    const zc_remote_server *servers[] = {&spec.servers[0], &spec.servers[1], &node};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(servers[i]->tls.enabled);
+        cr_assert_str_eq(servers[i]->tls.ca_file, "/ca.pem");
+        cr_assert_str_eq(servers[i]->user, "zc");
+        cr_assert_str_eq(servers[i]->password, "s3cret");
+    }
+    cr_assert_str_eq(spec.name, "rediss://zc:***@seed.example:7000/0|cluster");
+    cr_assert_str_eq(node.name, "rediss://zc:***@10.1.2.3:7005/0");
+    zc_remote_spec_free(&spec);
+}

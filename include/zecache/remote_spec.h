@@ -21,6 +21,10 @@
  *   |cert-file=PATH       rediss://: a client certificate (PEM, with its chain)
  *   |key-file=PATH        ... and its key, unencrypted, in a file others
  *                         cannot read (default: in cert-file)
+ *   |cluster              Redis Cluster: the URL names a seed node, the
+ *                         cluster's slots are discovered from it
+ *   |seeds=H:P,H:P,...    cluster only: more seed nodes, with the URL's
+ *                         user, password and TLS files
  *
  * Over TLS, the server's certificate must verify and name the URL's host
  * (or IP address). A storage that does not parse is left out with a
@@ -74,7 +78,8 @@ typedef struct zc_remote_spec {
     bool read_only;
     uint32_t connect_timeout_ms;
     uint32_t timeout_ms;
-    size_t server_count; /* 1, or the number of shards */
+    size_t server_count; /* 1, or the number of shards, or of a cluster's seeds */
+    bool cluster;        /* servers are seeds of a Redis Cluster */
     zc_remote_server *servers;
     char name[512]; /* the storage as written, password masked, for messages */
     /* Not parsed: set by the remote tier before it opens the storage. "" for
@@ -101,5 +106,10 @@ typedef void (*zc_remote_complain_fn)(void *context, const char *storage, const 
 zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t *count,
                                 zc_remote_complain_fn complain, void *context);
 void zc_remote_specs_free(zc_remote_spec *specs, size_t count);
+
+/* A cluster node found at host:port: like's user, password and the rest,
+ * named for messages as like is. */
+void zc_remote_server_at(const zc_remote_server *like, const char *host, unsigned port,
+                         zc_remote_server *out);
 
 #endif

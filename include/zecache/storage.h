@@ -9,7 +9,8 @@
  *                     disk tier's own code
  *   storage_redis.c   Redis through hiredis: one string value per entry,
  *                     per recipe and per distinct SPIR-V (a recorded input
- *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read)
+ *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read), on
+ *                     one server, shards, or a Redis Cluster (redis_cluster.c)
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -109,11 +110,26 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
                                 const char *temp_dir, zc_storage **out);
 
+/* zecache remote check on a Redis Cluster: with the slot map read afresh,
+ * each master serving slots (up to max) by name, with a key whose entry it
+ * holds, so that a probe under each key reaches each master. ZC_ERR_IO when
+ * no node answered, ZC_ERR_DISABLED when some slot is served by no master,
+ * ZC_ERR_INVALID_ARG for a storage of no cluster. */
+typedef struct zc_storage_cluster_master {
+    char name[320];
+    zc_key probe;
+} zc_storage_cluster_master;
+zc_status zc_storage_redis_cluster_masters(zc_storage *storage, zc_storage_cluster_master *masters,
+                                           size_t max, size_t *count);
+
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under
  * ZC_REDIS_RECIPE_PREFIX<64 hex of the entry's key> and
  * ZC_REDIS_SPIRV_PREFIX<64 hex of the SPIR-V's SHA-256>; with a secret, its
- * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. */
+ * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. On a
+ * Redis Cluster (|cluster) each <64 hex> is a hash tag, {<64 hex>}, so that
+ * an entry, its lock and its recipe share a slot; the layout for single
+ * servers and shards is unchanged. */
 #define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
 #define ZC_REDIS_LOCK_INFIX "lock:"
 #define ZC_REDIS_LOCK_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_LOCK_INFIX

@@ -255,6 +255,8 @@ typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
     char shards[ITEM_MAX]; /* "" for none */
+    bool cluster;
+    char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
     char password_file[PATH_MAX];
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
@@ -279,6 +281,24 @@ static zc_status parse_file_attribute(const char *name, const char *value, char 
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs a path", name);
     if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
+    return ZC_OK;
+}
+
+/* |cluster, and |seeds=HOST:PORT,... naming more nodes to discover the
+ * cluster from than the URL's. */
+static zc_status parse_cluster_attribute(const char *name, const char *value, attributes *attrs,
+                                         char *reason, size_t reason_size)
+{
+    if (strcmp(name, "cluster") == 0) {
+        if (value != NULL && strcmp(value, "true") != 0)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "cluster takes no value");
+        attrs->cluster = true;
+        return ZC_OK;
+    }
+    if (value == NULL || value[0] == '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "seeds needs a list of HOST:PORT");
+    snprintf(attrs->seeds, sizeof attrs->seeds, "%s", value);
     return ZC_OK;
 }
 
@@ -317,10 +337,12 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
+    if (strcmp(text, "cluster") == 0 || strcmp(text, "seeds") == 0)
+        return parse_cluster_attribute(text, value, attrs, reason, reason_size);
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                      "timeout=MS, shards=A,B,..., password-file=PATH, ca-file=PATH, "
-                      "cert-file=PATH, key-file=PATH)",
+                      "timeout=MS, shards=A,B,..., cluster, seeds=HOST:PORT,..., "
+                      "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH)",
                       text);
 }
 
@@ -332,46 +354,109 @@ static bool expand_shard(const char *url, const char *shard, char *out, size_t o
     return written > 0 && (size_t)written < out_size;
 }
 
+/* One server of a comma-separated list, named name, into spec's next
+ * server. */
+typedef zc_status (*add_server_fn)(const char *url, const char *name, zc_remote_spec *spec,
+                                   char *reason, size_t reason_size);
+
+/* add for each name of list, up to ZC_REMOTE_MAX_SHARDS servers in all
+ * (what names them in the refusal). */
+static zc_status add_each(const char *url, char *list, const char *what, add_server_fn add,
+                          zc_remote_spec *spec, char *reason, size_t reason_size)
+{
+    char *saveptr = NULL;
+    for (char *name = strtok_r(list, ",", &saveptr); name != NULL;
+         name = strtok_r(NULL, ",", &saveptr)) {
+        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d %s",
+                              ZC_REMOTE_MAX_SHARDS, what);
+        zc_status status = add(url, name, spec, reason, reason_size);
+        if (status != ZC_OK)
+            return status;
+        spec->server_count++;
+    }
+    return ZC_OK;
+}
+
+static zc_status add_shard(const char *url, const char *shard, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    char expanded[ITEM_MAX];
+    if (!expand_shard(url, shard, expanded, sizeof expanded))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
+    zc_remote_kind kind;
+    zc_status status =
+        parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (kind == ZC_REMOTE_FILE)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards are for Redis servers only");
+    spec->kind = kind;
+    return ZC_OK;
+}
+
 static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec, char *reason,
                             size_t reason_size)
 {
     if (strchr(url, '*') == NULL)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "shards given but the URL has no '*' to replace");
-    char *saveptr = NULL;
-    for (char *shard = strtok_r(shards, ",", &saveptr); shard != NULL;
-         shard = strtok_r(NULL, ",", &saveptr)) {
-        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d shards",
-                              ZC_REMOTE_MAX_SHARDS);
-        char expanded[ITEM_MAX];
-        if (!expand_shard(url, shard, expanded, sizeof expanded))
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
-        zc_remote_kind kind;
-        zc_status status =
-            parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
-        if (status != ZC_OK)
-            return status;
-        if (kind == ZC_REMOTE_FILE)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                              "shards are for Redis servers only");
-        spec->kind = kind;
-        spec->server_count++;
-    }
+    zc_status status = add_each(url, shards, "shards", add_shard, spec, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
     if (spec->server_count == 0)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shards needs a list of names");
     return ZC_OK;
 }
 
+/* A seed at HOST[:PORT] with the first's user, password and the rest. */
+static zc_status add_seed(const char *url, const char *seed, zc_remote_spec *spec, char *reason,
+                          size_t reason_size)
+{
+    (void)url;
+    zc_remote_server *server = &spec->servers[spec->server_count];
+    *server = spec->servers[0];
+    zc_status status = parse_host_port(seed, strlen(seed), server, reason, reason_size);
+    if (status == ZC_OK)
+        name_server(spec->kind, server);
+    return status;
+}
+
+/* A cluster's seed nodes: the URL's, then each of seeds. Cluster nodes are
+ * reached over TCP at the addresses they announce, and have database 0
+ * only. */
+static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    zc_status status = parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    spec->server_count = 1;
+    if (spec->kind == ZC_REMOTE_FILE || spec->kind == ZC_REMOTE_REDIS_UNIX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "cluster needs a redis:// or rediss:// URL (nodes are reached over TCP)");
+    if (spec->servers[0].db != 0)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "a cluster has database 0 only");
+    return add_each(url, seeds, "seeds", add_seed, spec, reason, reason_size);
+}
+
 static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spec *spec,
                                char *reason, size_t reason_size)
 {
-    size_t capacity = attrs->shards[0] != '\0' ? ZC_REMOTE_MAX_SHARDS : 1;
+    if (attrs->seeds[0] != '\0' && !attrs->cluster)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "seeds needs cluster");
+    if (attrs->cluster && attrs->shards[0] != '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards and cluster exclude each other: the cluster places keys");
+    size_t capacity = attrs->shards[0] != '\0' || attrs->cluster ? ZC_REMOTE_MAX_SHARDS : 1;
     spec->servers = calloc(capacity, sizeof *spec->servers);
     if (spec->servers == NULL)
         return ZC_ERR_NOMEM;
     if (attrs->shards[0] != '\0')
         return add_shards(url, attrs->shards, spec, reason, reason_size);
+    if (attrs->cluster)
+        return add_seeds(url, attrs->seeds, spec, reason, reason_size);
     if (strchr(url, '*') != NULL && !starts_with(url, "file:"))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "'*' in the URL needs shards=A,B,...");
@@ -499,7 +584,9 @@ static zc_status apply_connection_attributes(const attributes *attrs, const char
 
 static void name_spec(zc_remote_spec *spec, const attributes *attrs)
 {
-    if (spec->server_count == 1)
+    if (attrs->cluster)
+        snprintf(spec->name, sizeof spec->name, "%s|cluster", spec->servers[0].name);
+    else if (spec->server_count == 1)
         snprintf(spec->name, sizeof spec->name, "%s", spec->servers[0].name);
     else
         snprintf(spec->name, sizeof spec->name, "%s (+%zu more shards)", spec->servers[0].name,
@@ -539,6 +626,7 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
         return status;
     }
     spec->read_only = attrs.read_only;
+    spec->cluster = attrs.cluster;
     spec->connect_timeout_ms = attrs.connect_timeout_ms;
     spec->timeout_ms = attrs.timeout_ms;
     name_spec(spec, &attrs);
@@ -611,4 +699,13 @@ void zc_remote_specs_free(zc_remote_spec *specs, size_t count)
     for (size_t i = 0; i < count; i++)
         zc_remote_spec_free(&specs[i]);
     free(specs);
+}
+
+void zc_remote_server_at(const zc_remote_server *like, const char *host, unsigned port,
+                         zc_remote_server *out)
+{
+    *out = *like;
+    snprintf(out->host, sizeof out->host, "%s", host);
+    out->port = port;
+    name_server(ZC_REMOTE_REDIS_TCP, out);
 }
