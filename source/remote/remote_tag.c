@@ -1,16 +1,14 @@
 /* HMAC tags of remote entries (format in remote_tag.h). */
 #include "zecache/remote_tag.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "zecache/entry.h"
+#include "private_file.h"
 #include "zecache/sha256.h"
 
 enum { HMAC_BLOCK = 64 };
@@ -57,36 +55,12 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
                                 size_t reason_size)
 {
     memset(secret, 0, sizeof *secret);
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(reason, reason_size, "cannot open %s: %s", path, strerror(errno));
-        return ZC_ERR_IO;
-    }
-    /* As ssh with a private key: a secret others can read is no secret, and
-     * whoever holds it chooses the code run on every node. */
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IRWXO) != 0) {
-        snprintf(reason, reason_size,
-                 "%s is not a regular file readable only by its owner and group (chmod o-rwx "
-                 "it)",
-                 path);
-        close(fd);
-        return ZC_ERR_INVALID_ARG;
-    }
     uint8_t buffer[ZC_REMOTE_SECRET_MAX + 1];
     size_t size = 0;
-    ssize_t got = 0;
-    while (size < sizeof buffer && ((got = read(fd, buffer + size, sizeof buffer - size)) > 0 ||
-                                    (got < 0 && errno == EINTR)))
-        size += got > 0 ? (size_t)got : 0;
-    int err = errno;
-    close(fd);
-    if (got < 0) {
-        snprintf(reason, reason_size, "cannot read %s: %s", path, strerror(err));
-        return ZC_ERR_IO;
-    }
-    while (size > 0 && isspace(buffer[size - 1]))
-        size--;
+    zc_status status =
+        zc_private_file_read(path, buffer, sizeof buffer, &size, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
     if (size < ZC_REMOTE_SECRET_MIN || size > ZC_REMOTE_SECRET_MAX) {
         snprintf(reason, reason_size, "%s holds %zu bytes: a secret needs %d to %d", path, size,
                  ZC_REMOTE_SECRET_MIN, ZC_REMOTE_SECRET_MAX);
