@@ -4,12 +4,18 @@
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]     (port 6379, db 0 by default)
  *   redis+unix:///PATH/TO/SOCKET[?db=N]
  *   file:///PATH                                   (the disk tier's layout and format)
+ *   http://HOST[:PORT][/PATH], https://...         (port 80 / 443; the disk tier's
+ *                                                  layout and format under PATH)
  *
  *   |read-only            never written to
  *   |connect-timeout=MS   default ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS
  *   |timeout=MS           per command, default ZC_REMOTE_DEFAULT_TIMEOUT_MS
  *   |shards=A,B,...       Redis only: one server per name, the URL's '*'
  *                         replaced by it; keys spread by rendezvous hashing
+ *   |bearer-token-file=PATH  HTTP only: "Authorization: Bearer <the file's
+ *                         text>", refused when others can read the file
+ *   |ca-file=PATH         https:// only: the CAs that check the server's
+ *                         certificate (default: the system's)
  *
  * rediss:// (TLS) is refused: Debian's hiredis has no TLS. A storage that does
  * not parse is left out with a message; the others are used. */
@@ -30,11 +36,16 @@
 #define ZC_REMOTE_DEFAULT_REDIS_PORT 6379
 #define ZC_REMOTE_MAX_STORAGES 16
 #define ZC_REMOTE_MAX_SHARDS 64
+#define ZC_REMOTE_DEFAULT_HTTP_PORT 80
+#define ZC_REMOTE_DEFAULT_HTTPS_PORT 443
+#define ZC_REMOTE_MAX_BEARER_TOKEN 8192
 
 typedef enum zc_remote_kind {
     ZC_REMOTE_REDIS_TCP,
     ZC_REMOTE_REDIS_UNIX,
     ZC_REMOTE_FILE,
+    ZC_REMOTE_HTTP,  /* host, port, and path: the URL's path ("" or "/..." without a */
+    ZC_REMOTE_HTTPS, /* trailing '/'), still percent-encoded */
 } zc_remote_kind;
 
 /* One Redis server (one shard), or the directory of a file storage. */
@@ -56,6 +67,10 @@ typedef struct zc_remote_spec {
     size_t server_count; /* 1, or the number of shards */
     zc_remote_server *servers;
     char name[512]; /* the storage as written, password masked, for messages */
+    /* HTTP: the bearer-token-file's text (visible ASCII), malloc'd; NULL
+     * for none. Never shown in a message. */
+    char *bearer_token;
+    char ca_file[PATH_MAX]; /* https://: "" for the system's CAs */
     /* Not parsed: set by the remote tier before it opens the storage. "" for
      * nodes without a secret; with one, "s<16 hex>:", public and derived
      * from the secret (zc_remote_key_namespace), so that nodes with different

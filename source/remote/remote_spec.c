@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "private_file.h"
 #include "zecache/config.h"
 
 enum { ITEM_MAX = 4096, NAME_MAX_SHARD = 128 };
@@ -197,6 +198,51 @@ static zc_status parse_redis_unix(const char *rest, zc_remote_server *server, ch
     return parse_db(query + 4, strlen(query + 4), server, reason, reason_size);
 }
 
+/* ---- http://HOST[:PORT][/PATH], https://... ---- */
+
+static bool has_port(const char *authority, size_t length)
+{
+    const char *close = length > 0 && authority[0] == '[' ? memchr(authority, ']', length) : NULL;
+    const char *after = close != NULL ? close + 1 : authority;
+    return memchr(after, ':', length - (size_t)(after - authority)) != NULL;
+}
+
+/* The path stays percent-encoded: it goes back into URLs as written (its
+ * characters were checked with the whole URL's). */
+static zc_status parse_http_path(const char *path, zc_remote_server *server, char *reason,
+                                 size_t reason_size)
+{
+    size_t length = strlen(path);
+    while (length > 0 && path[length - 1] == '/')
+        length--;
+    if (length >= sizeof server->path)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "path too long");
+    memcpy(server->path, path, length);
+    server->path[length] = '\0';
+    return ZC_OK;
+}
+
+static zc_status parse_http(const char *rest, bool https, zc_remote_server *server, char *reason,
+                            size_t reason_size)
+{
+    for (const char *c = rest; *c != '\0'; c++)
+        if (*c <= ' ' || *c > '~' || *c == '?' || *c == '#')
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "an http(s) URL takes no '?', '#', spaces or control characters");
+    const char *slash = strchr(rest, '/');
+    size_t authority_length = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    if (memchr(rest, '@', authority_length) != NULL)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "no user or password in an http(s) URL: the environment and the "
+                          "command line show them (use |bearer-token-file=PATH)");
+    zc_status status = parse_host_port(rest, authority_length, server, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (!has_port(rest, authority_length))
+        server->port = https ? ZC_REMOTE_DEFAULT_HTTPS_PORT : ZC_REMOTE_DEFAULT_HTTP_PORT;
+    return parse_http_path(slash != NULL ? slash : "", server, reason, reason_size);
+}
+
 static void name_server(zc_remote_kind kind, zc_remote_server *server)
 {
     if (kind == ZC_REMOTE_FILE) {
@@ -214,6 +260,12 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         return;
     }
     bool ipv6 = strchr(server->host, ':') != NULL;
+    if (kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS) {
+        snprintf(server->name, sizeof server->name, "%s://%s%.200s%s:%u%.80s",
+                 kind == ZC_REMOTE_HTTPS ? "https" : "http", ipv6 ? "[" : "", server->host,
+                 ipv6 ? "]" : "", server->port, server->path);
+        return;
+    }
     snprintf(server->name, sizeof server->name, "redis://%s%s%.200s%s:%u/%u", auth, ipv6 ? "[" : "",
              server->host, ipv6 ? "]" : "", server->port, server->db);
 }
@@ -235,13 +287,19 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
     } else if (starts_with(url, "redis+unix:")) {
         *kind = ZC_REMOTE_REDIS_UNIX;
         status = parse_redis_unix(url + strlen("redis+unix:"), server, reason, reason_size);
+    } else if (starts_with(url, "http://") || starts_with(url, "https://")) {
+        bool https = starts_with(url, "https://");
+        *kind = https ? ZC_REMOTE_HTTPS : ZC_REMOTE_HTTP;
+        status = parse_http(url + strlen(https ? "https://" : "http://"), https, server, reason,
+                            reason_size);
     } else if (starts_with(url, "file:")) {
         *kind = ZC_REMOTE_FILE;
         status = parse_path(url + strlen("file:"), strlen(url + strlen("file:")), server, reason,
                             reason_size);
     } else {
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "unknown scheme (expected redis://, redis+unix:// or file://)");
+                          "unknown scheme (expected redis://, redis+unix://, file://, http:// or "
+                          "https://)");
     }
     if (status == ZC_OK)
         name_server(*kind, server);
@@ -253,7 +311,8 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
 typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
-    char shards[ITEM_MAX]; /* "" for none */
+    char shards[ITEM_MAX];                               /* "" for none */
+    char bearer_token_file[PATH_MAX], ca_file[PATH_MAX]; /* "" for none */
 } attributes;
 
 static zc_status parse_timeout(const char *name, const char *value, uint32_t *out, char *reason,
@@ -266,6 +325,16 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
                           "%s needs a number of milliseconds from 1 to %u", name,
                           ZC_REMOTE_MAX_TIMEOUT_MS);
     *out = (uint32_t)ms;
+    return ZC_OK;
+}
+
+static zc_status parse_file_name(const char *name, const char *value, char out[PATH_MAX],
+                                 char *reason, size_t reason_size)
+{
+    if (value == NULL || value[0] != '/' || strlen(value) >= PATH_MAX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs an absolute path",
+                          name);
+    snprintf(out, PATH_MAX, "%s", value);
     return ZC_OK;
 }
 
@@ -294,9 +363,13 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
+    if (strcmp(text, "bearer-token-file") == 0)
+        return parse_file_name(text, value, attrs->bearer_token_file, reason, reason_size);
+    if (strcmp(text, "ca-file") == 0)
+        return parse_file_name(text, value, attrs->ca_file, reason, reason_size);
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                      "timeout=MS, shards=A,B,...)",
+                      "timeout=MS, shards=A,B,..., bearer-token-file=PATH, ca-file=PATH)",
                       text);
 }
 
@@ -328,7 +401,7 @@ static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec,
             parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
         if (status != ZC_OK)
             return status;
-        if (kind == ZC_REMOTE_FILE)
+        if (kind == ZC_REMOTE_FILE || kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS)
             return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                               "shards are for Redis servers only");
         spec->kind = kind;
@@ -368,6 +441,45 @@ static void name_spec(zc_remote_spec *spec, const attributes *attrs)
     }
 }
 
+/* The token goes into a header line as it is: visible ASCII only, so that
+ * no line break can add a header of its own. */
+static zc_status read_bearer_token(const char *path, zc_remote_spec *spec, char *reason,
+                                   size_t reason_size)
+{
+    uint8_t token[ZC_REMOTE_MAX_BEARER_TOKEN + 1];
+    size_t size = 0;
+    if (zc_private_file_read(path, token, sizeof token, &size, reason, reason_size) != ZC_OK)
+        return ZC_ERR_INVALID_ARG; /* a storage that does not parse */
+    bool visible = size > 0 && size <= ZC_REMOTE_MAX_BEARER_TOKEN;
+    for (size_t i = 0; i < size && visible; i++)
+        visible = token[i] > ' ' && token[i] <= '~';
+    if (visible && (spec->bearer_token = malloc(size + 1)) != NULL) {
+        memcpy(spec->bearer_token, token, size);
+        spec->bearer_token[size] = '\0';
+    }
+    memset(token, 0, sizeof token);
+    if (!visible)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "%s must hold one token of 1 to %d visible ASCII characters", path,
+                          ZC_REMOTE_MAX_BEARER_TOKEN);
+    return spec->bearer_token != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+static zc_status apply_http_attributes(const attributes *attrs, zc_remote_spec *spec, char *reason,
+                                       size_t reason_size)
+{
+    bool http = spec->kind == ZC_REMOTE_HTTP || spec->kind == ZC_REMOTE_HTTPS;
+    if (attrs->bearer_token_file[0] != '\0' && !http)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "bearer-token-file is for http:// and https:// only");
+    if (attrs->ca_file[0] != '\0' && (spec->kind == ZC_REMOTE_HTTP || spec->kind == ZC_REMOTE_FILE))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "ca-file needs TLS (https://)");
+    snprintf(spec->ca_file, sizeof spec->ca_file, "%s", attrs->ca_file);
+    if (attrs->bearer_token_file[0] == '\0')
+        return ZC_OK;
+    return read_bearer_token(attrs->bearer_token_file, spec, reason, reason_size);
+}
+
 zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *reason,
                                size_t reason_size)
 {
@@ -390,6 +502,8 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
         status = parse_attribute(attr, &attrs, reason, reason_size);
     if (status == ZC_OK)
         status = parse_servers(url, &attrs, spec, reason, reason_size);
+    if (status == ZC_OK)
+        status = apply_http_attributes(&attrs, spec, reason, reason_size);
     if (status != ZC_OK) {
         zc_remote_spec_free(spec);
         return status;
@@ -408,6 +522,10 @@ void zc_remote_spec_free(zc_remote_spec *spec)
     free(spec->servers);
     spec->servers = NULL;
     spec->server_count = 0;
+    if (spec->bearer_token != NULL) /* a secret: not left in freed memory */
+        memset(spec->bearer_token, 0, strlen(spec->bearer_token));
+    free(spec->bearer_token);
+    spec->bearer_token = NULL;
 }
 
 /* The storage as written, with anything between "://" and an '@' masked:
