@@ -64,13 +64,22 @@ static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
 static bool check_one(const zc_remote_spec *spec, const zc_config *config)
 {
     zc_storage *storage = NULL;
+    zc_storage_clear_problem();
     if (zc_storage_open(spec, config, &storage) != ZC_OK) {
-        printf("%-48s FAILED: cannot open (run with PrintDebugMessages=1 for why)\n", spec->name);
+        if (zc_storage_last_problem()[0] != '\0')
+            printf("%-48s FAILED: cannot open: %s\n", spec->name, zc_storage_last_problem());
+        else
+            printf("%-48s FAILED: cannot open (run with PrintDebugMessages=1 for why)\n",
+                   spec->name);
         return false;
     }
     double elapsed_ms = 0;
+    zc_storage_clear_problem();
     const char *problem = probe_storage(storage, &elapsed_ms);
-    if (problem != NULL)
+    const char *detail = zc_storage_last_problem(); /* the backend's words, if it said */
+    if (problem != NULL && detail[0] != '\0')
+        printf("%-48s FAILED: %s: %s\n", storage->name, problem, detail);
+    else if (problem != NULL)
         printf("%-48s FAILED: %s (PrintDebugMessages=1 shows details)\n", storage->name, problem);
     else
         printf("%-48s ok: %s in %.2f ms\n", storage->name,
