@@ -194,17 +194,4 @@ static inline void t_nginx_tls_url(const t_nginx *nginx, const char *host, const
     snprintf(url, size, "https://%s:%u%s", host, nginx->tls_port, below);
 }
 
-/* How many files the served root holds beneath it (entries put there). */
-static inline size_t t_nginx_file_count(const t_nginx *nginx)
-{
-    char command[300];
-    snprintf(command, sizeof command, "find %s -type f | wc -l", nginx->data);
-    FILE *pipe = popen(command, "r");
-    cr_assert_not_null(pipe);
-    unsigned long count = 0;
-    cr_assert_eq(fscanf(pipe, "%lu", &count), 1);
-    pclose(pipe);
-    return count;
-}
-
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_test_support.h"
 #include "disk_test_support.h"
 #include "redis_test_support.h"
 #include "zecache/cache.h"
@@ -104,22 +105,15 @@ static zc_status compile_counted(void *context, zc_artifact **out)
 static zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *counter)
 {
     compile_request request = {.counter = counter, .seed = seed_of(key)};
-    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
-    zc_lookup_outcome outcome;
-    cr_assert_eq(
-        zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact, &outcome),
-        ZC_OK);
-    t_assert_same_artifact(artifact, expected);
-    zc_artifact_unref(artifact);
+    zc_artifact *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
+    zc_lookup_outcome outcome = t_lookup_expecting(cache, key, compile_counted, &request, expected);
     zc_artifact_unref(expected);
     return outcome;
 }
 
 static zc_cache_stats stats_of(zc_cache *cache)
 {
-    zc_cache_stats stats;
-    zc_cache_get_stats(cache, &stats);
-    return stats;
+    return t_cache_stats(cache);
 }
 
 static void fill_node(zc_cache *cache)

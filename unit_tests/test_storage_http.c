@@ -23,16 +23,6 @@
 #include "zecache/remote_spec.h"
 #include "zecache/storage.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-/* ASan's quarantine (256 MiB by default) would hide what a refused body
- * costs: the RSS bounds below are about zecache's buffers. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-    return "quarantine_size_mb=8";
-}
-#endif
-
 #define CONNECT_MS 300
 #define TIMEOUT_MS 300
 #define MARGIN_MS 1500 /* scheduling on a loaded 2-core machine, ASan */
@@ -116,7 +106,7 @@ Test(http, put_get_remove_in_the_disk_tiers_layout)
     cr_assert_eq(storage->ops->remove(storage, &key), ZC_OK);
     assert_miss(storage, &key);
     cr_assert_eq(storage->ops->remove(storage, &key), ZC_OK, "removing nothing is no failure");
-    cr_assert_eq(t_nginx_file_count(&nginx), 0);
+    cr_assert_eq(t_count_entries(nginx.data), 0);
     zc_storage_close(storage);
 }
 
@@ -200,7 +190,7 @@ static void assert_tls_refused(const char *host, const char *ca, const char *rea
     cr_assert_eq(storage->ops->get(storage, &key, &got, &size), ZC_ERR_IO);
     cr_assert_not_null(strstr(zc_storage_last_problem(), reason), "%s", zc_storage_last_problem());
     zc_storage_close(storage);
-    cr_assert_eq(t_nginx_file_count(&nginx), 0);
+    cr_assert_eq(t_count_entries(nginx.data), 0);
 }
 
 Test(http, https_is_verified)
@@ -372,13 +362,6 @@ static void stop_hostile(hostile_server *server)
     waitpid(server->pid, NULL, 0);
 }
 
-static long max_rss_kib(void)
-{
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
-}
-
 typedef struct hostile_case {
     const char *mode;
     const char *problem; /* what the failure says */
@@ -402,7 +385,7 @@ Test(http, a_misbehaving_server_costs_a_bounded_failure, .timeout = 120)
                  server.port, CONNECT_MS, TIMEOUT_MS);
         zc_storage *storage = open_storage(item, MIB);
         zc_key key = t_key(c);
-        long rss_before = max_rss_kib();
+        long rss_before = t_max_rss_kib();
         uint64_t start = t_monotonic_ms();
         uint8_t *value = NULL;
         size_t size = 0;
@@ -423,7 +406,7 @@ Test(http, a_misbehaving_server_costs_a_bounded_failure, .timeout = 120)
         cr_assert_neq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK,
                       "%s: a store was taken for done", cases[c].mode);
         uint64_t put_ms = t_monotonic_ms() - start;
-        long growth_kib = max_rss_kib() - rss_before;
+        long growth_kib = t_max_rss_kib() - rss_before;
         zc_storage_close(storage);
         stop_hostile(&server);
         cr_assert_leq(get_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s: get took %llu ms",

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "disk_test_support.h"
 #include "nginx_test_support.h"
 
 static t_nginx nginx;
@@ -31,12 +32,7 @@ static int run_tool(const char *command, const char *remote)
     char line[4096];
     snprintf(line, sizeof line, "NEO_CACHE_DIR=%s/cache NEO_CACHE_REMOTE='%s' %s %s 2>&1",
              nginx.dir, remote, ZC_TOOL_PATH, command);
-    FILE *pipe = popen(line, "r");
-    cr_assert_not_null(pipe);
-    size_t length = fread(output, 1, sizeof output - 1, pipe);
-    output[length] = '\0';
-    int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return t_run_capturing(line, output, sizeof output);
 }
 
 /* The check's line for the storage named name: "<name> <what>" (what ends
@@ -62,7 +58,7 @@ Test(tool_remote_http, check_passes_over_http_and_https)
          at = strstr(at + 1, " ok: write, read, remove in "))
         ok_lines++;
     cr_assert_eq(ok_lines, 3, "%s", output);
-    cr_assert_eq(t_nginx_file_count(&nginx), 0, "the probes are removed");
+    cr_assert_eq(t_count_entries(nginx.data), 0, "the probes are removed");
 }
 
 Test(tool_remote_http, check_says_exactly_what_failed)
