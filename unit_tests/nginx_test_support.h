@@ -161,6 +161,9 @@ static inline void t_nginx_start(t_nginx *nginx)
     snprintf(path, sizeof path, "%s/logs", nginx->dir);
     cr_assert_eq(mkdir(path, 0700), 0);
     t_write_secret(nginx->token_file, T_NGINX_TOKEN "\n");
+    /* libcurl honours the proxy variables: the test's servers are local. */
+    setenv("no_proxy", "127.0.0.1,127.0.0.2,localhost", 1);
+    setenv("NO_PROXY", "127.0.0.1,127.0.0.2,localhost", 1);
     t_nginx_make_certificates(nginx);
     nginx->port = t_free_tcp_port();
     do

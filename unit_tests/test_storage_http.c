@@ -419,3 +419,28 @@ Test(http, a_misbehaving_server_costs_a_bounded_failure, .timeout = 120)
                      growth_kib);
     }
 }
+
+static bool libcurl_mapped(void)
+{
+    char maps[1 << 16];
+    t_read_text("/proc/self/maps", maps, sizeof maps);
+    return strstr(maps, "libcurl") != NULL;
+}
+
+/* libcurl costs a program 20 ms and 30 libraries to load: only a process
+ * with an HTTP storage pays it. */
+Test(http, libcurl_is_loaded_only_for_an_http_storage)
+{
+    cr_assert_not(libcurl_mapped());
+    zc_remote_spec spec;
+    char reason[256] = "";
+    cr_assert_eq(zc_remote_spec_parse("redis://127.0.0.1:1", &spec, reason, sizeof reason), ZC_OK);
+    zc_storage *storage = NULL;
+    cr_assert_eq(zc_storage_redis_open(&spec, MIB, NULL, &storage), ZC_OK);
+    zc_storage_close(storage);
+    zc_remote_spec_free(&spec);
+    cr_assert_not(libcurl_mapped());
+    storage = open_url("", "");
+    cr_assert(libcurl_mapped());
+    zc_storage_close(storage);
+}
