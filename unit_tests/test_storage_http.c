@@ -371,7 +371,7 @@ static const hostile_case cases[] = {
     {"stall", "Operation timed out after"},
     {"garbage", "Received HTTP/0.9 when not allowed"},
     {"error", "HTTP 500"},
-    {"huge", "Maximum file size exceeded"},
+    {"huge", "GET: a body of 800000000 bytes: larger than any entry"},
     {"endless", "bytes: larger than any entry"},
     {"trickle", "Operation timed out after"},
 };

@@ -246,7 +246,6 @@ static void set_options(zc_http_client *client, transfer *t, const char *url, ch
     curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, client->connect_timeout_ms);
     curl->easy_setopt(h, CURLOPT_TIMEOUT_MS, client->timeout_ms);
-    curl->easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)client->max_body);
     curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     if (client->ca_file[0] != '\0')
