@@ -33,7 +33,7 @@ build_packages=(
     libzstd-dev libssl-dev spirv-tools libcriterion-dev
     libze1 libze-dev clang-19 llvm-spirv-19
     python3 redis-server libhiredis-dev
-    libcurl4-openssl-dev nginx-core # http: HTTP(S) storages and their tests
+    libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext # http: HTTP(S) storages and their tests
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"

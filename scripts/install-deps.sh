@@ -12,7 +12,7 @@ packages=(
   intel-opencl-icd libigc1 libigdfcl1
   python3 clang-format
   redis-server libhiredis-dev
-  libcurl4-openssl-dev nginx-core # http: HTTP(S) storages (libcurl) and their tests (nginx WebDAV)
+  libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext # http: HTTP(S) storages (libcurl) and their tests (nginx WebDAV)
 )
 
 missing=()

@@ -265,8 +265,8 @@ static void setup_http(void)
     snprintf(root, sizeof root, "/tmp/zc_e2e_http.XXXXXX");
     cr_assert_not_null(mkdtemp(root));
     t_nginx_start(&nginx);
-    snprintf(remote_setting, sizeof remote_setting, "NEO_CACHE_REMOTE=http://127.0.0.1:%u/zc",
-             nginx.port);
+    snprintf(remote_setting, sizeof remote_setting,
+             "NEO_CACHE_REMOTE=http://127.0.0.1:%u/zc" T_NGINX_TIMEOUTS, nginx.port);
     next_probe = 0;
 }
 
@@ -307,9 +307,11 @@ Test(e2e_http, a_server_that_fails_gives_the_drivers_result)
     run_node(&nodes[0]);
     assert_lookups(&nodes[0], 1, 0, 0);
     char other_ca[512], wrong_name[512], stopped[600];
-    snprintf(other_ca, sizeof other_ca, "NEO_CACHE_REMOTE=https://localhost:%u/zc|ca-file=%s",
+    snprintf(other_ca, sizeof other_ca,
+             "NEO_CACHE_REMOTE=https://localhost:%u/zc" T_NGINX_TIMEOUTS "|ca-file=%s",
              nginx.tls_port, nginx.other_ca);
-    snprintf(wrong_name, sizeof wrong_name, "NEO_CACHE_REMOTE=https://127.0.0.2:%u/zc|ca-file=%s",
+    snprintf(wrong_name, sizeof wrong_name,
+             "NEO_CACHE_REMOTE=https://127.0.0.2:%u/zc" T_NGINX_TIMEOUTS "|ca-file=%s",
              nginx.tls_port, nginx.ca);
     snprintf(stopped, sizeof stopped, "%s|connect-timeout=100|timeout=100", remote_setting);
     make_node(&nodes[1], other_ca, NULL, NULL);
@@ -319,12 +321,17 @@ Test(e2e_http, a_server_that_fails_gives_the_drivers_result)
     cr_assert_eq(kill(nginx.pid, SIGSTOP), 0);
     make_node(&nodes[3], stopped, NULL, NULL);
     run_node(&nodes[3]);
+    /* The GET, the HEAD before the PUT, the HEAD before recording the
+     * inputs: three failures, then the storage is left alone. */
     cr_assert_eq(count_in(&nodes[1], "SSL certificate problem: unable to get local issuer "
                                      "certificate"),
-                 2, "GET and HEAD: %s", nodes[1].probe.err);
-    cr_assert_eq(count_in(&nodes[2], "no alternative certificate subject name matches"), 2, "%s",
+                 3, "%s", nodes[1].probe.err);
+    cr_assert_eq(count_in(&nodes[2], "no alternative certificate subject name matches"), 3, "%s",
                  nodes[2].probe.err);
-    cr_assert_eq(count_in(&nodes[3], "Operation timed out after"), 2, "%s", nodes[3].probe.err);
+    cr_assert_eq(count_in(&nodes[3], "Operation timed out after"), 3, "%s", nodes[3].probe.err);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(count_in(&nodes[i], "3 failures in a row: not used again"), 1, "%s",
+                     nodes[i].probe.err);
     for (int i = 1; i < 4; i++) {
         assert_lookups(&nodes[i], 1, 0, 0);
         assert_same_native(&nodes[0], &nodes[i]);

@@ -14,6 +14,7 @@
 #include "cache_test_support.h"
 #include "nginx_test_support.h"
 #include "zecache/cache.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/remote.h"
 
 enum { ARTIFACT_SIZE = 30000, KEYS = 6, NODES = 4, THREADS_PER_NODE = 2 };
@@ -59,7 +60,7 @@ static void http_remote(const char *attributes, char *remote, size_t size)
 {
     char url[256];
     t_nginx_url(&nginx, "/zc", url, sizeof url);
-    snprintf(remote, size, "%s%s", url, attributes);
+    snprintf(remote, size, "%s" T_NGINX_TIMEOUTS "%s", url, attributes);
 }
 
 /* Compiles count per node: key i's artifact is made from seed 500 + i. */
@@ -213,7 +214,7 @@ static void assert_tls_fails(const char *host, const char *ca)
 {
     char url[256], remote[512];
     t_nginx_tls_url(&nginx, host, "/zc", url, sizeof url);
-    snprintf(remote, sizeof remote, "%s|ca-file=%s", url, ca);
+    snprintf(remote, sizeof remote, "%s" T_NGINX_TIMEOUTS "|ca-file=%s", url, ca);
     zc_cache_stats stats;
     cr_assert_eq(compiles_on_a_new_node(remote, NULL, ZC_LOOKUP_COMPILED, &stats), KEYS);
     cr_assert_eq(stats.remote_errors, ZC_REMOTE_MAX_FAILURES);
@@ -228,10 +229,78 @@ Test(http_cache, tls_that_does_not_verify_is_a_counted_failure)
     assert_tls_fails("127.0.0.2", nginx.ca);
     char url[256], remote[512];
     t_nginx_tls_url(&nginx, "localhost", "/zc", url, sizeof url);
-    snprintf(remote, sizeof remote, "%s|ca-file=%s", url, nginx.ca);
+    snprintf(remote, sizeof remote, "%s" T_NGINX_TIMEOUTS "|ca-file=%s", url, nginx.ca);
     zc_cache_stats stats;
     cr_assert_eq(compiles_on_a_new_node(remote, NULL, ZC_LOOKUP_COMPILED, &stats), KEYS);
     cr_assert_eq(stats.remote_stores, KEYS);
     cr_assert_eq(compiles_on_a_new_node(remote, NULL, ZC_LOOKUP_REMOTE_HIT, &stats), 0);
     cr_assert_eq(stats.remote_errors, 0);
+}
+
+/* Recorded inputs through the remote tier with a secret: signed on the
+ * server, listed and read back (signature cut) by a node with the secret;
+ * one with another secret rejects them. */
+static zc_remote *open_remote(const char *secret, zc_cache_counters *counters)
+{
+    zc_config config = t_disk_config("", ZC_DEFAULT_MAX_SIZE, 3);
+    http_remote("", config.remote, sizeof config.remote);
+    snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret%d", scratch,
+             nodes_made++);
+    t_write_secret(config.remote_secret_file, secret);
+    zc_remote *remote = NULL;
+    cr_assert_eq(zc_remote_open(&config, counters, &remote), ZC_OK);
+    cr_assert_not_null(remote);
+    return remote;
+}
+
+static bool take_key(void *context, const zc_key *key)
+{
+    zc_key *found = context;
+    *found = *key;
+    return true;
+}
+
+Test(http_cache, signed_recorded_inputs_are_listed_and_read_back)
+{
+    zc_cache_counters counters = {0};
+    zc_remote *writer = open_remote("the secret of this test, long enough", &counters);
+    zc_key key = t_key(60);
+    static const uint8_t recipe[] = "a recipe", spirv[] = "SPIR-V";
+    zc_input_blob blob = {.bytes = spirv, .size = sizeof spirv};
+    memset(blob.sha256, 0x6b, sizeof blob.sha256);
+    zc_artifact *artifact = t_artifact(ARTIFACT_SIZE, 60);
+    uint8_t *entry = NULL;
+    size_t entry_size = 0;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &entry_size), ZC_OK);
+    cr_assert(zc_remote_store(writer, &key, entry, entry_size, 0));
+    free(entry);
+    zc_artifact_unref(artifact);
+    zc_remote_record(writer, &key, recipe, sizeof recipe, &blob, 1);
+    zc_remote_close(writer);
+    zc_remote *reader = open_remote("the secret of this test, long enough", &counters);
+    zc_key found = t_key(0);
+    cr_assert_eq(zc_remote_list_recipes(reader, take_key, &found), ZC_OK);
+    cr_assert(zc_key_equal(&found, &key));
+    uint8_t *value = NULL;
+    size_t size = 0;
+    char reason[256];
+    cr_assert_eq(zc_remote_read_input(reader, ZC_STORAGE_RECIPE, key.bytes, &value, &size, reason,
+                                      sizeof reason),
+                 ZC_OK, "%s", reason);
+    cr_assert(size == sizeof recipe && memcmp(value, recipe, size) == 0);
+    free(value);
+    cr_assert_eq(zc_remote_read_input(reader, ZC_STORAGE_SPIRV, blob.sha256, &value, &size, reason,
+                                      sizeof reason),
+                 ZC_OK, "%s", reason);
+    cr_assert(size == sizeof spirv && memcmp(value, spirv, size) == 0);
+    free(value);
+    zc_remote_close(reader);
+    zc_remote *other = open_remote("another secret, long enough too", &counters);
+    cr_assert_eq(zc_remote_read_input(other, ZC_STORAGE_RECIPE, key.bytes, &value, &size, reason,
+                                      sizeof reason),
+                 ZC_MISS);
+    cr_assert_neq(reason[0], '\0', "rejected, with the reason");
+    cr_assert_eq(counters.remote_rejected, 1);
+    cr_assert_eq(counters.remote_errors, 0);
+    zc_remote_close(other);
 }

@@ -6,6 +6,7 @@
  * file; and servers of the test's own that stall, trickle, answer garbage,
  * errors or endless bodies: every call bounded in time and memory. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -17,8 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../source/remote/dav_listing.h"
 #include "disk_test_support.h"
 #include "nginx_test_support.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/remote_spec.h"
 #include "zecache/storage.h"
@@ -58,9 +61,9 @@ static zc_storage *open_storage(const char *item, uint64_t max_payload)
 
 static zc_storage *open_url(const char *below, const char *attributes)
 {
-    char item[512], url[256];
+    char item[1024], url[256];
     t_nginx_url(&nginx, below, url, sizeof url);
-    snprintf(item, sizeof item, "%s%s", url, attributes);
+    snprintf(item, sizeof item, "%s" T_NGINX_TIMEOUTS "%s", url, attributes);
     return open_storage(item, MIB);
 }
 
@@ -123,7 +126,6 @@ Test(http, an_existing_value_is_kept_unless_replaced)
     cr_assert_eq(storage->ops->put(storage, &key, second, sizeof second, true), ZC_OK);
     assert_value(storage, &key, second, sizeof second);
     cr_assert_null(storage->ops->claim, "no cross-node lock over HTTP");
-    cr_assert_null(storage->ops->record);
     zc_storage_close(storage);
 }
 
@@ -168,12 +170,12 @@ Test(http, a_server_refusing_writes_is_a_refusal_not_a_failure)
  * with libcurl's reason, and nothing is sent in plain text instead. */
 static zc_storage *open_tls(const char *host, const char *ca)
 {
-    char item[512], url[256];
+    char item[1024], url[256];
     t_nginx_tls_url(&nginx, host, "/tls", url, sizeof url);
     if (ca != NULL)
-        snprintf(item, sizeof item, "%s|ca-file=%s", url, ca);
+        snprintf(item, sizeof item, "%s" T_NGINX_TIMEOUTS "|ca-file=%s", url, ca);
     else
-        snprintf(item, sizeof item, "%s", url);
+        snprintf(item, sizeof item, "%s" T_NGINX_TIMEOUTS, url);
     return open_storage(item, MIB);
 }
 
@@ -220,6 +222,7 @@ Test(http, an_entry_too_large_to_hold_is_verified_in_a_file)
     zc_storage *storage = NULL;
     char item[256];
     t_nginx_url(&nginx, "", item, sizeof item);
+    strcat(item, T_NGINX_TIMEOUTS);
     storage = open_storage(item, 64 * MIB);
     zc_key key = t_key(6);
     zc_artifact *artifact = t_artifact(20 * MIB, 6);
@@ -254,6 +257,130 @@ Test(http, a_server_that_is_not_there_fails_within_the_connect_timeout)
     cr_assert_not_null(strstr(zc_storage_last_problem(), "GET: Failed to connect to 127.0.0.1"),
                        "%s", zc_storage_last_problem());
     zc_storage_close(storage);
+}
+
+/* ---- recorded inputs ---- */
+
+typedef struct listed {
+    zc_key keys[8];
+    size_t count;
+    size_t stop_after; /* 0: never */
+} listed;
+
+static bool list_one(void *context, const zc_key *key)
+{
+    listed *l = context;
+    if (l->count < sizeof l->keys / sizeof l->keys[0])
+        l->keys[l->count] = *key;
+    l->count++;
+    return l->stop_after == 0 || l->count < l->stop_after;
+}
+
+static void assert_input(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
+                         const void *expected, size_t size)
+{
+    uint8_t *value = NULL;
+    size_t got = 0;
+    cr_assert_eq(storage->ops->get_input(storage, kind, id, &value, &got), ZC_OK, "%s",
+                 zc_storage_last_problem());
+    cr_assert_eq(got, size);
+    cr_assert_eq(memcmp(value, expected, size), 0);
+    free(value);
+}
+
+/* Kept beside an entry only, read back byte for byte, listed by PROPFIND. */
+Test(http, recorded_inputs_are_kept_listed_and_read_back)
+{
+    zc_storage *storage = open_url("/zc", "");
+    listed none = {0};
+    cr_assert_eq(storage->ops->list_recipes(storage, list_one, &none), ZC_OK, "nothing yet");
+    cr_assert_eq(none.count, 0);
+    zc_key key = t_key(10), absent = t_key(11);
+    static const uint8_t entry[] = "an entry", recipe[] = "a recipe", spirv[] = "SPIR-V bytes";
+    zc_input_blob blob = {.bytes = spirv, .size = sizeof spirv};
+    memset(blob.sha256, 0x5a, sizeof blob.sha256);
+    cr_assert_eq(storage->ops->record(storage, &absent, recipe, sizeof recipe, &blob, 1), ZC_MISS,
+                 "no entry: nothing recorded");
+    cr_assert_eq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK);
+    cr_assert_eq(storage->ops->record(storage, &key, recipe, sizeof recipe, &blob, 1), ZC_OK, "%s",
+                 zc_storage_last_problem());
+    cr_assert_eq(storage->ops->record(storage, &key, recipe, sizeof recipe, &blob, 1), ZC_OK);
+    assert_input(storage, ZC_STORAGE_RECIPE, key.bytes, recipe, sizeof recipe);
+    assert_input(storage, ZC_STORAGE_SPIRV, blob.sha256, spirv, sizeof spirv);
+    uint8_t *value = NULL;
+    size_t size = 0;
+    cr_assert_eq(storage->ops->get_input(storage, ZC_STORAGE_RECIPE, absent.bytes, &value, &size),
+                 ZC_MISS);
+    listed all = {0};
+    cr_assert_eq(storage->ops->list_recipes(storage, list_one, &all), ZC_OK, "%s",
+                 zc_storage_last_problem());
+    cr_assert_eq(all.count, 1);
+    cr_assert(zc_key_equal(&all.keys[0], &key));
+    cr_assert_eq(t_count_entries(nginx.data), 1, "the disk tier's scans see only the entry");
+    zc_storage_close(storage);
+}
+
+/* A listing stopped by its caller, and a server without PROPFIND (405). */
+Test(http, a_listing_stops_when_asked_and_a_server_without_propfind_lists_nothing)
+{
+    zc_storage *storage = open_url("/zc", "");
+    static const uint8_t entry[] = "e", recipe[] = "r";
+    for (uint64_t i = 0; i < 3; i++) {
+        zc_key key = t_key(20 + i);
+        cr_assert_eq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK);
+        cr_assert_eq(storage->ops->record(storage, &key, recipe, sizeof recipe, NULL, 0), ZC_OK);
+    }
+    listed some = {.stop_after = 2};
+    cr_assert_eq(storage->ops->list_recipes(storage, list_one, &some), ZC_OK);
+    cr_assert_eq(some.count, 2);
+    zc_storage_close(storage);
+    storage = open_url("/nodav", "");
+    zc_key key = t_key(30);
+    cr_assert_eq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK);
+    cr_assert_eq(storage->ops->record(storage, &key, recipe, sizeof recipe, NULL, 0), ZC_OK);
+    listed none = {0};
+    cr_assert_eq(storage->ops->list_recipes(storage, list_one, &none), ZC_OK);
+    cr_assert_eq(none.count, 0);
+    zc_storage_close(storage);
+}
+
+/* The scanner takes exactly the names after "recipe/" of 64 hex digits,
+ * however the answer is cut into pieces. */
+Test(http, a_listing_takes_exactly_the_names_of_keys)
+{
+    char hex[ZC_KEY_HEX_SIZE], upper[ZC_KEY_HEX_SIZE];
+    zc_key one = t_key(40), two = t_key(41);
+    zc_key_to_hex(&one, hex);
+    zc_key_to_hex(&two, upper);
+    for (char *c = upper; *c != '\0'; c++)
+        *c = (char)toupper((unsigned char)*c);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "<D:href>/zc/inputs/recipe/</D:href><D:href>/zc/inputs/recipe/%s</D:href>"
+             "<D:displayname>%s</D:displayname><D:href>http://h/rrecipe/%s\"x"
+             "<D:href>/recipe/%s0</D:href><D:href>/recipe/%.63s</D:href>"
+             "<D:href>/recipe/recipe/%s",
+             hex, hex, upper, hex, hex, hex);
+    for (size_t piece = 1; piece <= 7; piece++) {
+        listed got = {0};
+        zc_dav_listing listing;
+        zc_dav_listing_init(&listing, "recipe/", 100, list_one, &got);
+        size_t length = strlen(text);
+        for (size_t at = 0; at < length; at += piece)
+            cr_assert(zc_dav_listing_feed(&listing, (const uint8_t *)text + at,
+                                          at + piece <= length ? piece : length - at));
+        cr_assert(zc_dav_listing_feed(&listing, (const uint8_t *)"<", 1));
+        cr_assert_eq(got.count, 3, "pieces of %zu: %zu keys", piece, got.count);
+        cr_assert(zc_key_equal(&got.keys[0], &one));
+        cr_assert(zc_key_equal(&got.keys[1], &two));
+        cr_assert(zc_key_equal(&got.keys[2], &one));
+    }
+    listed capped = {0};
+    zc_dav_listing listing;
+    zc_dav_listing_init(&listing, "recipe/", 2, list_one, &capped);
+    cr_assert_not(zc_dav_listing_feed(&listing, (const uint8_t *)text, strlen(text)));
+    cr_assert(listing.over_limit);
+    cr_assert_eq(capped.count, 2);
 }
 
 /* ---- servers of the test's own ---- */
@@ -301,6 +428,26 @@ static void misbehave(int fd, const char *mode)
         for (;;) {
             write_all(fd, "10000\r\n", 7);
             write_all(fd, block, sizeof block);
+            write_all(fd, "\r\n", 2);
+        }
+    } else if (strcmp(mode, "listing") == 0) {
+        static const char head[] =
+            "HTTP/1.1 207 Multi-Status\r\nTransfer-Encoding: chunked\r\n\r\n";
+        static const char href[] =
+            "<D:href>/x/inputs/recipe/"
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+            "</D:href>\n";
+        size_t used = 0;
+        while (used + sizeof href - 1 <= sizeof block) {
+            memcpy(block + used, href, sizeof href - 1);
+            used += sizeof href - 1;
+        }
+        char size_line[32];
+        int length = snprintf(size_line, sizeof size_line, "%zx\r\n", used);
+        write_all(fd, head, sizeof head - 1);
+        for (;;) {
+            write_all(fd, size_line, (size_t)length);
+            write_all(fd, block, used);
             write_all(fd, "\r\n", 2);
         }
     } else if (strcmp(mode, "trickle") == 0) {
@@ -443,4 +590,30 @@ Test(http, libcurl_is_loaded_only_for_an_http_storage)
     storage = open_url("", "");
     cr_assert(libcurl_mapped());
     zc_storage_close(storage);
+}
+
+static bool count_key(void *context, const zc_key *key)
+{
+    (void)key;
+    (*(size_t *)context)++;
+    return true;
+}
+
+/* A PROPFIND answer naming keys for ever: stopped at 2^20 names, a
+ * failure, in bounded memory. */
+Test(http, a_listing_that_never_ends_is_stopped)
+{
+    hostile_server server = start_hostile("listing");
+    char item[256];
+    snprintf(item, sizeof item, "http://127.0.0.1:%u/x", server.port);
+    zc_storage *storage = open_storage(item, MIB);
+    long rss_before = t_max_rss_kib();
+    size_t keys = 0;
+    cr_assert_eq(storage->ops->list_recipes(storage, count_key, &keys), ZC_ERR_DISABLED);
+    cr_assert_eq(keys, (size_t)1 << 20);
+    cr_assert_str_eq(zc_storage_last_problem(),
+                     "PROPFIND: more recorded keys than any cache holds: stopped");
+    cr_assert_lt(t_max_rss_kib() - rss_before, 64 * 1024);
+    zc_storage_close(storage);
+    stop_hostile(&server);
 }

@@ -49,8 +49,10 @@ Test(tool_remote_http, check_passes_over_http_and_https)
     char remote[2048], http[256], https[256];
     t_nginx_url(&nginx, "/zc", http, sizeof http);
     t_nginx_tls_url(&nginx, "localhost", "/zc", https, sizeof https);
-    snprintf(remote, sizeof remote, "%s %s|ca-file=%s %s/private|bearer-token-file=%s", http, https,
-             nginx.ca, http, nginx.token_file);
+    snprintf(remote, sizeof remote,
+             "%s" T_NGINX_TIMEOUTS " %s" T_NGINX_TIMEOUTS "|ca-file=%s %s/private" T_NGINX_TIMEOUTS
+             "|bearer-token-file=%s",
+             http, https, nginx.ca, http, nginx.token_file);
     cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
     cr_assert_null(strstr(output, "FAILED"), "%s", output);
     size_t ok_lines = 0;
@@ -67,9 +69,12 @@ Test(tool_remote_http, check_says_exactly_what_failed)
     t_nginx_url(&nginx, "", http, sizeof http);
     t_nginx_tls_url(&nginx, "localhost", "", https, sizeof https);
     t_nginx_tls_url(&nginx, "127.0.0.2", "", wrong_host, sizeof wrong_host);
-    snprintf(other_name, sizeof other_name, "%s|ca-file=%s", https, nginx.other_ca);
-    snprintf(remote, sizeof remote, "%s/private %s|ca-file=%s %s %s/readonly", http, wrong_host,
-             nginx.ca, other_name, http);
+    snprintf(other_name, sizeof other_name, "%s" T_NGINX_TIMEOUTS "|ca-file=%s", https,
+             nginx.other_ca);
+    snprintf(remote, sizeof remote,
+             "%s/private" T_NGINX_TIMEOUTS " %s" T_NGINX_TIMEOUTS
+             "|ca-file=%s %s %s/readonly" T_NGINX_TIMEOUTS,
+             http, wrong_host, nginx.ca, other_name, http);
     cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
     char name[256];
     snprintf(name, sizeof name, "http://127.0.0.1:%u/private", nginx.port);
@@ -83,7 +88,7 @@ Test(tool_remote_http, check_says_exactly_what_failed)
     snprintf(name, sizeof name, "http://127.0.0.1:%u/readonly", nginx.port);
     assert_line(name, "FAILED: cannot write the probe: PUT: HTTP 403\n");
     /* Read-only, it is only read: a miss is fine. */
-    snprintf(remote, sizeof remote, "%s/readonly|read-only", http);
+    snprintf(remote, sizeof remote, "%s/readonly" T_NGINX_TIMEOUTS "|read-only", http);
     cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
     snprintf(name, sizeof name, "http://127.0.0.1:%u/readonly|read-only", nginx.port);
     assert_line(name, "ok: read in");

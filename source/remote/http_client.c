@@ -15,11 +15,11 @@ enum { IDLE_HANDLES = 4 };
 struct zc_http_client {
     const zc_curl_api *curl;
     _Atomic(CURL *) idle[IDLE_HANDLES];
-    pid_t owner; /* the process whose handles idle holds */
-    struct curl_slist *headers;
+    pid_t owner;                                  /* the process whose handles idle holds */
+    struct curl_slist *headers, *listing_headers; /* the second with Depth: 1 */
     char base[16 + sizeof(((zc_remote_server *)0)->host) + PATH_MAX];
     char ca_file[PATH_MAX];
-    long connect_timeout_ms, timeout_ms;
+    long connect_timeout_ms, timeout_ms, listing_timeout_ms;
     uint64_t max_body;
 };
 
@@ -27,10 +27,12 @@ struct zc_http_client {
 typedef struct transfer {
     zc_http_client *client;
     CURL *handle;
+    zc_http_method method;
     zc_http_body *body; /* NULL: any body is discarded */
     bool taking;        /* the body is a 200's, kept */
     bool started;
     uint64_t announced; /* UINT64_MAX: no Content-Length */
+    uint64_t received;  /* of a listing */
     size_t capacity;
     const uint8_t *upload;
     size_t upload_size, uploaded;
@@ -47,9 +49,15 @@ static void base_url(const zc_remote_spec *spec, char *out, size_t size)
 
 /* "Expect:" keeps libcurl from waiting for a 100 Continue before a large
  * body, a second a PUT that servers need not answer. */
-static struct curl_slist *make_headers(const zc_curl_api *curl, const char *token)
+static struct curl_slist *make_headers(const zc_curl_api *curl, const char *token,
+                                       const char *first)
 {
-    struct curl_slist *headers = curl->slist_append(NULL, "Expect:");
+    struct curl_slist *headers = curl->slist_append(NULL, first);
+    if (headers != NULL && strcmp(first, "Expect:") != 0 &&
+        curl->slist_append(headers, "Expect:") == NULL) {
+        curl->slist_free_all(headers);
+        return NULL;
+    }
     if (headers == NULL || token == NULL)
         return headers;
     size_t size = strlen("Authorization: Bearer ") + strlen(token) + 1;
@@ -73,11 +81,14 @@ zc_http_client *zc_http_client_new(const zc_remote_spec *spec, uint64_t max_body
     if (curl == NULL)
         return NULL;
     zc_http_client *client = calloc(1, sizeof *client);
-    struct curl_slist *headers = make_headers(curl, spec->bearer_token);
-    if (client == NULL || headers == NULL) {
+    struct curl_slist *headers = make_headers(curl, spec->bearer_token, "Expect:");
+    struct curl_slist *listing_headers = make_headers(curl, spec->bearer_token, "Depth: 1");
+    if (client == NULL || headers == NULL || listing_headers == NULL) {
         free(client);
         if (headers != NULL)
             curl->slist_free_all(headers);
+        if (listing_headers != NULL)
+            curl->slist_free_all(listing_headers);
         snprintf(reason, reason_size, "out of memory");
         return NULL;
     }
@@ -86,10 +97,15 @@ zc_http_client *zc_http_client_new(const zc_remote_spec *spec, uint64_t max_body
         atomic_init(&client->idle[i], NULL);
     client->owner = getpid();
     client->headers = headers;
+    client->listing_headers = listing_headers;
     base_url(spec, client->base, sizeof client->base);
     snprintf(client->ca_file, sizeof client->ca_file, "%s", spec->ca_file);
     client->connect_timeout_ms = (long)spec->connect_timeout_ms;
     client->timeout_ms = (long)spec->connect_timeout_ms + (long)spec->timeout_ms;
+    client->listing_timeout_ms =
+        (long)spec->connect_timeout_ms + (spec->timeout_ms > ZC_HTTP_LISTING_MIN_TIMEOUT_MS
+                                              ? (long)spec->timeout_ms
+                                              : ZC_HTTP_LISTING_MIN_TIMEOUT_MS);
     client->max_body = max_body;
     return client;
 }
@@ -106,6 +122,7 @@ void zc_http_client_free(zc_http_client *client)
             client->curl->easy_cleanup(handle);
     }
     client->curl->slist_free_all(client->headers);
+    client->curl->slist_free_all(client->listing_headers);
     free(client);
 }
 
@@ -142,7 +159,7 @@ static void start_body(transfer *t)
     curl_off_t length = -1;
     t->client->curl->easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &code);
     t->client->curl->easy_getinfo(t->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    t->taking = t->body != NULL && code == 200;
+    t->taking = t->body != NULL && code == (t->method == ZC_HTTP_PROPFIND ? 207 : 200);
     t->announced = length >= 0 ? (uint64_t)length : UINT64_MAX;
 }
 
@@ -196,6 +213,17 @@ static bool take_piece(transfer *t, const char *bytes, size_t size)
     return keep_in_memory(t, bytes, size);
 }
 
+/* A listing's every piece to the sink, up to ZC_HTTP_MAX_LISTING. */
+static bool take_listing(transfer *t, const char *bytes, size_t size)
+{
+    t->received += size;
+    if (t->received > ZC_HTTP_MAX_LISTING)
+        return refuse(t, t->received, "more than any listing");
+    t->body->streamed = true;
+    return t->body->sink->write(t->body->sink->context, t->announced, (const uint8_t *)bytes, size,
+                                t->refusal, sizeof t->refusal);
+}
+
 static size_t write_body(char *bytes, size_t one, size_t count, void *context)
 {
     transfer *t = context;
@@ -204,7 +232,9 @@ static size_t write_body(char *bytes, size_t one, size_t count, void *context)
         start_body(t);
     if (!t->taking || size == 0)
         return size; /* an error page, or a HEAD's: not kept */
-    return take_piece(t, bytes, size) ? size : 0;
+    bool taken =
+        t->method == ZC_HTTP_PROPFIND ? take_listing(t, bytes, size) : take_piece(t, bytes, size);
+    return taken ? size : 0;
 }
 
 static size_t read_upload(char *buffer, size_t one, size_t count, void *context)
@@ -224,8 +254,9 @@ static void set_method(const zc_curl_api *curl, transfer *t, zc_http_method meth
 {
     if (method == ZC_HTTP_HEAD) {
         curl->easy_setopt(t->handle, CURLOPT_NOBODY, 1L);
-    } else if (method == ZC_HTTP_DELETE) {
-        curl->easy_setopt(t->handle, CURLOPT_CUSTOMREQUEST, "DELETE");
+    } else if (method == ZC_HTTP_DELETE || method == ZC_HTTP_PROPFIND) {
+        curl->easy_setopt(t->handle, CURLOPT_CUSTOMREQUEST,
+                          method == ZC_HTTP_DELETE ? "DELETE" : "PROPFIND");
     } else if (method == ZC_HTTP_PUT) {
         curl->easy_setopt(t->handle, CURLOPT_UPLOAD, 1L);
         curl->easy_setopt(t->handle, CURLOPT_READFUNCTION, read_upload);
@@ -245,12 +276,14 @@ static void set_options(zc_http_client *client, transfer *t, const char *url, ch
     /* No signals (alarm() for name lookups) in the application's process. */
     curl->easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl->easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, client->connect_timeout_ms);
-    curl->easy_setopt(h, CURLOPT_TIMEOUT_MS, client->timeout_ms);
+    bool listing = t->method == ZC_HTTP_PROPFIND;
+    curl->easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                      listing ? client->listing_timeout_ms : client->timeout_ms);
     curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     if (client->ca_file[0] != '\0')
         curl->easy_setopt(h, CURLOPT_CAINFO, client->ca_file);
-    curl->easy_setopt(h, CURLOPT_HTTPHEADER, client->headers);
+    curl->easy_setopt(h, CURLOPT_HTTPHEADER, listing ? client->listing_headers : client->headers);
     curl->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
     curl->easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);
     curl->easy_setopt(h, CURLOPT_WRITEDATA, t);
@@ -276,7 +309,11 @@ zc_status zc_http_request(zc_http_client *client, zc_http_method method, const c
     *status = 0;
     size_t url_size = strlen(client->base) + strlen(path) + 2;
     char *url = malloc(url_size);
-    transfer t = {.client = client, .body = body, .upload = upload, .upload_size = upload_size};
+    transfer t = {.client = client,
+                  .method = method,
+                  .body = body,
+                  .upload = upload,
+                  .upload_size = upload_size};
     t.handle = url != NULL ? take_handle(client) : NULL;
     if (t.handle == NULL) {
         free(url);

@@ -26,12 +26,22 @@ typedef enum zc_http_method {
     ZC_HTTP_GET,
     ZC_HTTP_HEAD,
     ZC_HTTP_PUT,
-    ZC_HTTP_DELETE
+    ZC_HTTP_DELETE,
+    ZC_HTTP_PROPFIND, /* Depth: 1, a listing */
 } zc_http_method;
+
+/* A listing's answer is streamed, whatever its size, up to this many bytes
+ * (a million names), within connect-timeout + the larger of timeout and
+ * ZC_HTTP_LISTING_MIN_TIMEOUT_MS: one request lists what Redis's SCAN
+ * takes thousands of commands for. */
+#define ZC_HTTP_MAX_LISTING ((uint64_t)1 << 30)
+#define ZC_HTTP_LISTING_MIN_TIMEOUT_MS 60000
 
 /* Where a 200's body goes (GET): bytes (malloc'd, the caller frees it; NULL
  * for an empty body) or, larger than ZC_REDIS_IN_MEMORY_MAX with its length
- * announced, sink (NULL: refused); streamed says which. */
+ * announced, sink (NULL: refused); streamed says which. A 207's body
+ * (PROPFIND) goes to sink piece by piece, length UINT64_MAX when not
+ * announced. */
 typedef struct zc_http_body {
     const zc_redis_sink *sink;
     uint8_t *bytes;

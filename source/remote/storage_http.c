@@ -7,15 +7,21 @@
  * HTTP storage as it is, and a directory nginx fills is a file:// storage.
  * GET reads (404: a miss), HEAD spares a PUT of an entry already there,
  * PUT writes, DELETE removes a bad one where the server allows it. No
- * cross-node lock (single flight is per node), and no recorded inputs:
- * prewarm finds them by listing, which plain HTTP has not. */
+ * cross-node lock (single flight is per node). Recorded inputs are kept as
+ * in Redis (signed with a secret) at URL/inputs/recipe/<64 hex of the key>
+ * and URL/inputs/spirv/<64 hex of the SPIR-V's SHA-256>, outside the disk
+ * tier's layout (whose scans pass other names by), and prewarm lists the
+ * recipes with a WebDAV PROPFIND (nginx's dav-ext module); a server
+ * without PROPFIND lists nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dav_listing.h"
 #include "disk_internal.h"
 #include "http_client.h"
 #include "redis_value_file.h"
+#include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/log.h"
 #include "zecache/storage.h"
@@ -29,9 +35,15 @@ typedef struct http_storage {
     char temp_dir[PATH_MAX]; /* for entries too large to hold */
 } http_storage;
 
+#define INPUTS_DIR "inputs/"
+#define RECIPE_DIR "recipe/"
+#define SPIRV_DIR "spirv/"
+/* A listing's bound, as SCAN's in Redis: 2^20 recorded keys. */
+enum { LISTING_MAX_KEYS = 1 << 20 };
+
 typedef struct http_call {
     const char *method;
-    char path[ZC_ENTRY_REL_SIZE];
+    char path[sizeof INPUTS_DIR RECIPE_DIR + ZC_KEY_HEX_SIZE + ZC_ENTRY_REL_SIZE];
     long status;
     char reason[320]; /* libcurl's error text and more */
 } http_call;
@@ -150,6 +162,103 @@ static zc_status http_remove(zc_storage *storage, const zc_key *key)
     return refused(http, &call);
 }
 
+/* ---- recorded inputs ---- */
+
+static http_call input_call(const char *method, zc_storage_input kind, const uint8_t id[32])
+{
+    http_call call = {.method = method};
+    zc_key key;
+    memcpy(key.bytes, id, sizeof key.bytes);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&key, hex);
+    snprintf(call.path, sizeof call.path, INPUTS_DIR "%s%s",
+             kind == ZC_STORAGE_RECIPE ? RECIPE_DIR : SPIRV_DIR, hex);
+    return call;
+}
+
+static zc_status put_input(http_storage *http, zc_storage_input kind, const uint8_t id[32],
+                           const uint8_t *value, size_t size)
+{
+    http_call call = input_call("PUT", kind, id);
+    zc_status status = send_request(http, &call, ZC_HTTP_PUT, value, size, NULL);
+    if (status != ZC_OK || call.status == 200 || call.status == 201 || call.status == 204)
+        return status;
+    return refused(http, &call);
+}
+
+/* As in Redis: only beside an entry that is there; each SPIR-V put again,
+ * so that a damaged or planted one is repaired, then the recipe, so that a
+ * recipe never names SPIR-V not yet there. */
+static zc_status http_record(zc_storage *storage, const zc_key *key, const uint8_t *recipe,
+                             size_t recipe_size, const zc_input_blob *blobs, size_t blob_count)
+{
+    http_storage *http = (http_storage *)storage;
+    http_call call = call_for("HEAD", key);
+    zc_status status = send_request(http, &call, ZC_HTTP_HEAD, NULL, 0, NULL);
+    if (status == ZC_OK && call.status != 200)
+        status = call.status == 404 ? ZC_MISS : refused(http, &call);
+    for (size_t i = 0; i < blob_count && status == ZC_OK; i++)
+        status = put_input(http, ZC_STORAGE_SPIRV, blobs[i].sha256, blobs[i].bytes, blobs[i].size);
+    if (status != ZC_OK)
+        return status;
+    return put_input(http, ZC_STORAGE_RECIPE, key->bytes, recipe, recipe_size);
+}
+
+/* Recipes and SPIR-V are held in memory: one too large to hold is refused,
+ * as in Redis. */
+static zc_status http_get_input(zc_storage *storage, zc_storage_input kind, const uint8_t id[32],
+                                uint8_t **value, size_t *size)
+{
+    http_storage *http = (http_storage *)storage;
+    http_call call = input_call("GET", kind, id);
+    zc_http_body body = {.sink = NULL};
+    zc_status status = send_request(http, &call, ZC_HTTP_GET, NULL, 0, &body);
+    if (status == ZC_OK && call.status == 200)
+        return take_body(http, &call, &body, NULL, value, size);
+    free(body.bytes);
+    if (status != ZC_OK)
+        return status;
+    return call.status == 404 || call.status == 410 ? ZC_MISS : refused(http, &call);
+}
+
+static bool feed_listing(void *context, uint64_t length, const uint8_t *bytes, size_t size,
+                         char *why, size_t why_size)
+{
+    (void)length;
+    zc_dav_listing *listing = context;
+    if (zc_dav_listing_feed(listing, bytes, size))
+        return true;
+    snprintf(why, why_size, "%s",
+             listing->stopped ? "the listing was stopped"
+                              : "more recorded keys than any cache holds: stopped");
+    return false;
+}
+
+/* PROPFIND of URL/inputs/recipe/. None there (404), or a server without
+ * PROPFIND (405, 501): nothing listed. */
+static zc_status http_list_recipes(zc_storage *storage, zc_storage_recipe_fn each, void *context)
+{
+    http_storage *http = (http_storage *)storage;
+    http_call call = {.method = "PROPFIND", .path = INPUTS_DIR RECIPE_DIR};
+    zc_dav_listing listing;
+    zc_dav_listing_init(&listing, RECIPE_DIR, LISTING_MAX_KEYS, each, context);
+    zc_redis_sink sink = {feed_listing, &listing};
+    zc_http_body body = {.sink = &sink};
+    zc_status status = send_request(http, &call, ZC_HTTP_PROPFIND, NULL, 0, &body);
+    if (listing.stopped)
+        return ZC_OK;
+    if (status != ZC_OK)
+        return listing.over_limit ? ZC_ERR_DISABLED : status;
+    if (call.status == 207 || call.status == 404)
+        return ZC_OK;
+    if (call.status == 405 || call.status == 501) {
+        zc_log_info("remote %s: PROPFIND refused (HTTP %ld): no recorded inputs listed", http->name,
+                    call.status);
+        return ZC_OK;
+    }
+    return refused(http, &call);
+}
+
 static void http_close(zc_storage *storage)
 {
     http_storage *http = (http_storage *)storage;
@@ -163,7 +272,10 @@ static const zc_storage_ops http_ops = {
     .remove = http_remove,
     .claim = NULL,
     .release = NULL,
-    .record = NULL,
+    .record = http_record,
+    .record_signed = true,
+    .get_input = http_get_input,
+    .list_recipes = http_list_recipes,
     .close = http_close,
 };
 
