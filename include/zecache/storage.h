@@ -12,7 +12,8 @@
  *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read)
  *   storage_http.c    http:// and https:// through libcurl: the disk tier's
  *                     entry layout under the URL's path (GET, HEAD, PUT,
- *                     DELETE); no cross-node lock, no recorded inputs
+ *                     DELETE), recorded inputs beside it, listed with
+ *                     WebDAV's PROPFIND; no cross-node lock
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
