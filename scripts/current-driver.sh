@@ -36,6 +36,7 @@ build_packages=(
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
     openssl # tls: the TLS tests make their certificates with it
     redis-tools # cluster (issue 25): redis-cli --cluster create in test_redis_cluster
+    libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext # http: HTTP(S) storages and their tests
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"

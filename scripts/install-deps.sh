@@ -15,6 +15,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl # opencl: the OpenCL layer
   openssl # tls: the TLS tests make their certificates with it
   redis-tools # cluster (issue 25): redis-cli --cluster create in test_redis_cluster
+  libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext # http: HTTP(S) storages (libcurl) and their tests (nginx WebDAV)
 )
 
 missing=()

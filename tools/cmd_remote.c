@@ -35,10 +35,13 @@ static void keep_first_message(void *context, const char *message)
         snprintf(first_message, sizeof first_message, "%s", message);
 }
 
-/* Why the step that failed failed, for storage: the first message without
+/* Why the step that failed failed, for storage: what the backend noted
+ * (zc_storage_note_problem), or else the first message logged, without
  * "remote <the storage's name>: ", which the line starts with anyway. */
 static const char *cause_for(const char *storage)
 {
+    if (zc_storage_last_problem()[0] != '\0')
+        return zc_storage_last_problem(); /* the backend's own words */
     const char *cause = first_message;
     if (strncmp(cause, "remote ", 7) == 0) {
         cause += 7;
@@ -57,7 +60,7 @@ static void print_result(const char *label, const char *name, const char *proble
     if (problem == NULL)
         printf("%-48s ok: %s in %.2f ms\n", label, read_only ? "read" : "write, read, remove",
                elapsed_ms);
-    else if (first_message[0] != '\0')
+    else if (cause_for(name)[0] != '\0')
         printf("%-48s FAILED: %s: %s\n", label, problem, cause_for(name));
     else
         printf("%-48s FAILED: %s\n", label, problem);
@@ -88,6 +91,7 @@ static const char *probe_storage(zc_storage *storage, zc_key key, double *elapse
     double start = now_ms();
     const char *problem = NULL;
     first_message[0] = '\0';
+    zc_storage_clear_problem();
     if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
@@ -107,6 +111,7 @@ static bool check_one(const zc_remote_spec *spec, const zc_config *config)
 {
     zc_storage *storage = NULL;
     first_message[0] = '\0';
+    zc_storage_clear_problem();
     if (zc_storage_open(spec, config, &storage) != ZC_OK) {
         print_result(spec->name, spec->name, "cannot open", false, 0);
         return false;

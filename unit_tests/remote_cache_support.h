@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache_test_support.h"
 #include "disk_test_support.h"
 #include "zecache/cache.h"
 #include "zecache/remote.h"
@@ -77,22 +78,15 @@ static inline zc_status compile_counted(void *context, zc_artifact **out)
 static inline zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *counter)
 {
     compile_request request = {.counter = counter, .seed = seed_of(key)};
-    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
-    zc_lookup_outcome outcome;
-    cr_assert_eq(
-        zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact, &outcome),
-        ZC_OK);
-    t_assert_same_artifact(artifact, expected);
-    zc_artifact_unref(artifact);
+    zc_artifact *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
+    zc_lookup_outcome outcome = t_lookup_expecting(cache, key, compile_counted, &request, expected);
     zc_artifact_unref(expected);
     return outcome;
 }
 
 static inline zc_cache_stats stats_of(zc_cache *cache)
 {
-    zc_cache_stats stats;
-    zc_cache_get_stats(cache, &stats);
-    return stats;
+    return t_cache_stats(cache);
 }
 
 /* Every lookup through remote still gives the right artifact, compiled;

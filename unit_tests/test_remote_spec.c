@@ -130,7 +130,7 @@ Test(remote_spec, shards_expand_the_star)
 
 Test(remote_spec, refused_inputs)
 {
-    parse_refused("http://cache/", "unknown scheme");
+    parse_refused("ftp://cache/", "unknown scheme");
     parse_refused("redis://", "no host");
     parse_refused("redis://h:0", "port");
     parse_refused("redis://h:65536", "port");
@@ -155,6 +155,80 @@ Test(remote_spec, refused_inputs)
     parse_refused("redis://h-*", "needs shards");
     parse_refused("file:///d-*|shards=a,b", "Redis servers only");
     parse_refused("|read-only", "no URL");
+}
+
+Test(remote_spec, http_forms)
+{
+    zc_remote_spec spec = parse_ok("http://cache.example");
+    cr_assert_eq(spec.kind, ZC_REMOTE_HTTP);
+    cr_assert_str_eq(spec.servers[0].host, "cache.example");
+    cr_assert_eq(spec.servers[0].port, 80);
+    cr_assert_str_eq(spec.servers[0].path, "");
+    cr_assert_str_eq(spec.name, "http://cache.example:80");
+    cr_assert_null(spec.bearer_token);
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("https://cache.example:8443/zc/a%20b//|read-only|timeout=900");
+    cr_assert_eq(spec.kind, ZC_REMOTE_HTTPS);
+    cr_assert_eq(spec.servers[0].port, 8443);
+    cr_assert_str_eq(spec.servers[0].path, "/zc/a%20b", "kept encoded, no trailing '/'");
+    cr_assert_str_eq(spec.name, "https://cache.example:8443/zc/a%20b|read-only");
+    cr_assert(spec.read_only);
+    cr_assert_eq(spec.timeout_ms, 900);
+    cr_assert(spec.servers[0].tls.enabled);
+    cr_assert_str_eq(spec.servers[0].tls.ca_file, "");
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("https://[::1]/x|ca-file=/etc/zecache/ca.pem");
+    cr_assert_str_eq(spec.servers[0].host, "::1");
+    cr_assert_eq(spec.servers[0].port, 443);
+    cr_assert_str_eq(spec.name, "https://[::1]:443/x");
+    cr_assert_str_eq(spec.servers[0].tls.ca_file, "/etc/zecache/ca.pem");
+    zc_remote_spec_free(&spec);
+    parse_refused("http://user:secret@h/", "no user or password");
+    parse_refused("http://h/x?a=1", "'?'");
+    parse_refused("http://h/x#y", "'#'");
+    parse_refused("http://h:0", "port");
+    parse_refused("http:///x", "no host");
+    parse_refused("http://h|ca-file=/ca.pem", "need rediss:// or https://");
+    parse_refused("https://h|cert-file=/c.pem", "rediss:// only");
+    parse_refused("https://h|password-file=/p", "for Redis");
+    parse_refused("https://h|cluster", "cluster needs a redis:// or rediss:// URL");
+    parse_refused("https://h|ca-file=ca.pem", "absolute path");
+    parse_refused("redis://h|bearer-token-file=/t", "http:// and https:// only");
+    parse_refused("http://h-*|shards=a,b", "Redis servers only");
+}
+
+/* The token is the file's text without trailing white space; the file is
+ * refused when others may read it, and a token that would break its header
+ * line is refused. */
+Test(remote_spec, bearer_token_file)
+{
+    char dir[] = "/tmp/zc_spec_XXXXXX", path[64], item[128];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/token", dir);
+    snprintf(item, sizeof item, "https://h/|bearer-token-file=%s", path);
+    const char *good = "abc.DEF-123_~+/=\n";
+    FILE *file = fopen(path, "w");
+    fputs(good, file);
+    fclose(file);
+    cr_assert_eq(chmod(path, 0640), 0);
+    zc_remote_spec spec = parse_ok(item);
+    cr_assert_str_eq(spec.bearer_token, "abc.DEF-123_~+/=");
+    cr_assert_null(strstr(spec.name, "abc"));
+    zc_remote_spec_free(&spec);
+    cr_assert_null(spec.bearer_token);
+    cr_assert_eq(chmod(path, 0644), 0);
+    parse_refused(item, "chmod o-rwx");
+    const char *bad[] = {"two words\n", "line\nbreak", "\n", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        file = fopen(path, "w");
+        fputs(bad[i], file);
+        fclose(file);
+        cr_assert_eq(chmod(path, 0600), 0);
+        parse_refused(item, "visible ASCII");
+    }
+    unlink(path);
+    parse_refused(item, "cannot open");
+    rmdir(dir);
 }
 
 static int complaints;

@@ -31,12 +31,7 @@ static int run_tool(const char *command, const char *remote)
     char line[4096];
     snprintf(line, sizeof line, "%s NEO_CACHE_DIR=%s/cache NEO_CACHE_REMOTE='%s' %s %s 2>&1",
              environment, server.dir, remote, ZC_TOOL_PATH, command);
-    FILE *pipe = popen(line, "r");
-    cr_assert_not_null(pipe);
-    size_t length = fread(output, 1, sizeof output - 1, pipe);
-    output[length] = '\0';
-    int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return t_run_capturing(line, output, sizeof output);
 }
 
 Test(tool_remote, check_passes_for_working_storages, .init = setup, .fini = teardown, .timeout = 60)

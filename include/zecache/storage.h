@@ -11,6 +11,10 @@
  *                     per recipe and per distinct SPIR-V (a recorded input
  *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read), on
  *                     one server, shards, or a Redis Cluster (redis_cluster.c)
+ *   storage_http.c    http:// and https:// through libcurl: the disk tier's
+ *                     entry layout under the URL's path (GET, HEAD, PUT,
+ *                     DELETE), recorded inputs beside it, listed with
+ *                     WebDAV's PROPFIND; no cross-node lock
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -109,6 +113,18 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
  * in temp_dir (NULL or "": TMPDIR or /tmp) and verified there first. */
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
                                 const char *temp_dir, zc_storage **out);
+/* max_payload and temp_dir as for Redis. ZC_ERR_DISABLED (logged) when
+ * libcurl cannot be loaded. */
+zc_status zc_storage_http_open(const zc_remote_spec *spec, uint64_t max_payload,
+                               const char *temp_dir, zc_storage **out);
+
+/* Why the calling thread's last failed storage call failed, in the
+ * server's or the transport's words ("HTTP 403 Forbidden", "SSL certificate
+ * problem: ..."), for zecache remote check; "" when no backend said. */
+const char *zc_storage_last_problem(void);
+void zc_storage_clear_problem(void);
+/* For backends: records the problem (printf-style) for the calling thread. */
+void zc_storage_note_problem(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* zecache remote check on a Redis Cluster: with the slot map read afresh,
  * each master serving slots (up to max) by name, with a key whose entry it

@@ -198,6 +198,51 @@ static zc_status parse_redis_unix(const char *rest, zc_remote_server *server, ch
     return parse_db(query + 4, strlen(query + 4), server, reason, reason_size);
 }
 
+/* ---- http://HOST[:PORT][/PATH], https://... ---- */
+
+static bool has_port(const char *authority, size_t length)
+{
+    const char *close = length > 0 && authority[0] == '[' ? memchr(authority, ']', length) : NULL;
+    const char *after = close != NULL ? close + 1 : authority;
+    return memchr(after, ':', length - (size_t)(after - authority)) != NULL;
+}
+
+/* The path stays percent-encoded: it goes back into URLs as written (its
+ * characters were checked with the whole URL's). */
+static zc_status parse_http_path(const char *path, zc_remote_server *server, char *reason,
+                                 size_t reason_size)
+{
+    size_t length = strlen(path);
+    while (length > 0 && path[length - 1] == '/')
+        length--;
+    if (length >= sizeof server->path)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "path too long");
+    memcpy(server->path, path, length);
+    server->path[length] = '\0';
+    return ZC_OK;
+}
+
+static zc_status parse_http(const char *rest, bool https, zc_remote_server *server, char *reason,
+                            size_t reason_size)
+{
+    for (const char *c = rest; *c != '\0'; c++)
+        if (*c <= ' ' || *c > '~' || *c == '?' || *c == '#')
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "an http(s) URL takes no '?', '#', spaces or control characters");
+    const char *slash = strchr(rest, '/');
+    size_t authority_length = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    if (memchr(rest, '@', authority_length) != NULL)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "no user or password in an http(s) URL: the environment and the "
+                          "command line show them (use |bearer-token-file=PATH)");
+    zc_status status = parse_host_port(rest, authority_length, server, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (!has_port(rest, authority_length))
+        server->port = https ? ZC_REMOTE_DEFAULT_HTTPS_PORT : ZC_REMOTE_DEFAULT_HTTP_PORT;
+    return parse_http_path(slash != NULL ? slash : "", server, reason, reason_size);
+}
+
 static void name_server(zc_remote_kind kind, zc_remote_server *server)
 {
     if (kind == ZC_REMOTE_FILE) {
@@ -215,6 +260,12 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         return;
     }
     bool ipv6 = strchr(server->host, ':') != NULL;
+    if (kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS) {
+        snprintf(server->name, sizeof server->name, "%s://%s%.200s%s:%u%.80s",
+                 kind == ZC_REMOTE_HTTPS ? "https" : "http", ipv6 ? "[" : "", server->host,
+                 ipv6 ? "]" : "", server->port, server->path);
+        return;
+    }
     snprintf(server->name, sizeof server->name, "%s://%s%s%.200s%s:%u/%u",
              server->tls.enabled ? "rediss" : "redis", auth, ipv6 ? "[" : "", server->host,
              ipv6 ? "]" : "", server->port, server->db);
@@ -235,18 +286,34 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
     } else if (starts_with(url, "redis+unix:")) {
         *kind = ZC_REMOTE_REDIS_UNIX;
         status = parse_redis_unix(url + strlen("redis+unix:"), server, reason, reason_size);
+    } else if (starts_with(url, "http://") || starts_with(url, "https://")) {
+        bool https = starts_with(url, "https://");
+        *kind = https ? ZC_REMOTE_HTTPS : ZC_REMOTE_HTTP;
+        server->tls.enabled = https;
+        status = parse_http(url + strlen(https ? "https://" : "http://"), https, server, reason,
+                            reason_size);
     } else if (starts_with(url, "file:")) {
         *kind = ZC_REMOTE_FILE;
         status = parse_path(url + strlen("file:"), strlen(url + strlen("file:")), server, reason,
                             reason_size);
     } else {
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "unknown scheme (expected redis://, rediss://, redis+unix:// or "
-                          "file://)");
+                          "unknown scheme (expected redis://, rediss://, redis+unix://, file://, "
+                          "http:// or https://)");
     }
     if (status == ZC_OK)
         name_server(*kind, server);
     return status;
+}
+
+static bool is_redis(zc_remote_kind kind)
+{
+    return kind == ZC_REMOTE_REDIS_TCP || kind == ZC_REMOTE_REDIS_UNIX;
+}
+
+static bool is_http(zc_remote_kind kind)
+{
+    return kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS;
 }
 
 /* ---- attributes ---- */
@@ -257,7 +324,7 @@ typedef struct attributes {
     char shards[ITEM_MAX]; /* "" for none */
     bool cluster;
     char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
-    char password_file[PATH_MAX];
+    char password_file[PATH_MAX], bearer_token_file[PATH_MAX]; /* "" for none */
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
 
@@ -279,6 +346,11 @@ static zc_status parse_file_attribute(const char *name, const char *value, char 
 {
     if (value == NULL || value[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs a path", name);
+    /* A relative path would be read from whatever directory the
+     * application runs in. */
+    if (value[0] != '/')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs an absolute path",
+                          name);
     if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
     return ZC_OK;
@@ -324,6 +396,7 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         const char *name;
         char *path;
     } files[] = {{"password-file", attrs->password_file},
+                 {"bearer-token-file", attrs->bearer_token_file},
                  {"ca-file", attrs->tls.ca_file},
                  {"cert-file", attrs->tls.cert_file},
                  {"key-file", attrs->tls.key_file}};
@@ -342,7 +415,8 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
                       "timeout=MS, shards=A,B,..., cluster, seeds=HOST:PORT,..., "
-                      "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH)",
+                      "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH, "
+                      "bearer-token-file=PATH)",
                       text);
 }
 
@@ -389,7 +463,7 @@ static zc_status add_shard(const char *url, const char *shard, zc_remote_spec *s
         parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
     if (status != ZC_OK)
         return status;
-    if (kind == ZC_REMOTE_FILE)
+    if (!is_redis(kind))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "shards are for Redis servers only");
     spec->kind = kind;
@@ -433,7 +507,7 @@ static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, c
     if (status != ZC_OK)
         return status;
     spec->server_count = 1;
-    if (spec->kind == ZC_REMOTE_FILE || spec->kind == ZC_REMOTE_REDIS_UNIX)
+    if (spec->kind != ZC_REMOTE_REDIS_TCP)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "cluster needs a redis:// or rediss:// URL (nodes are reached over TCP)");
     if (spec->servers[0].db != 0)
@@ -529,15 +603,20 @@ static zc_status apply_password(const char *password, zc_remote_spec *spec,
     return ZC_OK;
 }
 
-static zc_status apply_tls(const zc_remote_tls *tls, zc_remote_server *server, char *reason,
-                           size_t reason_size)
+/* https:// takes ca-file (libcurl checks the server with it), not a client
+ * certificate. */
+static zc_status apply_tls(zc_remote_kind kind, const zc_remote_tls *tls, zc_remote_server *server,
+                           char *reason, size_t reason_size)
 {
     bool any_file =
         tls->ca_file[0] != '\0' || tls->cert_file[0] != '\0' || tls->key_file[0] != '\0';
     if (!server->tls.enabled)
         return any_file ? zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                                     "ca-file, cert-file and key-file need rediss://")
+                                     "ca-file, cert-file and key-file need rediss:// or https://")
                         : ZC_OK;
+    if (is_http(kind) && (tls->cert_file[0] != '\0' || tls->key_file[0] != '\0'))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "cert-file and key-file are for rediss:// only");
     if (tls->key_file[0] != '\0' && tls->cert_file[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "key-file needs cert-file");
     memcpy(server->tls.ca_file, tls->ca_file, sizeof tls->ca_file);
@@ -564,15 +643,45 @@ static zc_status read_secrets(const attributes *attrs, const char *url, char *pa
     return status == ZC_OK ? ZC_OK : ZC_ERR_INVALID_ARG;
 }
 
+/* The token goes into a header line as it is: visible ASCII only, so that
+ * no line break can add a header of its own. */
+static zc_status read_bearer_token(const char *path, zc_remote_spec *spec, char *reason,
+                                   size_t reason_size)
+{
+    uint8_t token[ZC_REMOTE_MAX_BEARER_TOKEN + 1];
+    size_t size = 0;
+    if (zc_private_file_read_trimmed(path, token, sizeof token, &size, reason, reason_size) !=
+        ZC_OK)
+        return ZC_ERR_INVALID_ARG; /* a storage that does not parse */
+    bool visible = size > 0 && size <= ZC_REMOTE_MAX_BEARER_TOKEN;
+    for (size_t i = 0; i < size && visible; i++)
+        visible = token[i] > ' ' && token[i] <= '~';
+    if (visible && (spec->bearer_token = malloc(size + 1)) != NULL) {
+        memcpy(spec->bearer_token, token, size);
+        spec->bearer_token[size] = '\0';
+    }
+    memset(token, 0, sizeof token);
+    if (!visible)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "%s must hold one token of 1 to %d visible ASCII characters", path,
+                          ZC_REMOTE_MAX_BEARER_TOKEN);
+    return spec->bearer_token != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
 static zc_status apply_connection_attributes(const attributes *attrs, const char *url,
                                              zc_remote_spec *spec, char *reason, size_t reason_size)
 {
-    if (attrs->password_file[0] != '\0' && spec->kind == ZC_REMOTE_FILE)
+    if (attrs->password_file[0] != '\0' && !is_redis(spec->kind))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "password-file is for Redis storages");
+    if (attrs->bearer_token_file[0] != '\0' && !is_http(spec->kind))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "bearer-token-file is for http:// and https:// only");
     zc_status status = ZC_OK;
     for (size_t i = 0; i < spec->server_count && status == ZC_OK; i++)
-        status = apply_tls(&attrs->tls, &spec->servers[i], reason, reason_size);
+        status = apply_tls(spec->kind, &attrs->tls, &spec->servers[i], reason, reason_size);
+    if (status == ZC_OK && attrs->bearer_token_file[0] != '\0')
+        status = read_bearer_token(attrs->bearer_token_file, spec, reason, reason_size);
     char password[sizeof spec->servers[0].password] = "";
     if (status == ZC_OK)
         status = read_secrets(attrs, url, password, sizeof password, reason, reason_size);
@@ -640,6 +749,10 @@ void zc_remote_spec_free(zc_remote_spec *spec)
     free(spec->servers);
     spec->servers = NULL;
     spec->server_count = 0;
+    if (spec->bearer_token != NULL) /* a secret: not left in freed memory */
+        memset(spec->bearer_token, 0, strlen(spec->bearer_token));
+    free(spec->bearer_token);
+    spec->bearer_token = NULL;
 }
 
 /* The storage as written, with anything between "://" and an '@' masked:
