@@ -129,8 +129,8 @@ zc_tls_context *zc_tls_context_new(const zc_tls_settings *settings, char *why, s
     OSSL(SSL_CTX_set_default_passwd_cb)(ctx, no_passphrase);
     /* Writes resume where a partial one stopped; a server's close without
      * close_notify reads as the end (RESP itself shows a reply cut short). */
-    OSSL(SSL_CTX_ctrl)
-    (ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+    long mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+    OSSL(SSL_CTX_ctrl)(ctx, SSL_CTRL_MODE, mode, NULL);
     OSSL(SSL_CTX_set_options)(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (!load_files(ctx, settings, why, why_size)) {
         OSSL(SSL_CTX_free)(ctx);
