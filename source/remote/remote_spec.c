@@ -255,7 +255,7 @@ typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
     char shards[ITEM_MAX]; /* "" for none */
-    char password_file[PATH_MAX];
+    char password_file[ZC_REMOTE_TLS_PATH_MAX];
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
 
@@ -272,13 +272,15 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
     return ZC_OK;
 }
 
+/* path holds ZC_REMOTE_TLS_PATH_MAX bytes, as password_file does. */
 static zc_status parse_file_attribute(const char *name, const char *value, char *path, char *reason,
                                       size_t reason_size)
 {
     if (value == NULL || value[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs a path", name);
-    if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
-        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
+    if (snprintf(path, ZC_REMOTE_TLS_PATH_MAX, "%s", value) >= ZC_REMOTE_TLS_PATH_MAX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path longer than %d bytes",
+                          name, ZC_REMOTE_TLS_PATH_MAX - 1);
     return ZC_OK;
 }
 
