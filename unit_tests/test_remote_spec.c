@@ -360,6 +360,10 @@ Test(remote_spec, tls_files_are_refused_where_they_make_no_sense)
     parse_refused("redis://h|ca-file=/ca.pem", "need rediss://");
     parse_refused("redis+unix:///s|cert-file=/c.pem", "need rediss://");
     parse_refused("rediss://h|key-file=/k.pem", "key-file needs cert-file");
+    char long_path[1100] = "rediss://h|ca-file=/";
+    memset(long_path + strlen(long_path), 'a', sizeof long_path - strlen(long_path) - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    parse_refused(long_path, "ca-file: path longer than 1023 bytes");
     write_file(key, sizeof key, "key", "not a key", 0644);
     snprintf(text, sizeof text, "rediss://h|cert-file=/c.pem|key-file=%s", key);
     parse_refused(text, "readable only by its owner and group");

@@ -64,12 +64,17 @@ typedef enum zc_remote_kind {
     ZC_REMOTE_HTTPS, /* trailing '/'), still percent-encoded */
 } zc_remote_kind;
 
+/* The longest path of a file attribute (TLS files, password-file,
+ * bearer-token-file): each server (up to ZC_REMOTE_MAX_SHARDS of them a
+ * storage) and each connection keeps a copy of the three TLS files. */
+#define ZC_REMOTE_TLS_PATH_MAX 1024
+
 /* rediss:// and https://: TLS, and the files it takes ("" for none). */
 typedef struct zc_remote_tls {
     bool enabled;
-    char ca_file[PATH_MAX];
-    char cert_file[PATH_MAX];
-    char key_file[PATH_MAX];
+    char ca_file[ZC_REMOTE_TLS_PATH_MAX];
+    char cert_file[ZC_REMOTE_TLS_PATH_MAX];
+    char key_file[ZC_REMOTE_TLS_PATH_MAX];
 } zc_remote_tls;
 
 /* One Redis server (one shard), or the directory of a file storage. */

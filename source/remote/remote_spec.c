@@ -324,7 +324,7 @@ typedef struct attributes {
     char shards[ITEM_MAX]; /* "" for none */
     bool cluster;
     char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
-    char password_file[PATH_MAX], bearer_token_file[PATH_MAX]; /* "" for none */
+    char password_file[ZC_REMOTE_TLS_PATH_MAX], bearer_token_file[ZC_REMOTE_TLS_PATH_MAX];
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
 
@@ -341,6 +341,7 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
     return ZC_OK;
 }
 
+/* path holds ZC_REMOTE_TLS_PATH_MAX bytes, as each file attribute does. */
 static zc_status parse_file_attribute(const char *name, const char *value, char *path, char *reason,
                                       size_t reason_size)
 {
@@ -351,8 +352,9 @@ static zc_status parse_file_attribute(const char *name, const char *value, char 
     if (value[0] != '/')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs an absolute path",
                           name);
-    if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
-        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
+    if (snprintf(path, ZC_REMOTE_TLS_PATH_MAX, "%s", value) >= ZC_REMOTE_TLS_PATH_MAX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path longer than %d bytes",
+                          name, ZC_REMOTE_TLS_PATH_MAX - 1);
     return ZC_OK;
 }
 
