@@ -24,24 +24,7 @@ static int next_node;
 /* A node: its own cache directory, the given remotes and secret. */
 static inline zc_cache *open_node(const char *remote, const char *secret, uint64_t wait_timeout_ms)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s/node%d", scratch, next_node++);
-    config.max_size = ZC_DEFAULT_MAX_SIZE;
-    config.memory_size = 4 << 20;
-    config.compression_level = 3;
-    config.wait_timeout_ms = wait_timeout_ms;
-    cr_assert_lt(strlen(remote), sizeof config.remote);
-    memcpy(config.remote, remote, strlen(remote) + 1);
-    if (secret != NULL) {
-        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret-%d",
-                 scratch, next_node);
-        t_write_secret(config.remote_secret_file, secret);
-    }
-    zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
-    return cache;
+    return t_open_node(scratch, next_node++, remote, secret, wait_timeout_ms);
 }
 
 typedef struct counted_compile {

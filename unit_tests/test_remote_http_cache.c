@@ -42,18 +42,7 @@ TestSuite(http_cache, .init = setup, .fini = teardown, .timeout = 120);
 /* A node's cache on a directory of its own, with NEO_CACHE_REMOTE=remote. */
 static zc_cache *make_node(const char *remote, const char *secret)
 {
-    zc_config config = t_disk_config("", ZC_DEFAULT_MAX_SIZE, 3);
-    snprintf(config.dir, sizeof config.dir, "%s/node%d", scratch, nodes_made++);
-    config.memory_size = 4 << 20;
-    snprintf(config.remote, sizeof config.remote, "%s", remote);
-    if (secret != NULL) {
-        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret%d",
-                 scratch, nodes_made);
-        t_write_secret(config.remote_secret_file, secret);
-    }
-    zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
-    return cache;
+    return t_open_node(scratch, nodes_made++, remote, secret, 0);
 }
 
 static void http_remote(const char *attributes, char *remote, size_t size)
