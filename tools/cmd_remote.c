@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cmd_remote_cluster.h"
 #include "tool.h"
 #include "zecache/log.h"
 #include "zecache/remote_spec.h"
@@ -34,10 +35,13 @@ static void keep_first_message(void *context, const char *message)
         snprintf(first_message, sizeof first_message, "%s", message);
 }
 
-/* Why the step that failed failed, for storage: the first message without
+/* Why the step that failed failed, for storage: what the backend noted
+ * (zc_storage_note_problem), or else the first message logged, without
  * "remote <the storage's name>: ", which the line starts with anyway. */
 static const char *cause_for(const char *storage)
 {
+    if (zc_storage_last_problem()[0] != '\0')
+        return zc_storage_last_problem(); /* the backend's own words */
     const char *cause = first_message;
     if (strncmp(cause, "remote ", 7) == 0) {
         cause += 7;
@@ -48,12 +52,18 @@ static const char *cause_for(const char *storage)
     return cause;
 }
 
-static void print_failure(const char *storage, const char *problem)
+/* One line: label, then what the probe of the storage (or node) called
+ * name did, or what failed and why. */
+static void print_result(const char *label, const char *name, const char *problem, bool read_only,
+                         double elapsed_ms)
 {
-    if (first_message[0] != '\0')
-        printf("%-48s FAILED: %s: %s\n", storage, problem, cause_for(storage));
+    if (problem == NULL)
+        printf("%-48s ok: %s in %.2f ms\n", label, read_only ? "read" : "write, read, remove",
+               elapsed_ms);
+    else if (cause_for(name)[0] != '\0')
+        printf("%-48s FAILED: %s: %s\n", label, problem, cause_for(name));
     else
-        printf("%-48s FAILED: %s\n", storage, problem);
+        printf("%-48s FAILED: %s\n", label, problem);
 }
 
 static void print_complaint(void *context, const char *storage, const char *reason)
@@ -73,19 +83,19 @@ static zc_key probe_key(void)
     return key;
 }
 
-static const char *probe_storage(zc_storage *storage, double *elapsed_ms)
+static const char *probe_storage(zc_storage *storage, zc_key key, double *elapsed_ms)
 {
     static const uint8_t probe[] = "zecache remote check probe";
-    zc_key key = probe_key();
     uint8_t *value = NULL;
     size_t size = 0;
     double start = now_ms();
     const char *problem = NULL;
     first_message[0] = '\0';
+    zc_storage_clear_problem();
     if (!storage->read_only && storage->ops->put(storage, &key, probe, sizeof probe, true) != ZC_OK)
         problem = "cannot write the probe";
     zc_status got = problem == NULL ? storage->ops->get(storage, &key, &value, &size) : ZC_OK;
-    if (problem == NULL && got == ZC_ERR_IO)
+    if (problem == NULL && got != ZC_OK && got != ZC_MISS)
         problem = "cannot read the probe";
     else if (problem == NULL && !storage->read_only &&
              (got != ZC_OK || size != sizeof probe || memcmp(value, probe, size) != 0))
@@ -101,17 +111,18 @@ static bool check_one(const zc_remote_spec *spec, const zc_config *config)
 {
     zc_storage *storage = NULL;
     first_message[0] = '\0';
+    zc_storage_clear_problem();
     if (zc_storage_open(spec, config, &storage) != ZC_OK) {
-        print_failure(spec->name, "cannot open");
+        print_result(spec->name, spec->name, "cannot open", false, 0);
         return false;
     }
     double elapsed_ms = 0;
-    const char *problem = probe_storage(storage, &elapsed_ms);
-    if (problem != NULL)
-        print_failure(storage->name, problem);
-    else
-        printf("%-48s ok: %s in %.2f ms\n", storage->name,
-               storage->read_only ? "read" : "write, read, remove", elapsed_ms);
+    const char *problem = probe_storage(storage, probe_key(), &elapsed_ms);
+    print_result(storage->name, storage->name, problem, storage->read_only, elapsed_ms);
+    /* Which master fails, if one does. */
+    const char *master_problem =
+        spec->cluster ? check_cluster_masters(storage, probe_storage, print_result) : NULL;
+    problem = problem != NULL ? problem : master_problem;
     zc_storage_close(storage);
     return problem == NULL;
 }

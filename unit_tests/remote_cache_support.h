@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache_test_support.h"
 #include "disk_test_support.h"
 #include "zecache/cache.h"
 #include "zecache/remote.h"
@@ -23,24 +24,7 @@ static int next_node;
 /* A node: its own cache directory, the given remotes and secret. */
 static inline zc_cache *open_node(const char *remote, const char *secret, uint64_t wait_timeout_ms)
 {
-    zc_config config;
-    memset(&config, 0, sizeof config);
-    config.persistent = true;
-    snprintf(config.dir, sizeof config.dir, "%s/node%d", scratch, next_node++);
-    config.max_size = ZC_DEFAULT_MAX_SIZE;
-    config.memory_size = 4 << 20;
-    config.compression_level = 3;
-    config.wait_timeout_ms = wait_timeout_ms;
-    cr_assert_lt(strlen(remote), sizeof config.remote);
-    memcpy(config.remote, remote, strlen(remote) + 1);
-    if (secret != NULL) {
-        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret-%d",
-                 scratch, next_node);
-        t_write_secret(config.remote_secret_file, secret);
-    }
-    zc_cache *cache = NULL;
-    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
-    return cache;
+    return t_open_node(scratch, next_node++, remote, secret, wait_timeout_ms);
 }
 
 typedef struct counted_compile {
@@ -77,22 +61,15 @@ static inline zc_status compile_counted(void *context, zc_artifact **out)
 static inline zc_lookup_outcome lookup(zc_cache *cache, const zc_key *key, counted_compile *counter)
 {
     compile_request request = {.counter = counter, .seed = seed_of(key)};
-    zc_artifact *artifact = NULL, *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
-    zc_lookup_outcome outcome;
-    cr_assert_eq(
-        zc_cache_get_or_compile(cache, key, NULL, compile_counted, &request, &artifact, &outcome),
-        ZC_OK);
-    t_assert_same_artifact(artifact, expected);
-    zc_artifact_unref(artifact);
+    zc_artifact *expected = t_artifact(ARTIFACT_SIZE, seed_of(key));
+    zc_lookup_outcome outcome = t_lookup_expecting(cache, key, compile_counted, &request, expected);
     zc_artifact_unref(expected);
     return outcome;
 }
 
 static inline zc_cache_stats stats_of(zc_cache *cache)
 {
-    zc_cache_stats stats;
-    zc_cache_get_stats(cache, &stats);
-    return stats;
+    return t_cache_stats(cache);
 }
 
 /* Every lookup through remote still gives the right artifact, compiled;

@@ -27,7 +27,10 @@
  *   auth-twice  two replies to AUTH (+OK and nil), an error to the rest
  *   scan-names:N  one SCAN batch of N names, ending the iteration
  *   prefix:FILE:N  announces N bytes, sends FILE's bytes then 'g' up to N,
- *              at full speed (an entry's header followed by garbage) */
+ *              at full speed (an entry's header followed by garbage)
+ *   moved-loop  a cluster of itself (CLUSTER SLOTS: every slot here) that
+ *              answers every other command MOVED to itself
+ *   ask-loop    the same with ASK (and +OK to ASKING) */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -134,12 +137,35 @@ static void reset(int fd)
 
 /* The command being answered, as received. */
 static const char *received;
+/* The TCP port listened on (0: a Unix socket). */
+static unsigned own_port;
+
+/* moved-loop and ask-loop: -1 for other modes. */
+static int redirect_forever(int fd, const char *mode)
+{
+    bool ask = strcmp(mode, "ask-loop") == 0;
+    if (!ask && strcmp(mode, "moved-loop") != 0)
+        return -1;
+    char reply[256];
+    if (strstr(received, "\r\nCLUSTER\r\n") != NULL)
+        snprintf(reply, sizeof reply,
+                 "*1\r\n*3\r\n:0\r\n:16383\r\n*3\r\n$9\r\n127.0.0.1\r\n:%u\r\n$40\r\n%040d\r\n",
+                 own_port, 0);
+    else if (strstr(received, "\r\nASKING\r\n") != NULL)
+        snprintf(reply, sizeof reply, "+OK\r\n");
+    else
+        snprintf(reply, sizeof reply, "-%s 7 127.0.0.1:%u\r\n", ask ? "ASK" : "MOVED", own_port);
+    return send_text(fd, reply);
+}
 
 /* The modes that take an argument or answer SCAN; -1: not one of them. */
 static int misbehave_more(int fd, const char *mode)
 {
     static unsigned long long rising = 1;
     unsigned long long n = 0;
+    int redirected = redirect_forever(fd, mode);
+    if (redirected >= 0)
+        return redirected;
     if (strcmp(mode, "scan-rising-slow-nil") == 0) {
         if (strstr(received, "\r\nSCAN\r\n") != NULL)
             return send_scan_batch(fd, rising++, 256);
@@ -272,6 +298,7 @@ int main(int argc, char **argv)
         perror("resp_server: listen");
         return 1;
     }
+    own_port = port;
     printf("ready %u\n", port);
     fflush(stdout);
     for (;;) {

@@ -1,11 +1,16 @@
 /* The remote tier on Intel's real driver: ze_probe processes as nodes, each
  * with its own NEO_CACHE_DIR, sharing a private redis-server or a file://
  * directory. Compiles and hits are counted from the layer's
- * PrintDebugMessages lines, summed over the processes. */
+ * PrintDebugMessages lines, summed over the processes. The same against an
+ * nginx with WebDAV as an HTTP storage (suite e2e_http). */
 #include <criterion/criterion.h>
 #include <signal.h>
 
 #include "e2e_together_support.h"
+#include "disk_test_support.h"
+#include "nginx_test_support.h"
+#include "redis_cluster_support.h"
+#include "redis_test_support.h"
 #include "redis_tls_support.h"
 
 #define SAXPY ZC_KERNEL_DIR "/e2e_saxpy.spv"
@@ -319,6 +324,157 @@ Test(e2e_remote, over_tls_nodes_compile_once_and_failures_give_the_driver_result
     for (int i = NODES; i < NODES + 3; i++) {
         assert_same_native(&nodes[0], &nodes[i]);
         cr_assert_null(strstr(nodes[i].probe.err, T_TLS_PASSWORD), "the password is shown");
+    }
+    free(nodes);
+}
+
+/* ---- a Redis Cluster (redis_cluster_support.h) ---- */
+
+static void cluster_setting(const t_cluster *cluster, char *setting, size_t size)
+{
+    int used = snprintf(setting, size,
+                        "NEO_CACHE_REMOTE=redis://127.0.0.1:%u|cluster|connect-timeout=300|"
+                        "timeout=1000|seeds=",
+                        cluster->nodes[0].port);
+    for (int i = 1; i < T_CLUSTER_NODES; i++)
+        used += snprintf(setting + used, size - (size_t)used, "%s127.0.0.1:%u", i > 1 ? "," : "",
+                         cluster->nodes[i].port);
+}
+
+/* The slot of the one entry the nodes stored. */
+static long long slot_of_the_entry(const t_cluster *cluster)
+{
+    for (int i = 0; i < T_CLUSTER_NODES; i++) {
+        redisReply *keys =
+            t_node_command(cluster, i, 2, (const char *[]){"KEYS", "zecache:v1:{*}"});
+        cr_assert(keys != NULL && keys->type == REDIS_REPLY_ARRAY);
+        long long slot = keys->elements == 1 ? t_key_slot(cluster, keys->element[0]->str) : -1;
+        freeReplyObject(keys);
+        if (slot >= 0)
+            return slot;
+    }
+    cr_assert_fail("no entry in the cluster");
+    return -1;
+}
+
+/* The real driver against a Redis Cluster: nodes cold at once compile the
+ * module once in all; with the master holding its entry killed (its
+ * replica kept from taking over), a node gets the driver's result without
+ * hanging; after the failover a new node gets the entry from the replica. */
+Test(e2e_remote, a_cluster_loses_the_master_of_the_entry)
+{
+    t_cluster cluster;
+    t_cluster_start(&cluster);
+    char setting[600];
+    cluster_setting(&cluster, setting, sizeof setting);
+    node *nodes = calloc(NODES + 2, sizeof *nodes);
+    for (int i = 0; i < NODES; i++)
+        make_node(&nodes[i], setting, NULL, NULL);
+    run_nodes(nodes, NODES);
+    int misses = 0;
+    for (int i = 0; i < NODES; i++) {
+        misses += count_in(&nodes[i], MISS);
+        assert_same_native(&nodes[0], &nodes[i]);
+    }
+    cr_assert_eq(misses, 1, "%d nodes compiled; node 0 stderr: %s", misses, nodes[0].probe.err);
+    long long slot = slot_of_the_entry(&cluster);
+    int master = t_master_of_slot(&cluster, slot), replica = t_replica_of(&cluster, master);
+    t_cluster_wait_replicated(&cluster, master);
+    t_node_config(&cluster, replica, "cluster-replica-no-failover", "yes");
+    t_cluster_kill(&cluster, master);
+    make_node(&nodes[NODES], setting, NULL, NULL);
+    run_node(&nodes[NODES]);
+    assert_lookups(&nodes[NODES], 1, 0, 0);
+    assert_same_native(&nodes[0], &nodes[NODES]);
+    t_node_config(&cluster, replica, "cluster-replica-no-failover", "no");
+    t_cluster_wait_failover(&cluster, slot, master);
+    make_node(&nodes[NODES + 1], setting, NULL, NULL);
+    run_node(&nodes[NODES + 1]);
+    assert_lookups(&nodes[NODES + 1], 0, 1, 0);
+    assert_same_native(&nodes[0], &nodes[NODES + 1]);
+    free(nodes);
+    t_cluster_stop(&cluster);
+}
+
+/* ---- an HTTP storage: nginx with WebDAV (nginx_test_support.h) ---- */
+
+static t_nginx nginx;
+
+static void setup_http(void)
+{
+    snprintf(root, sizeof root, "/tmp/zc_e2e_http.XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    t_nginx_start(&nginx);
+    snprintf(remote_setting, sizeof remote_setting,
+             "NEO_CACHE_REMOTE=http://127.0.0.1:%u/zc" T_NGINX_TIMEOUTS, nginx.port);
+    next_probe = 0;
+}
+
+static void teardown_http(void)
+{
+    t_nginx_stop(&nginx);
+    t_remove_tree(root);
+}
+
+TestSuite(e2e_http, .init = setup_http, .fini = teardown_http, .timeout = 300);
+
+/* No cross-node lock over HTTP: each node compiles at most once. */
+Test(e2e_http, nodes_cold_at_once_compile_at_most_once_each_and_a_new_node_gets_it)
+{
+    node *nodes = calloc(NODES + 1, sizeof *nodes);
+    for (int i = 0; i < NODES; i++)
+        make_node(&nodes[i], remote_setting, NULL, NULL);
+    run_nodes(nodes, NODES);
+    for (int i = 0; i < NODES; i++) {
+        cr_assert_eq(count_in(&nodes[i], MISS) + count_in(&nodes[i], HIT_REMOTE), 1, "node %d: %s",
+                     i, nodes[i].probe.err);
+        assert_same_native(&nodes[0], &nodes[i]);
+    }
+    cr_assert_eq(t_count_entries(nginx.data), 1);
+    make_node(&nodes[NODES], remote_setting, NULL, NULL);
+    run_node(&nodes[NODES]);
+    assert_lookups(&nodes[NODES], 0, 1, 0);
+    assert_same_native(&nodes[0], &nodes[NODES]);
+    free(nodes);
+}
+
+/* A certificate from another CA, a name the certificate does not hold, a
+ * server that stops answering: the driver's result, no hang. */
+Test(e2e_http, a_server_that_fails_gives_the_drivers_result)
+{
+    node *nodes = calloc(4, sizeof *nodes);
+    make_node(&nodes[0], remote_setting, NULL, NULL);
+    run_node(&nodes[0]);
+    assert_lookups(&nodes[0], 1, 0, 0);
+    char other_ca[512], wrong_name[512], stopped[600];
+    snprintf(other_ca, sizeof other_ca,
+             "NEO_CACHE_REMOTE=https://localhost:%u/zc" T_NGINX_TIMEOUTS "|ca-file=%s",
+             nginx.tls_port, nginx.other_ca);
+    snprintf(wrong_name, sizeof wrong_name,
+             "NEO_CACHE_REMOTE=https://127.0.0.2:%u/zc" T_NGINX_TIMEOUTS "|ca-file=%s",
+             nginx.tls_port, nginx.ca);
+    snprintf(stopped, sizeof stopped, "%s|connect-timeout=100|timeout=100", remote_setting);
+    make_node(&nodes[1], other_ca, NULL, NULL);
+    run_node(&nodes[1]);
+    make_node(&nodes[2], wrong_name, NULL, NULL);
+    run_node(&nodes[2]);
+    cr_assert_eq(kill(nginx.pid, SIGSTOP), 0);
+    make_node(&nodes[3], stopped, NULL, NULL);
+    run_node(&nodes[3]);
+    /* The GET, the HEAD before the PUT, the HEAD before recording the
+     * inputs: three failures, then the storage is left alone. */
+    cr_assert_eq(count_in(&nodes[1], "SSL certificate problem: unable to get local issuer "
+                                     "certificate"),
+                 3, "%s", nodes[1].probe.err);
+    cr_assert_eq(count_in(&nodes[2], "no alternative certificate subject name matches"), 3, "%s",
+                 nodes[2].probe.err);
+    cr_assert_eq(count_in(&nodes[3], "Operation timed out after"), 3, "%s", nodes[3].probe.err);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(count_in(&nodes[i], "3 failures in a row: not used again"), 1, "%s",
+                     nodes[i].probe.err);
+    for (int i = 1; i < 4; i++) {
+        assert_lookups(&nodes[i], 1, 0, 0);
+        assert_same_native(&nodes[0], &nodes[i]);
     }
     free(nodes);
 }

@@ -2,8 +2,10 @@
  * nodes that recorded the same modules prewarm at the same time after the
  * compiler upgrade; Redis's cross-node build lock has each module built
  * once in all (the other node takes it from Redis), and a third node with
- * an empty cache then compiles nothing. */
+ * an empty cache then compiles nothing. The same with an HTTP storage
+ * (nginx, suite prewarm_http), whose recipes prewarm lists with PROPFIND. */
 #include "prewarm_test_support.h"
+#include "nginx_test_support.h"
 #include "redis_test_support.h"
 
 static t_redis server;
@@ -139,6 +141,19 @@ static const char *upgraded_library(bool with_layer)
     return setting[with_layer];
 }
 
+/* After the compiler upgrade, node B (an empty directory of its own)
+ * prewarms from the remote storage alone: every module built, then warm
+ * and the driver's own binaries. */
+static void prewarm_node_b_after_the_upgrade(void)
+{
+    upgrade_compiler(in_scratch("igc"));
+    tool_run(ENV(remote, node_b_dir(), upgraded_library(false)), ARGS("prewarm", "-j", "2"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "4 recorded modules: 4 built, 0 already present, 0 failed") != NULL,
+              "%s", run.out);
+    assert_every_module_warm_and_the_drivers(ENV(remote, node_b_dir(), upgraded_library(true)));
+}
+
 /* Node A records into Redis while it compiles (each SPIR-V once: modules 0
  * and 3 share theirs); after the upgrade node B, whose own directory is
  * empty, prewarms from the recipes it finds in Redis alone, and then
@@ -148,12 +163,7 @@ Test(prewarm_redis, a_fresh_node_prewarms_the_recipes_another_recorded_in_redis)
     record_on_node_a(ENV(remote));
     cr_assert_eq(keys_matching(RECIPES), MODULE_COUNT);
     cr_assert_eq(keys_matching(SPIRV), MODULE_COUNT - 1);
-    upgrade_compiler(in_scratch("igc"));
-    tool_run(ENV(remote, node_b_dir(), upgraded_library(false)), ARGS("prewarm", "-j", "2"));
-    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
-    cr_assert(strstr(run.out, "4 recorded modules: 4 built, 0 already present, 0 failed") != NULL,
-              "%s", run.out);
-    assert_every_module_warm_and_the_drivers(ENV(remote, node_b_dir(), upgraded_library(true)));
+    prewarm_node_b_after_the_upgrade();
 }
 
 static void flip_last_byte_in_redis(const char *name)
@@ -313,4 +323,45 @@ Test(prewarm_redis, a_scan_cursor_that_never_ends_stops_prewarm)
 Test(prewarm_redis, a_runaway_listing_reads_none_of_its_keys, .timeout = 60)
 {
     prewarm_against_hostile("scan-rising-slow-nil");
+}
+
+/* ---- the same over HTTP: nginx with WebDAV and PROPFIND ---- */
+
+static t_nginx nginx;
+
+static void setup_http(void)
+{
+    scratch_create();
+    t_nginx_start(&nginx);
+    snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=http://127.0.0.1:%u/zc" T_NGINX_TIMEOUTS,
+             nginx.port);
+}
+
+static void teardown_http(void)
+{
+    t_nginx_stop(&nginx);
+    scratch_remove();
+}
+
+TestSuite(prewarm_http, .init = setup_http, .fini = teardown_http, .timeout = 600);
+
+/* How many files the server holds in its directory below the storage. */
+static int server_files_in(const char *below)
+{
+    char line[PATH_MAX], count[32];
+    snprintf(line, sizeof line, "find %s/zc/%s -type f | wc -l", nginx.data, below);
+    cr_assert_eq(t_run_capturing(line, count, sizeof count), 0);
+    return atoi(count);
+}
+
+/* Node A records on the HTTP storage while it compiles (no cross-node lock
+ * there: prewarm's single flight is per node); after the upgrade node B,
+ * whose own directory is empty, lists the recipes with PROPFIND, builds
+ * every module, then compiles nothing and gets the driver's binaries. */
+Test(prewarm_http, a_fresh_node_prewarms_the_recipes_another_recorded_over_http)
+{
+    record_on_node_a(ENV(remote));
+    cr_assert_eq(server_files_in("inputs/recipe"), MODULE_COUNT);
+    cr_assert_eq(server_files_in("inputs/spirv"), MODULE_COUNT - 1);
+    prewarm_node_b_after_the_upgrade();
 }

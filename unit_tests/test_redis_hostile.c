@@ -97,13 +97,6 @@ static void stop_server(hostile_server *server)
     waitpid(server->pid, NULL, 0);
 }
 
-static long max_rss_kib(void)
-{
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
-}
-
 static const char *const modes[] = {"stall", "trickle", "huge",       "malformed", "drop",
                                     "error", "nested",  "huge-array", "endless",   "reset"};
 
@@ -114,7 +107,7 @@ static void check_operations_fail_in_time(bool tcp)
         hostile_server server = start_server(modes[m], tcp);
         zc_storage *storage = t_open_redis_storage(server.url);
         zc_key key = t_key(m);
-        long rss_before = max_rss_kib();
+        long rss_before = t_max_rss_kib();
         uint64_t start = t_monotonic_ms();
         uint8_t *value = NULL;
         size_t size = 0;
@@ -128,7 +121,7 @@ static void check_operations_fail_in_time(bool tcp)
         zc_status put = storage->ops->put(storage, &key, entry, sizeof entry, false);
         uint64_t put_ms = t_monotonic_ms() - start;
         cr_assert_neq(put, ZC_OK, "%s: a store was taken for done", modes[m]);
-        long rss_growth_kib = max_rss_kib() - rss_before;
+        long rss_growth_kib = t_max_rss_kib() - rss_before;
         zc_storage_close(storage);
         stop_server(&server);
         cr_assert_leq(get_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s %s: get took %llu ms",
@@ -331,7 +324,7 @@ static void run_matrix(const reply_kind *kinds, size_t count)
     int saved, log = capture_stderr(&saved);
     for (size_t k = 0; k < count; k++) {
         hostile_server server = start_server(kinds[k].mode, true);
-        long rss_before = max_rss_kib();
+        long rss_before = t_max_rss_kib();
         for (int c = 0; c < COMMANDS; c++) {
             off_t log_start = lseek(log, 0, SEEK_END);
             uint64_t start = t_monotonic_ms();
@@ -346,7 +339,7 @@ static void run_matrix(const reply_kind *kinds, size_t count)
             cr_assert(got != 'F' || strstr(text, "remote redis://") != NULL,
                       "%s to %s: nothing logged", kinds[k].mode, command_names[c]);
         }
-        long growth = max_rss_kib() - rss_before;
+        long growth = t_max_rss_kib() - rss_before;
         stop_server(&server);
         cr_assert_lt(growth, 64 * 1024, "%s: memory grew by %ld KiB", kinds[k].mode, growth);
     }
@@ -395,7 +388,7 @@ Test(hostile, every_command_against_every_reply_kind, .timeout = 240)
 Test(hostile, an_endless_array_is_refused_at_its_first_line)
 {
     hostile_server server = start_server("huge-array", true);
-    long rss_before = max_rss_kib();
+    long rss_before = t_max_rss_kib();
     const char *userinfo[] = {":password@", "", "", ""}, *path[] = {"", "/1", "", ""};
     for (int c = 0; c < 4; c++) {
         zc_storage *storage = open_storage(&server, userinfo[c], path[c], 1500, 1 << 20);
@@ -407,7 +400,7 @@ Test(hostile, an_endless_array_is_refused_at_its_first_line)
             cr_assert_eq(storage->ops->list_recipes(storage, count_listed, &listed), ZC_ERR_IO);
         zc_storage_close(storage);
     }
-    long growth = max_rss_kib() - rss_before;
+    long growth = t_max_rss_kib() - rss_before;
     stop_server(&server);
     cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
 }
@@ -420,10 +413,10 @@ Test(hostile, a_huge_value_is_refused_at_its_header)
 {
     hostile_server server = start_server("huge", true);
     zc_storage *storage = open_storage(&server, "", "", 3000, 0);
-    long rss_before = max_rss_kib();
+    long rss_before = t_max_rss_kib();
     zc_key key = t_key(1);
     cr_assert_eq(outcome_of_get(storage, &key), 'E');
-    long growth = max_rss_kib() - rss_before;
+    long growth = t_max_rss_kib() - rss_before;
     zc_storage_close(storage);
     stop_server(&server);
     cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
@@ -469,9 +462,9 @@ Test(hostile, a_large_value_is_received_into_a_file_and_verified_there)
     zc_storage *storage = open_storage(&server, "", "", 20000, 0);
     zc_log_set_enabled(true);
     int saved, log = capture_stderr(&saved);
-    long rss_before = max_rss_kib();
+    long rss_before = t_max_rss_kib();
     cr_assert_eq(outcome_of_get(storage, &key), 'E');
-    long growth = max_rss_kib() - rss_before;
+    long growth = t_max_rss_kib() - rss_before;
     char text[4096];
     logged_since(log, 0, text, sizeof text);
     restore_stderr(log, saved);
@@ -518,12 +511,53 @@ Test(hostile, a_scan_that_never_ends_is_stopped)
     stop_server(&server);
     server = start_server("scan-rising", true);
     storage = open_storage(&server, "", "", TIMEOUT_MS, 1 << 20);
-    long rss_before = max_rss_kib();
+    long rss_before = t_max_rss_kib();
     listed = 0;
     cr_assert_eq(storage->ops->list_recipes(storage, count_listed, &listed), ZC_ERR_DISABLED);
     cr_assert_eq(listed, 1 << 20);
-    long growth = max_rss_kib() - rss_before;
+    long growth = t_max_rss_kib() - rss_before;
     zc_storage_close(storage);
     stop_server(&server);
     cr_assert_lt(growth, 64 * 1024, "memory grew by %ld KiB", growth);
+}
+
+/* A cluster node that misbehaves: CLUSTER SLOTS answered in each hostile
+ * way leaves no map (ZC_ERR_IO: nothing of the cluster answered as one), and
+ * a node that redirects every command to itself, MOVED or ASK, is left after
+ * ZC_REDIS_MAX_REDIRECTIONS (ZC_ERR_DISABLED: it answers); all in time. */
+Test(hostile, a_cluster_node_that_misbehaves_fails_in_time)
+{
+    const char *cluster_modes[] = {"stall",   "huge",  "malformed", "nested",     "huge-array",
+                                   "endless", "error", "nil",       "moved-loop", "ask-loop"};
+    for (size_t m = 0; m < sizeof cluster_modes / sizeof cluster_modes[0]; m++) {
+        const char *mode = cluster_modes[m];
+        bool redirects = strstr(mode, "-loop") != NULL;
+        hostile_server server = start_server(mode, true);
+        char url[256];
+        /* 127.0.0.1 as its map names it: one connection, which resp_server
+         * serves (one at a time). */
+        snprintf(url, sizeof url, "redis://127.0.0.1:%u|cluster|connect-timeout=%d|timeout=%d",
+                 server.port, CONNECT_MS, TIMEOUT_MS);
+        zc_storage *storage = t_open_redis_storage(url);
+        zc_key key = t_key(900 + m);
+        uint8_t *value = NULL;
+        size_t size = 0;
+        uint64_t start = t_monotonic_ms();
+        zc_status got = storage->ops->get(storage, &key, &value, &size);
+        uint64_t get_ms = t_monotonic_ms() - start;
+        uint8_t entry[64] = {0};
+        start = t_monotonic_ms();
+        zc_status put = storage->ops->put(storage, &key, entry, sizeof entry, false);
+        uint64_t put_ms = t_monotonic_ms() - start;
+        zc_storage_close(storage);
+        stop_server(&server);
+        zc_status expected = redirects ? ZC_ERR_DISABLED : ZC_ERR_IO;
+        cr_assert_eq(got, expected, "%s: get %s", mode, zc_status_name(got));
+        cr_assert_null(value);
+        cr_assert_eq(put, expected, "%s: put %s", mode, zc_status_name(put));
+        cr_assert_leq(get_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s: get took %llu ms", mode,
+                      (unsigned long long)get_ms);
+        cr_assert_leq(put_ms, CONNECT_MS + TIMEOUT_MS + MARGIN_MS, "%s: put took %llu ms", mode,
+                      (unsigned long long)put_ms);
+    }
 }

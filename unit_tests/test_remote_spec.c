@@ -130,7 +130,7 @@ Test(remote_spec, shards_expand_the_star)
 
 Test(remote_spec, refused_inputs)
 {
-    parse_refused("http://cache/", "unknown scheme");
+    parse_refused("ftp://cache/", "unknown scheme");
     parse_refused("redis://", "no host");
     parse_refused("redis://h:0", "port");
     parse_refused("redis://h:65536", "port");
@@ -155,6 +155,80 @@ Test(remote_spec, refused_inputs)
     parse_refused("redis://h-*", "needs shards");
     parse_refused("file:///d-*|shards=a,b", "Redis servers only");
     parse_refused("|read-only", "no URL");
+}
+
+Test(remote_spec, http_forms)
+{
+    zc_remote_spec spec = parse_ok("http://cache.example");
+    cr_assert_eq(spec.kind, ZC_REMOTE_HTTP);
+    cr_assert_str_eq(spec.servers[0].host, "cache.example");
+    cr_assert_eq(spec.servers[0].port, 80);
+    cr_assert_str_eq(spec.servers[0].path, "");
+    cr_assert_str_eq(spec.name, "http://cache.example:80");
+    cr_assert_null(spec.bearer_token);
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("https://cache.example:8443/zc/a%20b//|read-only|timeout=900");
+    cr_assert_eq(spec.kind, ZC_REMOTE_HTTPS);
+    cr_assert_eq(spec.servers[0].port, 8443);
+    cr_assert_str_eq(spec.servers[0].path, "/zc/a%20b", "kept encoded, no trailing '/'");
+    cr_assert_str_eq(spec.name, "https://cache.example:8443/zc/a%20b|read-only");
+    cr_assert(spec.read_only);
+    cr_assert_eq(spec.timeout_ms, 900);
+    cr_assert(spec.servers[0].tls.enabled);
+    cr_assert_str_eq(spec.servers[0].tls.ca_file, "");
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("https://[::1]/x|ca-file=/etc/zecache/ca.pem");
+    cr_assert_str_eq(spec.servers[0].host, "::1");
+    cr_assert_eq(spec.servers[0].port, 443);
+    cr_assert_str_eq(spec.name, "https://[::1]:443/x");
+    cr_assert_str_eq(spec.servers[0].tls.ca_file, "/etc/zecache/ca.pem");
+    zc_remote_spec_free(&spec);
+    parse_refused("http://user:secret@h/", "no user or password");
+    parse_refused("http://h/x?a=1", "'?'");
+    parse_refused("http://h/x#y", "'#'");
+    parse_refused("http://h:0", "port");
+    parse_refused("http:///x", "no host");
+    parse_refused("http://h|ca-file=/ca.pem", "need rediss:// or https://");
+    parse_refused("https://h|cert-file=/c.pem", "rediss:// only");
+    parse_refused("https://h|password-file=/p", "for Redis");
+    parse_refused("https://h|cluster", "cluster needs a redis:// or rediss:// URL");
+    parse_refused("https://h|ca-file=ca.pem", "absolute path");
+    parse_refused("redis://h|bearer-token-file=/t", "http:// and https:// only");
+    parse_refused("http://h-*|shards=a,b", "Redis servers only");
+}
+
+/* The token is the file's text without trailing white space; the file is
+ * refused when others may read it, and a token that would break its header
+ * line is refused. */
+Test(remote_spec, bearer_token_file)
+{
+    char dir[] = "/tmp/zc_spec_XXXXXX", path[64], item[128];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/token", dir);
+    snprintf(item, sizeof item, "https://h/|bearer-token-file=%s", path);
+    const char *good = "abc.DEF-123_~+/=\n";
+    FILE *file = fopen(path, "w");
+    fputs(good, file);
+    fclose(file);
+    cr_assert_eq(chmod(path, 0640), 0);
+    zc_remote_spec spec = parse_ok(item);
+    cr_assert_str_eq(spec.bearer_token, "abc.DEF-123_~+/=");
+    cr_assert_null(strstr(spec.name, "abc"));
+    zc_remote_spec_free(&spec);
+    cr_assert_null(spec.bearer_token);
+    cr_assert_eq(chmod(path, 0644), 0);
+    parse_refused(item, "chmod o-rwx");
+    const char *bad[] = {"two words\n", "line\nbreak", "\n", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        file = fopen(path, "w");
+        fputs(bad[i], file);
+        fclose(file);
+        cr_assert_eq(chmod(path, 0600), 0);
+        parse_refused(item, "visible ASCII");
+    }
+    unlink(path);
+    parse_refused(item, "cannot open");
+    rmdir(dir);
 }
 
 static int complaints;
@@ -286,6 +360,10 @@ Test(remote_spec, tls_files_are_refused_where_they_make_no_sense)
     parse_refused("redis://h|ca-file=/ca.pem", "need rediss://");
     parse_refused("redis+unix:///s|cert-file=/c.pem", "need rediss://");
     parse_refused("rediss://h|key-file=/k.pem", "key-file needs cert-file");
+    char long_path[1100] = "rediss://h|ca-file=/";
+    memset(long_path + strlen(long_path), 'a', sizeof long_path - strlen(long_path) - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    parse_refused(long_path, "ca-file: path longer than 1023 bytes");
     write_file(key, sizeof key, "key", "not a key", 0644);
     snprintf(text, sizeof text, "rediss://h|cert-file=/c.pem|key-file=%s", key);
     parse_refused(text, "readable only by its owner and group");
@@ -296,5 +374,85 @@ Test(remote_spec, tls_files_are_refused_where_they_make_no_sense)
     zc_remote_spec spec = parse_ok(text);
     cr_assert_str_eq(spec.servers[0].tls.cert_file, "/c.pem");
     cr_assert_str_eq(spec.servers[0].tls.key_file, key);
+    zc_remote_spec_free(&spec);
+}
+
+/* |cluster: the URL's node and each of |seeds=, all with the URL's user and
+ * password; not with shards, a Unix socket or a database but 0. */
+Test(remote_spec, cluster_seeds_take_the_urls_credentials)
+{
+    zc_remote_spec spec = parse_ok("redis://zc:hunter2@node-a.example:7000|cluster");
+    cr_assert(spec.cluster);
+    cr_assert_eq(spec.server_count, 1);
+    cr_assert_str_eq(spec.name, "redis://zc:***@node-a.example:7000/0|cluster");
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("redis://zc:hunter2@node-a.example:7000|cluster|read-only"
+                    "|seeds=node-b.example:7001,[::1]:7002,10.0.0.3");
+    cr_assert(spec.cluster);
+    cr_assert(spec.read_only);
+    cr_assert_eq(spec.server_count, 4);
+    const char *hosts[] = {"node-a.example", "node-b.example", "::1", "10.0.0.3"};
+    const unsigned ports[] = {7000, 7001, 7002, 6379};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(spec.servers[i].host, hosts[i]);
+        cr_assert_eq(spec.servers[i].port, ports[i]);
+        cr_assert_str_eq(spec.servers[i].user, "zc");
+        cr_assert_str_eq(spec.servers[i].password, "hunter2");
+        cr_assert_null(strstr(spec.servers[i].name, "hunter2"));
+    }
+    cr_assert_str_eq(spec.servers[2].name, "redis://zc:***@[::1]:7002/0");
+    cr_assert_null(strstr(spec.name, "hunter2"));
+    zc_remote_spec_free(&spec);
+    spec = parse_ok("redis://h:7000");
+    cr_assert(!spec.cluster);
+    zc_remote_spec_free(&spec);
+    parse_refused("redis://h|seeds=a:1", "seeds needs cluster");
+    parse_refused("redis://h|cluster|seeds=", "HOST:PORT");
+    parse_refused("redis://h|cluster|seeds=a:0", "port");
+    parse_refused("redis://h|cluster=no", "no value");
+    parse_refused("redis://h-*|cluster|shards=a,b", "exclude");
+    parse_refused("redis://h/2|cluster", "database 0");
+    parse_refused("redis+unix:///s.sock|cluster", "TCP");
+    parse_refused("file:///d|cluster", "TCP");
+}
+
+/* A node found in the cluster's map: the seed's credentials, its own name. */
+Test(remote_spec, a_cluster_node_is_named_for_its_address)
+{
+    zc_remote_spec spec = parse_ok("redis://zc:hunter2@seed.example:7000|cluster");
+    zc_remote_server node;
+    zc_remote_server_at(&spec.servers[0], "10.1.2.3", 7005, &node);
+    cr_assert_str_eq(node.host, "10.1.2.3");
+    cr_assert_eq(node.port, 7005);
+    cr_assert_str_eq(node.user, "zc");
+    cr_assert_str_eq(node.password, "hunter2");
+    cr_assert_str_eq(node.name, "redis://zc:***@10.1.2.3:7005/0");
+    zc_remote_spec_free(&spec);
+}
+
+/* A cluster over TLS with its password in a file: every seed, and every
+ * node found in the map, is reached with the TLS files and the user. */
+Test(remote_spec, a_tls_cluster_gives_every_node_its_files_and_password)
+{
+    char path[128], text[512];
+    write_file(path, sizeof path, "cluster-pw", "s3cret\n", 0600);
+    snprintf(text, sizeof text,
+             "rediss://zc@seed.example:7000|cluster|seeds=10.0.0.2:7001|ca-file=/ca.pem"
+             "|password-file=%s",
+             path);
+    zc_remote_spec spec = parse_ok(text);
+    cr_assert(spec.cluster);
+    cr_assert_eq(spec.server_count, 2);
+    zc_remote_server node;
+    zc_remote_server_at(&spec.servers[1], "10.1.2.3", 7005, &node);
+    const zc_remote_server *servers[] = {&spec.servers[0], &spec.servers[1], &node};
+    for (int i = 0; i < 3; i++) {
+        cr_assert(servers[i]->tls.enabled);
+        cr_assert_str_eq(servers[i]->tls.ca_file, "/ca.pem");
+        cr_assert_str_eq(servers[i]->user, "zc");
+        cr_assert_str_eq(servers[i]->password, "s3cret");
+    }
+    cr_assert_str_eq(spec.name, "rediss://zc:***@seed.example:7000/0|cluster");
+    cr_assert_str_eq(node.name, "rediss://zc:***@10.1.2.3:7005/0");
     zc_remote_spec_free(&spec);
 }

@@ -10,7 +10,9 @@
 
 #include "redis_tls_support.h"
 #include "remote_cache_support.h"
+#include "zecache/entry.h"
 #include "zecache/remote.h"
+#include "zecache/storage.h"
 
 static t_tls_redis server;
 
@@ -185,4 +187,36 @@ Test(remote_tls, a_forked_child_leaves_the_parents_session_alone)
     cr_assert_eq(stats_of(node).remote_errors, 0, "the parent's session was broken");
     zc_cache_close(node);
     cr_assert_eq(t_redis_dbsize(&server.redis), 3);
+}
+
+/* Entries through TLS byte for byte: one held in memory, and one of 20 MiB,
+ * over what the transport holds (ZC_REDIS_IN_MEMORY_MAX), whose reply goes
+ * from the TLS session to a temporary file after the bytes hiredis's reader
+ * had buffered, and is verified there. */
+Test(remote_tls, small_and_large_entries_come_back_whole)
+{
+    zc_remote_spec spec;
+    char reason[256] = "";
+    cr_assert_eq(
+        zc_remote_spec_parse(url_for("localhost", "|timeout=30000"), &spec, reason, sizeof reason),
+        ZC_OK, "%s", reason);
+    zc_storage *storage = NULL;
+    cr_assert_eq(zc_storage_redis_open(&spec, 0, scratch, &storage), ZC_OK);
+    zc_remote_spec_free(&spec);
+    const size_t sizes[] = {100000, 20 << 20};
+    for (size_t i = 0; i < 2; i++) {
+        zc_key key = t_key(800 + i);
+        zc_artifact *artifact = t_artifact(sizes[i], 800 + i);
+        uint8_t *entry = NULL, *value = NULL;
+        size_t size = 0, value_size = 0;
+        cr_assert_eq(zc_entry_encode(&key, artifact, 1, &entry, &size), ZC_OK);
+        zc_artifact_unref(artifact);
+        cr_assert_eq(storage->ops->put(storage, &key, entry, size, false), ZC_OK);
+        cr_assert_eq(storage->ops->get(storage, &key, &value, &value_size), ZC_OK);
+        cr_assert_eq(value_size, size);
+        cr_assert_arr_eq(value, entry, size);
+        free(value);
+        free(entry);
+    }
+    zc_storage_close(storage);
 }

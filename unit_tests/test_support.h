@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static inline int t_remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -95,6 +97,26 @@ static inline void t_write_secret(const char *path, const char *text)
 {
     t_write_file(path, text, strlen(text));
     cr_assert_eq(chmod(path, 0600), 0);
+}
+
+/* Runs a shell command line, its output (cut to size - 1 bytes) in output;
+ * returns its exit status (-1 when it did not exit). */
+static inline int t_run_capturing(const char *line, char *output, size_t size)
+{
+    FILE *pipe = popen(line, "r");
+    cr_assert_not_null(pipe);
+    size_t length = fread(output, 1, size - 1, pipe);
+    output[length] = '\0';
+    int status = pclose(pipe);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The process's peak resident memory so far, in KiB. */
+static inline long t_max_rss_kib(void)
+{
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss;
 }
 
 static inline void *t_read_kernel(const char *name, size_t *size)

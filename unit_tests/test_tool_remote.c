@@ -7,6 +7,8 @@
 #include <ctype.h>
 #include <sys/wait.h>
 
+#include "redis_cluster_support.h"
+#include "redis_test_support.h"
 #include "redis_tls_support.h"
 
 static t_redis server;
@@ -29,12 +31,7 @@ static int run_tool(const char *command, const char *remote)
     char line[4096];
     snprintf(line, sizeof line, "%s NEO_CACHE_DIR=%s/cache NEO_CACHE_REMOTE='%s' %s %s 2>&1",
              environment, server.dir, remote, ZC_TOOL_PATH, command);
-    FILE *pipe = popen(line, "r");
-    cr_assert_not_null(pipe);
-    size_t length = fread(output, 1, sizeof output - 1, pipe);
-    output[length] = '\0';
-    int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return t_run_capturing(line, output, sizeof output);
 }
 
 Test(tool_remote, check_passes_for_working_storages, .init = setup, .fini = teardown, .timeout = 60)
@@ -299,4 +296,62 @@ Test(tool_remote_tls, a_libssl_that_cannot_be_loaded_is_said)
              "%s: file too short\n",
              bogus);
     assert_check("localhost", "", 1, expected);
+}
+
+static int count_of(const char *text, const char *needle)
+{
+    int count = 0;
+    for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle))
+        count++;
+    return count;
+}
+
+/* A Redis Cluster: the storage's probe, then one on each master, whose
+ * lines say which master fails when one does. */
+Test(tool_remote, check_probes_every_master_of_a_cluster, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    t_cluster cluster;
+    t_cluster_start(&cluster);
+    char remote[1024];
+    snprintf(remote, sizeof remote,
+             "redis://127.0.0.1:%u|cluster|connect-timeout=300|seeds=127.0.0.1:%u,127.0.0.1:%u",
+             cluster.nodes[0].port, cluster.nodes[1].port, cluster.nodes[2].port);
+    cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
+    cr_assert_eq(count_of(output, "|cluster "), 1, "%s", output);
+    cr_assert_eq(count_of(output, "  master redis://127.0.0.1:"), 3, "%s", output);
+    cr_assert_eq(count_of(output, " ok: write, read, remove in "), 4, "%s", output);
+    for (int i = 0; i < T_CLUSTER_NODES; i++) {
+        redisReply *reply = t_node_command(&cluster, i, 1, (const char *[]){"DBSIZE"});
+        cr_assert_eq(reply->integer, 0, "a probe left on node %d", i);
+        freeReplyObject(reply);
+    }
+    /* A master dies, its replica kept from taking over. */
+    int master = t_master_of_slot(&cluster, 0), replica = t_replica_of(&cluster, master);
+    t_node_config(&cluster, replica, "cluster-replica-no-failover", "yes");
+    unsigned dead_port = cluster.nodes[master].port;
+    t_cluster_kill(&cluster, master);
+    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
+    char dead[128];
+    snprintf(dead, sizeof dead, "  master redis://127.0.0.1:%u/0", dead_port);
+    const char *line = strstr(output, dead);
+    cr_assert_not_null(line, "%s", output);
+    const char *refused = "FAILED: cannot write the probe: cannot connect: connect: Connection "
+                          "refused\n";
+    cr_assert_not_null(strstr(line, refused), "%s", output);
+    cr_assert_eq(count_of(output, "  master redis://127.0.0.1:"), 3, "%s", output);
+    /* The dead master's line alone: the others still work. The storage's
+     * own probe fails too when its random key is on the dead master; its
+     * line then names the node that refused. */
+    const char *cause = "cannot connect: connect: Connection refused\n";
+    cr_assert_eq(count_of(output, " ok: write, read, remove in ") + count_of(output, "FAILED: "), 4,
+                 "%s", output);
+    cr_assert_eq(count_of(output, "FAILED: "), count_of(output, cause), "%s", output);
+    int failed_masters = 0;
+    for (const char *at = strstr(output, "\n  master "); at != NULL;
+         at = strstr(at + 1, "\n  master "))
+        failed_masters +=
+            strncmp(strchr(at + 1, '\n') - strlen(refused) + 1, refused, strlen(refused)) == 0;
+    cr_assert_eq(failed_masters, 1, "%s", output);
+    t_cluster_stop(&cluster);
 }

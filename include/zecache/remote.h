@@ -45,7 +45,7 @@ bool zc_remote_store(zc_remote *remote, const zc_key *key, const uint8_t *entry,
                      zc_remote_rejects replace);
 
 /* Keeps key's recorded inputs in every writable storage that keeps them
- * (file://, Redis: signed when there is a secret), beside the entry a store
+ * (file://, Redis and HTTP: signed when there is a secret), beside the entry a store
  * put there; a storage without the entry (not admitted, evicted) keeps
  * none. Errors are logged, and counted for Redis as its entries' are;
  * nothing fails. */
@@ -53,7 +53,7 @@ struct zc_input_blob;
 void zc_remote_record(zc_remote *remote, const zc_key *key, const uint8_t *recipe,
                       size_t recipe_size, const struct zc_input_blob *blobs, size_t blob_count);
 
-/* For prewarm: the recorded inputs of the storages that list them (Redis;
+/* For prewarm: the recorded inputs of the storages that list them (Redis, HTTP;
  * file:// storages are read as directories). Calls each with every recorded
  * key (one may come twice, or from several storages) until it returns
  * false; ZC_ERR_IO or ZC_ERR_DISABLED when a storage failed (the others

@@ -5,6 +5,8 @@
  *   rediss://...                                   the same over TLS
  *   redis+unix:///PATH/TO/SOCKET[?db=N]
  *   file:///PATH                                   (the disk tier's layout and format)
+ *   http://HOST[:PORT][/PATH], https://...         (port 80 / 443; the disk tier's
+ *                                                  layout and format under PATH)
  *
  *   |read-only            never written to
  *   |connect-timeout=MS   default ZC_REMOTE_DEFAULT_CONNECT_TIMEOUT_MS
@@ -15,12 +17,20 @@
  *                         read, one trailing newline dropped; the URL then
  *                         gives no password, only the user, if any
  *                         (redis://USER@HOST|password-file=PATH)
- *   |ca-file=PATH         rediss://: the CA certificates (PEM) the server's
- *                         certificate is checked against, instead of the
- *                         system's
+ *   |bearer-token-file=PATH  HTTP only: "Authorization: Bearer <the file's
+ *                         text>", refused when others can read the file
+ *   |ca-file=PATH         rediss:// and https://: the CA certificates (PEM)
+ *                         the server's certificate is checked against,
+ *                         instead of the system's
  *   |cert-file=PATH       rediss://: a client certificate (PEM, with its chain)
  *   |key-file=PATH        ... and its key, unencrypted, in a file others
  *                         cannot read (default: in cert-file)
+ *   |cluster              Redis Cluster: the URL names a seed node, the
+ *                         cluster's slots are discovered from it
+ *   |seeds=H:P,H:P,...    cluster only: more seed nodes, with the URL's
+ *                         user, password and TLS files
+ *
+ * Files are named by absolute paths.
  *
  * Over TLS, the server's certificate must verify and name the URL's host
  * (or IP address). A storage that does not parse is left out with a
@@ -42,19 +52,29 @@
 #define ZC_REMOTE_DEFAULT_REDIS_PORT 6379
 #define ZC_REMOTE_MAX_STORAGES 16
 #define ZC_REMOTE_MAX_SHARDS 64
+#define ZC_REMOTE_DEFAULT_HTTP_PORT 80
+#define ZC_REMOTE_DEFAULT_HTTPS_PORT 443
+#define ZC_REMOTE_MAX_BEARER_TOKEN 8192
 
 typedef enum zc_remote_kind {
     ZC_REMOTE_REDIS_TCP,
     ZC_REMOTE_REDIS_UNIX,
     ZC_REMOTE_FILE,
+    ZC_REMOTE_HTTP,  /* host, port, and path: the URL's path ("" or "/..." without a */
+    ZC_REMOTE_HTTPS, /* trailing '/'), still percent-encoded */
 } zc_remote_kind;
 
-/* rediss://: TLS, and the files it takes ("" for none). */
+/* The longest path of a file attribute (TLS files, password-file,
+ * bearer-token-file): each server (up to ZC_REMOTE_MAX_SHARDS of them a
+ * storage) and each connection keeps a copy of the three TLS files. */
+#define ZC_REMOTE_TLS_PATH_MAX 1024
+
+/* rediss:// and https://: TLS, and the files it takes ("" for none). */
 typedef struct zc_remote_tls {
     bool enabled;
-    char ca_file[PATH_MAX];
-    char cert_file[PATH_MAX];
-    char key_file[PATH_MAX];
+    char ca_file[ZC_REMOTE_TLS_PATH_MAX];
+    char cert_file[ZC_REMOTE_TLS_PATH_MAX];
+    char key_file[ZC_REMOTE_TLS_PATH_MAX];
 } zc_remote_tls;
 
 /* One Redis server (one shard), or the directory of a file storage. */
@@ -74,9 +94,13 @@ typedef struct zc_remote_spec {
     bool read_only;
     uint32_t connect_timeout_ms;
     uint32_t timeout_ms;
-    size_t server_count; /* 1, or the number of shards */
+    size_t server_count; /* 1, or the number of shards, or of a cluster's seeds */
+    bool cluster;        /* servers are seeds of a Redis Cluster */
     zc_remote_server *servers;
     char name[512]; /* the storage as written, password masked, for messages */
+    /* HTTP: the bearer-token-file's text (visible ASCII), malloc'd; NULL
+     * for none. Never shown in a message. */
+    char *bearer_token;
     /* Not parsed: set by the remote tier before it opens the storage. "" for
      * nodes without a secret; with one, "s<16 hex>:", public and derived
      * from the secret (zc_remote_key_namespace), so that nodes with different
@@ -101,5 +125,10 @@ typedef void (*zc_remote_complain_fn)(void *context, const char *storage, const 
 zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t *count,
                                 zc_remote_complain_fn complain, void *context);
 void zc_remote_specs_free(zc_remote_spec *specs, size_t count);
+
+/* A cluster node found at host:port: like's user, password and the rest,
+ * named for messages as like is. */
+void zc_remote_server_at(const zc_remote_server *like, const char *host, unsigned port,
+                         zc_remote_server *out);
 
 #endif

@@ -9,7 +9,12 @@
  *                     disk tier's own code
  *   storage_redis.c   Redis through hiredis: one string value per entry,
  *                     per recipe and per distinct SPIR-V (a recorded input
- *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read)
+ *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read), on
+ *                     one server, shards, or a Redis Cluster (redis_cluster.c)
+ *   storage_http.c    http:// and https:// through libcurl: the disk tier's
+ *                     entry layout under the URL's path (GET, HEAD, PUT,
+ *                     DELETE), recorded inputs beside it, listed with
+ *                     WebDAV's PROPFIND; no cross-node lock
  *
  * Every call is bounded: backends with a network use connect and command
  * timeouts. Errors are returned as ZC_ERR_IO (logged), never retried here. */
@@ -108,12 +113,39 @@ zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *conf
  * in temp_dir (NULL or "": TMPDIR or /tmp) and verified there first. */
 zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload,
                                 const char *temp_dir, zc_storage **out);
+/* max_payload and temp_dir as for Redis. ZC_ERR_DISABLED (logged) when
+ * libcurl cannot be loaded. */
+zc_status zc_storage_http_open(const zc_remote_spec *spec, uint64_t max_payload,
+                               const char *temp_dir, zc_storage **out);
+
+/* Why the calling thread's last failed storage call failed, in the
+ * server's or the transport's words ("HTTP 403 Forbidden", "SSL certificate
+ * problem: ..."), for zecache remote check; "" when no backend said. */
+const char *zc_storage_last_problem(void);
+void zc_storage_clear_problem(void);
+/* For backends: records the problem (printf-style) for the calling thread. */
+void zc_storage_note_problem(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* zecache remote check on a Redis Cluster: with the slot map read afresh,
+ * each master serving slots (up to max) by name, with a key whose entry it
+ * holds, so that a probe under each key reaches each master. ZC_ERR_IO when
+ * no node answered, ZC_ERR_DISABLED when some slot is served by no master,
+ * ZC_ERR_INVALID_ARG for a storage of no cluster. */
+typedef struct zc_storage_cluster_master {
+    char name[320];
+    zc_key probe;
+} zc_storage_cluster_master;
+zc_status zc_storage_redis_cluster_masters(zc_storage *storage, zc_storage_cluster_master *masters,
+                                           size_t max, size_t *count);
 
 /* Redis keys, documented in README: entries under ZC_REDIS_ENTRY_PREFIX<64 hex>,
  * build locks under ZC_REDIS_LOCK_PREFIX<64 hex>, recorded inputs under
  * ZC_REDIS_RECIPE_PREFIX<64 hex of the entry's key> and
  * ZC_REDIS_SPIRV_PREFIX<64 hex of the SPIR-V's SHA-256>; with a secret, its
- * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. */
+ * key namespace (remote_spec.h) follows ZC_REDIS_ENTRY_PREFIX in all. On a
+ * Redis Cluster (|cluster) each <64 hex> is a hash tag, {<64 hex>}, so that
+ * an entry, its lock and its recipe share a slot; the layout for single
+ * servers and shards is unchanged. */
 #define ZC_REDIS_ENTRY_PREFIX "zecache:v1:"
 #define ZC_REDIS_LOCK_INFIX "lock:"
 #define ZC_REDIS_LOCK_PREFIX ZC_REDIS_ENTRY_PREFIX ZC_REDIS_LOCK_INFIX

@@ -1,6 +1,7 @@
 /* See private_file.h. */
 #include "private_file.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 /* The file opened, after the checks: its descriptor, or -1 with the reason. */
 static int open_private(const char *path, zc_status *status, char *reason, size_t reason_size)
 {
+    /* O_NONBLOCK: a FIFO planted under the name must not block the open. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         *status =
@@ -47,6 +49,15 @@ zc_status zc_private_file_read(const char *path, uint8_t *buffer, size_t capacit
         return zc_explain(ZC_ERR_IO, reason, reason_size, "cannot read %s: %s", path,
                           strerror(err));
     return ZC_OK;
+}
+
+zc_status zc_private_file_read_trimmed(const char *path, uint8_t *buffer, size_t capacity,
+                                       size_t *size, char *reason, size_t reason_size)
+{
+    zc_status status = zc_private_file_read(path, buffer, capacity, size, reason, reason_size);
+    while (status == ZC_OK && *size > 0 && isspace(buffer[*size - 1]))
+        (*size)--;
+    return status;
 }
 
 zc_status zc_private_file_check(const char *path, char *reason, size_t reason_size)

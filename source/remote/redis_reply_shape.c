@@ -33,6 +33,17 @@ static const shape cursor = {T_BULK, ZC_REDIS_MAX_CURSOR, 0, 0, NULL, NULL};
 static const shape name = {T_BULK, ZC_REDIS_MAX_SCAN_NAME, 0, 0, NULL, NULL};
 static const shape names = {T_ARRAY, 0, 0, ZC_REDIS_MAX_SCAN_NAMES, &name, &name};
 static const shape scan = {T_ARRAY | T_ERROR, 0, 2, 2, &cursor, &names};
+/* CLUSTER SLOTS: a range is two integers then nodes; a node is its endpoint
+ * (nil when unknown), port, id and metadata (Redis 7: an array of names and
+ * values), or more fields of those kinds from a later server. */
+static const shape node_detail = {T_BULK | T_INTEGER, ZC_REDIS_MAX_NODE_FIELD, 0, 0, NULL, NULL};
+static const shape node_field = {
+    T_BULK | T_INTEGER | T_ARRAY, ZC_REDIS_MAX_NODE_FIELD, 0, 8, &node_detail, &node_detail};
+static const shape endpoint = {T_BULK | T_NIL, ZC_REDIS_MAX_NODE_FIELD, 0, 0, NULL, NULL};
+static const shape range_field = {T_INTEGER | T_ARRAY, 0, 2, 8, &endpoint, &node_field};
+static const shape slot_bound = {T_INTEGER, 0, 0, 0, NULL, NULL};
+static const shape range = {T_ARRAY, 0, 3, 2 + ZC_REDIS_MAX_SLOT_NODES, &slot_bound, &range_field};
+static const shape slots = {T_ARRAY | T_ERROR, 0, 0, ZC_REDIS_MAX_SLOT_RANGES, &range, &range};
 
 typedef struct reader {
     const char *bytes;
@@ -184,7 +195,7 @@ zc_redis_verdict zc_redis_reply_check_bytes(zc_redis_reply_check *check, const c
                                             size_t size)
 {
     shape value = {T_BULK | T_NIL | T_ERROR, check->max_value, 0, 0, NULL, NULL};
-    const shape *shapes[] = {&simple, &word, &value, &scan};
+    const shape *shapes[] = {&simple, &word, &value, &scan, &slots};
     reader r = {bytes, size, 0, check};
     check->why[0] = '\0';
     zc_redis_verdict verdict = element(&r, shapes[check->kind], true);

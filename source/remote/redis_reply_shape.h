@@ -17,6 +17,7 @@ typedef enum zc_redis_reply_kind {
     ZC_REDIS_REPLY_WORD,   /* those, or a bulk string of a few bytes: EVAL's answers */
     ZC_REDIS_REPLY_VALUE,  /* a bulk string up to the value limit, nil or error: GET */
     ZC_REDIS_REPLY_SCAN,   /* [cursor, [key names]], bounded, or an error: SCAN */
+    ZC_REDIS_REPLY_SLOTS,  /* [[first, last, node, replicas...]...] or an error: CLUSTER SLOTS */
 } zc_redis_reply_kind;
 
 /* The bounds of the shapes: a status or error line, EVAL's word, a SCAN
@@ -28,6 +29,12 @@ typedef enum zc_redis_reply_kind {
 #define ZC_REDIS_MAX_CURSOR 32
 #define ZC_REDIS_MAX_SCAN_NAMES 16384
 #define ZC_REDIS_MAX_SCAN_NAME 512
+/* CLUSTER SLOTS: at most one range per slot, each served by a master and up
+ * to 15 replicas, each node [endpoint, port, id, metadata] in a few short
+ * strings (a host name is at most 255 bytes). */
+#define ZC_REDIS_MAX_SLOT_RANGES 16384
+#define ZC_REDIS_MAX_SLOT_NODES 16
+#define ZC_REDIS_MAX_NODE_FIELD 255
 
 typedef enum zc_redis_verdict {
     ZC_REDIS_INCOMPLETE, /* fits so far: read more */

@@ -198,6 +198,51 @@ static zc_status parse_redis_unix(const char *rest, zc_remote_server *server, ch
     return parse_db(query + 4, strlen(query + 4), server, reason, reason_size);
 }
 
+/* ---- http://HOST[:PORT][/PATH], https://... ---- */
+
+static bool has_port(const char *authority, size_t length)
+{
+    const char *close = length > 0 && authority[0] == '[' ? memchr(authority, ']', length) : NULL;
+    const char *after = close != NULL ? close + 1 : authority;
+    return memchr(after, ':', length - (size_t)(after - authority)) != NULL;
+}
+
+/* The path stays percent-encoded: it goes back into URLs as written (its
+ * characters were checked with the whole URL's). */
+static zc_status parse_http_path(const char *path, zc_remote_server *server, char *reason,
+                                 size_t reason_size)
+{
+    size_t length = strlen(path);
+    while (length > 0 && path[length - 1] == '/')
+        length--;
+    if (length >= sizeof server->path)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "path too long");
+    memcpy(server->path, path, length);
+    server->path[length] = '\0';
+    return ZC_OK;
+}
+
+static zc_status parse_http(const char *rest, bool https, zc_remote_server *server, char *reason,
+                            size_t reason_size)
+{
+    for (const char *c = rest; *c != '\0'; c++)
+        if (*c <= ' ' || *c > '~' || *c == '?' || *c == '#')
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                              "an http(s) URL takes no '?', '#', spaces or control characters");
+    const char *slash = strchr(rest, '/');
+    size_t authority_length = slash != NULL ? (size_t)(slash - rest) : strlen(rest);
+    if (memchr(rest, '@', authority_length) != NULL)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "no user or password in an http(s) URL: the environment and the "
+                          "command line show them (use |bearer-token-file=PATH)");
+    zc_status status = parse_host_port(rest, authority_length, server, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (!has_port(rest, authority_length))
+        server->port = https ? ZC_REMOTE_DEFAULT_HTTPS_PORT : ZC_REMOTE_DEFAULT_HTTP_PORT;
+    return parse_http_path(slash != NULL ? slash : "", server, reason, reason_size);
+}
+
 static void name_server(zc_remote_kind kind, zc_remote_server *server)
 {
     if (kind == ZC_REMOTE_FILE) {
@@ -215,6 +260,12 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
         return;
     }
     bool ipv6 = strchr(server->host, ':') != NULL;
+    if (kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS) {
+        snprintf(server->name, sizeof server->name, "%s://%s%.200s%s:%u%.80s",
+                 kind == ZC_REMOTE_HTTPS ? "https" : "http", ipv6 ? "[" : "", server->host,
+                 ipv6 ? "]" : "", server->port, server->path);
+        return;
+    }
     snprintf(server->name, sizeof server->name, "%s://%s%s%.200s%s:%u/%u",
              server->tls.enabled ? "rediss" : "redis", auth, ipv6 ? "[" : "", server->host,
              ipv6 ? "]" : "", server->port, server->db);
@@ -235,18 +286,34 @@ static zc_status parse_url(const char *url, zc_remote_kind *kind, zc_remote_serv
     } else if (starts_with(url, "redis+unix:")) {
         *kind = ZC_REMOTE_REDIS_UNIX;
         status = parse_redis_unix(url + strlen("redis+unix:"), server, reason, reason_size);
+    } else if (starts_with(url, "http://") || starts_with(url, "https://")) {
+        bool https = starts_with(url, "https://");
+        *kind = https ? ZC_REMOTE_HTTPS : ZC_REMOTE_HTTP;
+        server->tls.enabled = https;
+        status = parse_http(url + strlen(https ? "https://" : "http://"), https, server, reason,
+                            reason_size);
     } else if (starts_with(url, "file:")) {
         *kind = ZC_REMOTE_FILE;
         status = parse_path(url + strlen("file:"), strlen(url + strlen("file:")), server, reason,
                             reason_size);
     } else {
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "unknown scheme (expected redis://, rediss://, redis+unix:// or "
-                          "file://)");
+                          "unknown scheme (expected redis://, rediss://, redis+unix://, file://, "
+                          "http:// or https://)");
     }
     if (status == ZC_OK)
         name_server(*kind, server);
     return status;
+}
+
+static bool is_redis(zc_remote_kind kind)
+{
+    return kind == ZC_REMOTE_REDIS_TCP || kind == ZC_REMOTE_REDIS_UNIX;
+}
+
+static bool is_http(zc_remote_kind kind)
+{
+    return kind == ZC_REMOTE_HTTP || kind == ZC_REMOTE_HTTPS;
 }
 
 /* ---- attributes ---- */
@@ -255,7 +322,9 @@ typedef struct attributes {
     bool read_only;
     uint32_t connect_timeout_ms, timeout_ms;
     char shards[ITEM_MAX]; /* "" for none */
-    char password_file[PATH_MAX];
+    bool cluster;
+    char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
+    char password_file[ZC_REMOTE_TLS_PATH_MAX], bearer_token_file[ZC_REMOTE_TLS_PATH_MAX];
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
 
@@ -272,13 +341,38 @@ static zc_status parse_timeout(const char *name, const char *value, uint32_t *ou
     return ZC_OK;
 }
 
+/* path holds ZC_REMOTE_TLS_PATH_MAX bytes, as each file attribute does. */
 static zc_status parse_file_attribute(const char *name, const char *value, char *path, char *reason,
                                       size_t reason_size)
 {
     if (value == NULL || value[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs a path", name);
-    if (snprintf(path, PATH_MAX, "%s", value) >= PATH_MAX)
-        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path too long", name);
+    /* A relative path would be read from whatever directory the
+     * application runs in. */
+    if (value[0] != '/')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s needs an absolute path",
+                          name);
+    if (snprintf(path, ZC_REMOTE_TLS_PATH_MAX, "%s", value) >= ZC_REMOTE_TLS_PATH_MAX)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s: path longer than %d bytes",
+                          name, ZC_REMOTE_TLS_PATH_MAX - 1);
+    return ZC_OK;
+}
+
+/* |cluster, and |seeds=HOST:PORT,... naming more nodes to discover the
+ * cluster from than the URL's. */
+static zc_status parse_cluster_attribute(const char *name, const char *value, attributes *attrs,
+                                         char *reason, size_t reason_size)
+{
+    if (strcmp(name, "cluster") == 0) {
+        if (value != NULL && strcmp(value, "true") != 0)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "cluster takes no value");
+        attrs->cluster = true;
+        return ZC_OK;
+    }
+    if (value == NULL || value[0] == '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "seeds needs a list of HOST:PORT");
+    snprintf(attrs->seeds, sizeof attrs->seeds, "%s", value);
     return ZC_OK;
 }
 
@@ -304,6 +398,7 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         const char *name;
         char *path;
     } files[] = {{"password-file", attrs->password_file},
+                 {"bearer-token-file", attrs->bearer_token_file},
                  {"ca-file", attrs->tls.ca_file},
                  {"cert-file", attrs->tls.cert_file},
                  {"key-file", attrs->tls.key_file}};
@@ -317,10 +412,13 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
+    if (strcmp(text, "cluster") == 0 || strcmp(text, "seeds") == 0)
+        return parse_cluster_attribute(text, value, attrs, reason, reason_size);
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
-                      "timeout=MS, shards=A,B,..., password-file=PATH, ca-file=PATH, "
-                      "cert-file=PATH, key-file=PATH)",
+                      "timeout=MS, shards=A,B,..., cluster, seeds=HOST:PORT,..., "
+                      "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH, "
+                      "bearer-token-file=PATH)",
                       text);
 }
 
@@ -332,46 +430,109 @@ static bool expand_shard(const char *url, const char *shard, char *out, size_t o
     return written > 0 && (size_t)written < out_size;
 }
 
+/* One server of a comma-separated list, named name, into spec's next
+ * server. */
+typedef zc_status (*add_server_fn)(const char *url, const char *name, zc_remote_spec *spec,
+                                   char *reason, size_t reason_size);
+
+/* add for each name of list, up to ZC_REMOTE_MAX_SHARDS servers in all
+ * (what names them in the refusal). */
+static zc_status add_each(const char *url, char *list, const char *what, add_server_fn add,
+                          zc_remote_spec *spec, char *reason, size_t reason_size)
+{
+    char *saveptr = NULL;
+    for (char *name = strtok_r(list, ",", &saveptr); name != NULL;
+         name = strtok_r(NULL, ",", &saveptr)) {
+        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
+            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d %s",
+                              ZC_REMOTE_MAX_SHARDS, what);
+        zc_status status = add(url, name, spec, reason, reason_size);
+        if (status != ZC_OK)
+            return status;
+        spec->server_count++;
+    }
+    return ZC_OK;
+}
+
+static zc_status add_shard(const char *url, const char *shard, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    char expanded[ITEM_MAX];
+    if (!expand_shard(url, shard, expanded, sizeof expanded))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
+    zc_remote_kind kind;
+    zc_status status =
+        parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    if (!is_redis(kind))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards are for Redis servers only");
+    spec->kind = kind;
+    return ZC_OK;
+}
+
 static zc_status add_shards(const char *url, char *shards, zc_remote_spec *spec, char *reason,
                             size_t reason_size)
 {
     if (strchr(url, '*') == NULL)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "shards given but the URL has no '*' to replace");
-    char *saveptr = NULL;
-    for (char *shard = strtok_r(shards, ",", &saveptr); shard != NULL;
-         shard = strtok_r(NULL, ",", &saveptr)) {
-        if (spec->server_count == ZC_REMOTE_MAX_SHARDS)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "more than %d shards",
-                              ZC_REMOTE_MAX_SHARDS);
-        char expanded[ITEM_MAX];
-        if (!expand_shard(url, shard, expanded, sizeof expanded))
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shard URL too long");
-        zc_remote_kind kind;
-        zc_status status =
-            parse_url(expanded, &kind, &spec->servers[spec->server_count], reason, reason_size);
-        if (status != ZC_OK)
-            return status;
-        if (kind == ZC_REMOTE_FILE)
-            return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                              "shards are for Redis servers only");
-        spec->kind = kind;
-        spec->server_count++;
-    }
+    zc_status status = add_each(url, shards, "shards", add_shard, spec, reason, reason_size);
+    if (status != ZC_OK)
+        return status;
     if (spec->server_count == 0)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "shards needs a list of names");
     return ZC_OK;
 }
 
+/* A seed at HOST[:PORT] with the first's user, password and the rest. */
+static zc_status add_seed(const char *url, const char *seed, zc_remote_spec *spec, char *reason,
+                          size_t reason_size)
+{
+    (void)url;
+    zc_remote_server *server = &spec->servers[spec->server_count];
+    *server = spec->servers[0];
+    zc_status status = parse_host_port(seed, strlen(seed), server, reason, reason_size);
+    if (status == ZC_OK)
+        name_server(spec->kind, server);
+    return status;
+}
+
+/* A cluster's seed nodes: the URL's, then each of seeds. Cluster nodes are
+ * reached over TCP at the addresses they announce, and have database 0
+ * only. */
+static zc_status add_seeds(const char *url, char *seeds, zc_remote_spec *spec, char *reason,
+                           size_t reason_size)
+{
+    zc_status status = parse_url(url, &spec->kind, &spec->servers[0], reason, reason_size);
+    if (status != ZC_OK)
+        return status;
+    spec->server_count = 1;
+    if (spec->kind != ZC_REMOTE_REDIS_TCP)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "cluster needs a redis:// or rediss:// URL (nodes are reached over TCP)");
+    if (spec->servers[0].db != 0)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "a cluster has database 0 only");
+    return add_each(url, seeds, "seeds", add_seed, spec, reason, reason_size);
+}
+
 static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spec *spec,
                                char *reason, size_t reason_size)
 {
-    size_t capacity = attrs->shards[0] != '\0' ? ZC_REMOTE_MAX_SHARDS : 1;
+    if (attrs->seeds[0] != '\0' && !attrs->cluster)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "seeds needs cluster");
+    if (attrs->cluster && attrs->shards[0] != '\0')
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "shards and cluster exclude each other: the cluster places keys");
+    size_t capacity = attrs->shards[0] != '\0' || attrs->cluster ? ZC_REMOTE_MAX_SHARDS : 1;
     spec->servers = calloc(capacity, sizeof *spec->servers);
     if (spec->servers == NULL)
         return ZC_ERR_NOMEM;
     if (attrs->shards[0] != '\0')
         return add_shards(url, attrs->shards, spec, reason, reason_size);
+    if (attrs->cluster)
+        return add_seeds(url, attrs->seeds, spec, reason, reason_size);
     if (strchr(url, '*') != NULL && !starts_with(url, "file:"))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "'*' in the URL needs shards=A,B,...");
@@ -444,15 +605,20 @@ static zc_status apply_password(const char *password, zc_remote_spec *spec,
     return ZC_OK;
 }
 
-static zc_status apply_tls(const zc_remote_tls *tls, zc_remote_server *server, char *reason,
-                           size_t reason_size)
+/* https:// takes ca-file (libcurl checks the server with it), not a client
+ * certificate. */
+static zc_status apply_tls(zc_remote_kind kind, const zc_remote_tls *tls, zc_remote_server *server,
+                           char *reason, size_t reason_size)
 {
     bool any_file =
         tls->ca_file[0] != '\0' || tls->cert_file[0] != '\0' || tls->key_file[0] != '\0';
     if (!server->tls.enabled)
         return any_file ? zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                                     "ca-file, cert-file and key-file need rediss://")
+                                     "ca-file, cert-file and key-file need rediss:// or https://")
                         : ZC_OK;
+    if (is_http(kind) && (tls->cert_file[0] != '\0' || tls->key_file[0] != '\0'))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "cert-file and key-file are for rediss:// only");
     if (tls->key_file[0] != '\0' && tls->cert_file[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "key-file needs cert-file");
     memcpy(server->tls.ca_file, tls->ca_file, sizeof tls->ca_file);
@@ -479,15 +645,45 @@ static zc_status read_secrets(const attributes *attrs, const char *url, char *pa
     return status == ZC_OK ? ZC_OK : ZC_ERR_INVALID_ARG;
 }
 
+/* The token goes into a header line as it is: visible ASCII only, so that
+ * no line break can add a header of its own. */
+static zc_status read_bearer_token(const char *path, zc_remote_spec *spec, char *reason,
+                                   size_t reason_size)
+{
+    uint8_t token[ZC_REMOTE_MAX_BEARER_TOKEN + 1];
+    size_t size = 0;
+    if (zc_private_file_read_trimmed(path, token, sizeof token, &size, reason, reason_size) !=
+        ZC_OK)
+        return ZC_ERR_INVALID_ARG; /* a storage that does not parse */
+    bool visible = size > 0 && size <= ZC_REMOTE_MAX_BEARER_TOKEN;
+    for (size_t i = 0; i < size && visible; i++)
+        visible = token[i] > ' ' && token[i] <= '~';
+    if (visible && (spec->bearer_token = malloc(size + 1)) != NULL) {
+        memcpy(spec->bearer_token, token, size);
+        spec->bearer_token[size] = '\0';
+    }
+    memset(token, 0, sizeof token);
+    if (!visible)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "%s must hold one token of 1 to %d visible ASCII characters", path,
+                          ZC_REMOTE_MAX_BEARER_TOKEN);
+    return spec->bearer_token != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
 static zc_status apply_connection_attributes(const attributes *attrs, const char *url,
                                              zc_remote_spec *spec, char *reason, size_t reason_size)
 {
-    if (attrs->password_file[0] != '\0' && spec->kind == ZC_REMOTE_FILE)
+    if (attrs->password_file[0] != '\0' && !is_redis(spec->kind))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "password-file is for Redis storages");
+    if (attrs->bearer_token_file[0] != '\0' && !is_http(spec->kind))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "bearer-token-file is for http:// and https:// only");
     zc_status status = ZC_OK;
     for (size_t i = 0; i < spec->server_count && status == ZC_OK; i++)
-        status = apply_tls(&attrs->tls, &spec->servers[i], reason, reason_size);
+        status = apply_tls(spec->kind, &attrs->tls, &spec->servers[i], reason, reason_size);
+    if (status == ZC_OK && attrs->bearer_token_file[0] != '\0')
+        status = read_bearer_token(attrs->bearer_token_file, spec, reason, reason_size);
     char password[sizeof spec->servers[0].password] = "";
     if (status == ZC_OK)
         status = read_secrets(attrs, url, password, sizeof password, reason, reason_size);
@@ -499,7 +695,9 @@ static zc_status apply_connection_attributes(const attributes *attrs, const char
 
 static void name_spec(zc_remote_spec *spec, const attributes *attrs)
 {
-    if (spec->server_count == 1)
+    if (attrs->cluster)
+        snprintf(spec->name, sizeof spec->name, "%s|cluster", spec->servers[0].name);
+    else if (spec->server_count == 1)
         snprintf(spec->name, sizeof spec->name, "%s", spec->servers[0].name);
     else
         snprintf(spec->name, sizeof spec->name, "%s (+%zu more shards)", spec->servers[0].name,
@@ -539,6 +737,7 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
         return status;
     }
     spec->read_only = attrs.read_only;
+    spec->cluster = attrs.cluster;
     spec->connect_timeout_ms = attrs.connect_timeout_ms;
     spec->timeout_ms = attrs.timeout_ms;
     name_spec(spec, &attrs);
@@ -552,6 +751,10 @@ void zc_remote_spec_free(zc_remote_spec *spec)
     free(spec->servers);
     spec->servers = NULL;
     spec->server_count = 0;
+    if (spec->bearer_token != NULL) /* a secret: not left in freed memory */
+        memset(spec->bearer_token, 0, strlen(spec->bearer_token));
+    free(spec->bearer_token);
+    spec->bearer_token = NULL;
 }
 
 /* The storage as written, with anything between "://" and an '@' masked:
@@ -611,4 +814,13 @@ void zc_remote_specs_free(zc_remote_spec *specs, size_t count)
     for (size_t i = 0; i < count; i++)
         zc_remote_spec_free(&specs[i]);
     free(specs);
+}
+
+void zc_remote_server_at(const zc_remote_server *like, const char *host, unsigned port,
+                         zc_remote_server *out)
+{
+    *out = *like;
+    snprintf(out->host, sizeof out->host, "%s", host);
+    out->port = port;
+    name_server(ZC_REMOTE_REDIS_TCP, out);
 }

@@ -1,13 +1,10 @@
 /* HMAC tags of remote entries (format in remote_tag.h). */
 #include "zecache/remote_tag.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "private_file.h"
@@ -58,15 +55,12 @@ zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char
                                 size_t reason_size)
 {
     memset(secret, 0, sizeof *secret);
-    /* Whoever holds the secret chooses the code run on every node. */
     uint8_t buffer[ZC_REMOTE_SECRET_MAX + 1];
     size_t size = 0;
     zc_status status =
-        zc_private_file_read(path, buffer, sizeof buffer, &size, reason, reason_size);
+        zc_private_file_read_trimmed(path, buffer, sizeof buffer, &size, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    while (size > 0 && isspace(buffer[size - 1]))
-        size--;
     if (size < ZC_REMOTE_SECRET_MIN || size > ZC_REMOTE_SECRET_MAX) {
         snprintf(reason, reason_size, "%s holds %zu bytes: a secret needs %d to %d", path, size,
                  ZC_REMOTE_SECRET_MIN, ZC_REMOTE_SECRET_MAX);

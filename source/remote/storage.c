@@ -1,7 +1,14 @@
 /* Picking a storage backend for a parsed NEO_CACHE_REMOTE item. */
 #include "zecache/storage.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "zecache/entry.h"
+
+/* Per thread: storages are shared by threads, and the check reads the
+ * problem of the call it just made. */
+static _Thread_local char last_problem[512];
 
 zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, zc_storage **out)
 {
@@ -10,6 +17,9 @@ zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, z
     *out = NULL;
     if (spec->kind == ZC_REMOTE_FILE)
         return zc_storage_file_open(spec, config, out);
+    if (spec->kind == ZC_REMOTE_HTTP || spec->kind == ZC_REMOTE_HTTPS)
+        return zc_storage_http_open(spec, config != NULL ? config->max_size : 0,
+                                    config != NULL ? config->dir : NULL, out);
     return zc_storage_redis_open(spec, config != NULL ? config->max_size : 0,
                                  config != NULL ? config->dir : NULL, out);
 }
@@ -18,4 +28,22 @@ void zc_storage_close(zc_storage *storage)
 {
     if (storage != NULL)
         storage->ops->close(storage);
+}
+
+const char *zc_storage_last_problem(void)
+{
+    return last_problem;
+}
+
+void zc_storage_clear_problem(void)
+{
+    last_problem[0] = '\0';
+}
+
+void zc_storage_note_problem(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    vsnprintf(last_problem, sizeof last_problem, format, args);
+    va_end(args);
 }

@@ -8,7 +8,9 @@
  * SET ZC_REDIS_LOCK_PREFIX<hex> <token> NX PX <ms>, released only by their
  * taker (a script compares the token). With shards, each key lives on the
  * server whose name scores highest for it (rendezvous hashing), so adding a
- * server moves only the keys it wins.
+ * server moves only the keys it wins. In a Redis Cluster (redis_cluster.h)
+ * the <hex> of every name is a hash tag, {<hex>}, so that an entry, its
+ * lock and its recipe share a slot, which the claim script needs.
  *
  * Every command finishes or fails within the connect and command timeouts,
  * whatever the server does, and takes only the reply shape it expects
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "monotonic_clock.h"
+#include "redis_cluster.h"
 #include "redis_connection.h"
 #include "redis_value_file.h"
 #include "zecache/disk_recipes.h"
@@ -79,6 +82,7 @@ typedef struct redis_storage {
     zc_storage base;
     size_t server_count;
     zc_redis_connection **servers;
+    zc_redis_cluster *cluster; /* NULL: servers are shards */
     char name[sizeof(((zc_remote_spec *)0)->name)];
     char key_namespace[NAMESPACE_SIZE];
     uint64_t max_payload;
@@ -86,23 +90,33 @@ typedef struct redis_storage {
     char temp_dir[PATH_MAX]; /* for entries too large to hold */
 } redis_storage;
 
+/* A key's <hex> in names: {<hex>} in a cluster (2 more bytes). */
+typedef char tagged_hex[ZC_KEY_HEX_SIZE + 2];
+
+static void tagged_hex_of(const redis_storage *redis, const zc_key *key, tagged_hex tagged)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    snprintf(tagged, sizeof(tagged_hex), redis->cluster != NULL ? "{%s}" : "%s", hex);
+}
+
 typedef struct redis_key {
-    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
-    char lock[sizeof ZC_REDIS_LOCK_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
+    char entry[sizeof ZC_REDIS_ENTRY_PREFIX + NAMESPACE_SIZE + sizeof(tagged_hex)];
+    char lock[sizeof ZC_REDIS_LOCK_PREFIX + NAMESPACE_SIZE + sizeof(tagged_hex)];
 } redis_key;
 
 /* zecache:v1:[<namespace>]<hex> and zecache:v1:[<namespace>]lock:<hex>. */
 static void redis_key_of(const redis_storage *redis, const zc_key *key, redis_key *names)
 {
-    char hex[ZC_KEY_HEX_SIZE];
-    zc_key_to_hex(key, hex);
+    tagged_hex hex;
+    tagged_hex_of(redis, key, hex);
     snprintf(names->entry, sizeof names->entry, ZC_REDIS_ENTRY_PREFIX "%s%s", redis->key_namespace,
              hex);
     snprintf(names->lock, sizeof names->lock, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_LOCK_INFIX "%s",
              redis->key_namespace, hex);
 }
 
-typedef char input_name[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + ZC_KEY_HEX_SIZE];
+typedef char input_name[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + sizeof(tagged_hex)];
 
 /* zecache:v1:[<namespace>]recipe:<hex of the key> or spirv:<hex of the
  * SHA-256>. Either lives on the server its 32 bytes pick as a key's would: a
@@ -110,8 +124,8 @@ typedef char input_name[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + ZC_KEY_
 static void input_name_of(const redis_storage *redis, zc_storage_input kind, const zc_key *id,
                           input_name name)
 {
-    char hex[ZC_KEY_HEX_SIZE];
-    zc_key_to_hex(id, hex);
+    tagged_hex hex;
+    tagged_hex_of(redis, id, hex);
     snprintf(name, sizeof(input_name), ZC_REDIS_ENTRY_PREFIX "%s%s%s", redis->key_namespace,
              kind == ZC_STORAGE_RECIPE ? ZC_REDIS_RECIPE_INFIX : ZC_REDIS_SPIRV_INFIX, hex);
 }
@@ -146,25 +160,39 @@ static zc_redis_connection *server_for(redis_storage *redis, const zc_key *key)
     return redis->servers[best];
 }
 
-/* One command on key's server, connecting first if needed, within the
- * storage's deadlines. NULL (logged) when the server could not be reached or
- * did not answer in time. */
-static redisReply *run_command(redis_storage *redis, const zc_key *key, zc_redis_reply_kind kind,
-                               int argc, const char **argv, const size_t *lengths)
+/* One command for the name on its server (shard's, or in a cluster the
+ * node serving name's slot), connecting first if needed, within the
+ * storage's deadlines. NULL (logged) when it failed; *failure is then
+ * ZC_ERR_IO when the storage could not be reached or did not answer in
+ * time, ZC_ERR_DISABLED when a cluster answered but not the name's node. */
+static redisReply *command_on(redis_storage *redis, const zc_key *shard, const char *name,
+                              zc_redis_reply_kind kind, const zc_redis_sink *sink, int argc,
+                              const char **argv, const size_t *lengths, zc_status *failure)
 {
-    return zc_redis_command(server_for(redis, key), kind, NULL, argc, argv, lengths);
+    *failure = ZC_ERR_IO;
+    if (redis->cluster != NULL)
+        return zc_redis_cluster_command(redis->cluster, name, kind, sink, argc, argv, lengths,
+                                        failure);
+    return zc_redis_command(server_for(redis, shard), kind, sink, argc, argv, lengths);
 }
 
-static void log_failure(const zc_redis_connection *server, const char *what, const char *detail)
+/* Where a key's commands go, for messages: its shard, or the cluster. */
+static const char *server_name(redis_storage *redis, const zc_key *shard)
 {
-    zc_log_info("remote %s: %s: %s", zc_redis_connection_name(server), what, detail);
+    return redis->cluster != NULL ? redis->name
+                                  : zc_redis_connection_name(server_for(redis, shard));
+}
+
+static void log_failure(const char *server, const char *what, const char *detail)
+{
+    zc_log_info("remote %s: %s: %s", server, what, detail);
 }
 
 /* An error reply: the server answered and refused (OOM, WRONGTYPE, ...). */
 static zc_status refused(redis_storage *redis, const zc_key *key, redisReply *reply,
                          const char *what)
 {
-    log_failure(server_for(redis, key), what, reply->str != NULL ? reply->str : "error");
+    log_failure(server_name(redis, key), what, reply->str != NULL ? reply->str : "error");
     freeReplyObject(reply);
     return ZC_ERR_DISABLED;
 }
@@ -188,7 +216,7 @@ static zc_status take_streamed(redis_storage *redis, const zc_key *shard, const 
     zc_status status = zc_redis_value_file_take(file, value, size, reason, sizeof reason);
     if (status != ZC_MISS)
         return status;
-    log_failure(server_for(redis, shard), name, reason);
+    log_failure(server_name(redis, shard), name, reason);
     return bad_value(value, size);
 }
 
@@ -200,11 +228,12 @@ static zc_status get_value(redis_storage *redis, const zc_key *shard, const char
     zc_redis_sink sink;
     if (file != NULL)
         sink = zc_redis_value_file_sink(file);
+    zc_status failure;
     redisReply *reply =
-        zc_redis_command(server_for(redis, shard), ZC_REDIS_REPLY_VALUE,
-                         file != NULL ? &sink : NULL, 2, (const char *[]){"GET", name}, NULL);
+        command_on(redis, shard, name, ZC_REDIS_REPLY_VALUE, file != NULL ? &sink : NULL, 2,
+                   (const char *[]){"GET", name}, NULL, &failure);
     if (reply == NULL) /* refused for its header (logged): there, but bad */
-        return file != NULL && file->bad_head ? bad_value(value, size) : ZC_ERR_IO;
+        return file != NULL && file->bad_head ? bad_value(value, size) : failure;
     if (reply->type == REDIS_REPLY_STRING && reply->str == NULL && reply->len > 0) {
         freeReplyObject(reply);
         return take_streamed(redis, shard, name, file, value, size);
@@ -217,7 +246,7 @@ static zc_status get_value(redis_storage *redis, const zc_key *shard, const char
      * verification accepts, so the caller replaces it. */
     size_t length = reply->type == REDIS_REPLY_STRING ? reply->len : 0;
     if (reply->type == REDIS_REPLY_ERROR)
-        log_failure(server_for(redis, shard), "GET", reply->str);
+        log_failure(server_name(redis, shard), "GET", reply->str);
     uint8_t *copy = NULL;
     if (length > 0) {
         /* hiredis 0.14 allocates a string reply's bytes with malloc and frees
@@ -257,11 +286,13 @@ static zc_status set_value(redis_storage *redis, const zc_key *shard, const char
     size_t set_lengths[] = {3, strlen(name), size};
     const char *eval[] = {"EVAL", put_input_script, "1", name, (const char *)value};
     size_t eval_lengths[] = {4, sizeof put_input_script - 1, 1, strlen(name), size};
-    redisReply *reply =
-        as_input ? run_command(redis, shard, ZC_REDIS_REPLY_SIMPLE, 5, eval, eval_lengths)
-                 : run_command(redis, shard, ZC_REDIS_REPLY_SIMPLE, 3, set, set_lengths);
+    zc_status failure;
+    redisReply *reply = as_input ? command_on(redis, shard, name, ZC_REDIS_REPLY_SIMPLE, NULL, 5,
+                                              eval, eval_lengths, &failure)
+                                 : command_on(redis, shard, name, ZC_REDIS_REPLY_SIMPLE, NULL, 3,
+                                              set, set_lengths, &failure);
     if (reply == NULL)
-        return ZC_ERR_IO;
+        return failure;
     if (reply->type == REDIS_REPLY_ERROR)
         return refused(redis, shard, reply, what);
     freeReplyObject(reply);
@@ -285,10 +316,11 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
     redis_storage *redis = (redis_storage *)storage;
     redis_key names;
     redis_key_of(redis, key, &names);
-    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 2,
-                                    (const char *[]){"DEL", names.entry}, NULL);
+    zc_status failure;
+    redisReply *reply = command_on(redis, key, names.entry, ZC_REDIS_REPLY_SIMPLE, NULL, 2,
+                                   (const char *[]){"DEL", names.entry}, NULL, &failure);
     if (reply == NULL)
-        return ZC_ERR_IO;
+        return failure;
     if (reply->type == REDIS_REPLY_ERROR)
         return refused(redis, key, reply, "DEL");
     freeReplyObject(reply);
@@ -318,9 +350,11 @@ static zc_status try_claim(redis_storage *redis, const zc_key *key, const redis_
     char px[24];
     snprintf(px, sizeof px, "%llu", (unsigned long long)lock_ms);
     const char *argv[] = {"EVAL", claim_script, "2", names->entry, names->lock, token, px};
-    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_WORD, 7, argv, NULL);
+    zc_status failure;
+    redisReply *reply =
+        command_on(redis, key, names->entry, ZC_REDIS_REPLY_WORD, NULL, 7, argv, NULL, &failure);
     if (reply == NULL)
-        return ZC_ERR_IO;
+        return failure;
     if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
         return refused(redis, key, reply, "EVAL (claim)");
     if (strcmp(reply->str, "ready") == 0)
@@ -354,7 +388,7 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
     zc_backoff backoff = zc_backoff_start(timeout_ms, FIRST_POLL_MS * UINT64_C(1000000),
                                           MAX_POLL_MS * UINT64_C(1000000));
     for (;;) {
-        claim_answer answer;
+        claim_answer answer = ANSWER_BUSY;
         zc_status status = try_claim(redis, key, &names, claim->token, lock_ms, &answer);
         if (status != ZC_OK)
             return status;
@@ -395,9 +429,11 @@ static void redis_release(zc_storage *storage, const zc_key *key, zc_storage_cla
     snprintf(mark_ms, sizeof mark_ms, "%d", ZC_REDIS_FAILED_MARK_MS);
     const char *argv[] = {"EVAL",       release_script,     "1",    names.lock,
                           claim->token, failed ? "1" : "0", mark_ms};
-    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 7, argv, NULL);
+    zc_status failure;
+    redisReply *reply =
+        command_on(redis, key, names.lock, ZC_REDIS_REPLY_SIMPLE, NULL, 7, argv, NULL, &failure);
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
-        log_failure(server_for(redis, key), "EVAL (release)", reply->str);
+        log_failure(server_name(redis, key), "EVAL (release)", reply->str);
     if (reply != NULL)
         freeReplyObject(reply);
     /* Not released (server gone): the lock expires by itself. */
@@ -409,10 +445,11 @@ static zc_status entry_exists(redis_storage *redis, const zc_key *key)
 {
     redis_key names;
     redis_key_of(redis, key, &names);
-    redisReply *reply = run_command(redis, key, ZC_REDIS_REPLY_SIMPLE, 2,
-                                    (const char *[]){"EXISTS", names.entry}, NULL);
+    zc_status failure;
+    redisReply *reply = command_on(redis, key, names.entry, ZC_REDIS_REPLY_SIMPLE, NULL, 2,
+                                   (const char *[]){"EXISTS", names.entry}, NULL, &failure);
     if (reply == NULL)
-        return ZC_ERR_IO;
+        return failure;
     if (reply->type != REDIS_REPLY_INTEGER)
         return refused(redis, key, reply, "EXISTS");
     zc_status status = reply->integer == 1 ? ZC_OK : ZC_MISS;
@@ -464,6 +501,7 @@ typedef struct scan_state {
     char cursor[ZC_REDIS_MAX_CURSOR + 1];
     char remembered[ZC_REDIS_MAX_CURSOR + 1];
     size_t calls, keys;
+    bool tagged; /* names hold {<hex>}: a cluster's */
     zc_storage_recipe_fn each;
     void *context;
 } scan_state;
@@ -477,8 +515,12 @@ static bool take_scan_batch(redisReply *reply, size_t prefix_length, scan_state 
     for (size_t i = 0; i < names->elements && scan->keys < SCAN_MAX_KEYS; i++) {
         zc_key key;
         const redisReply *name = names->element[i];
-        if (name->len != prefix_length + 2 * ZC_KEY_SIZE ||
-            !zc_key_from_hex(name->str + prefix_length, &key))
+        size_t tag = scan->tagged ? 1 : 0;
+        char hex[ZC_KEY_HEX_SIZE] = "";
+        if (name->len == prefix_length + 2 * ZC_KEY_SIZE + 2 * tag &&
+            (tag == 0 || (name->str[prefix_length] == '{' && name->str[name->len - 1] == '}')))
+            memcpy(hex, name->str + prefix_length + tag, 2 * ZC_KEY_SIZE);
+        if (!zc_key_from_hex(hex, &key))
             continue; /* not one of ours */
         scan->keys++;
         if (!scan->each(scan->context, &key))
@@ -501,19 +543,31 @@ static const char *scan_runaway(scan_state *scan)
     return NULL;
 }
 
+/* One listing: the names it takes and whom it tells. */
+typedef struct listing {
+    char match[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + 1];
+    size_t prefix_length;
+    bool tagged;
+    zc_storage_recipe_fn each;
+    void *context;
+} listing;
+
 /* SCAN in batches of SCAN_BATCH, so that no command holds the server long
  * nor brings a reply of every key at once. */
-static zc_status scan_server(zc_redis_connection *server, const char *match, size_t prefix_length,
-                             zc_storage_recipe_fn each, void *context)
+static zc_status scan_server(void *context, zc_redis_connection *server)
 {
-    scan_state scan = {.cursor = "0", .each = each, .context = context};
+    const listing *list = context;
+    const char *match = list->match;
+    size_t prefix_length = list->prefix_length;
+    scan_state scan = {
+        .cursor = "0", .tagged = list->tagged, .each = list->each, .context = list->context};
     do {
         const char *argv[] = {"SCAN", scan.cursor, "MATCH", match, "COUNT", SCAN_BATCH};
         redisReply *reply = zc_redis_command(server, ZC_REDIS_REPLY_SCAN, NULL, 6, argv, NULL);
         if (reply == NULL)
             return ZC_ERR_IO;
         if (reply->type == REDIS_REPLY_ERROR) {
-            log_failure(server, "SCAN", reply->str);
+            log_failure(zc_redis_connection_name(server), "SCAN", reply->str);
             freeReplyObject(reply);
             return ZC_ERR_DISABLED;
         }
@@ -523,7 +577,7 @@ static zc_status scan_server(zc_redis_connection *server, const char *match, siz
             return ZC_OK;
         const char *runaway = strcmp(scan.cursor, "0") != 0 ? scan_runaway(&scan) : NULL;
         if (runaway != NULL) {
-            log_failure(server, "SCAN", runaway);
+            log_failure(zc_redis_connection_name(server), "SCAN", runaway);
             return ZC_ERR_DISABLED;
         }
     } while (strcmp(scan.cursor, "0") != 0);
@@ -533,14 +587,17 @@ static zc_status scan_server(zc_redis_connection *server, const char *match, siz
 static zc_status redis_list_recipes(zc_storage *storage, zc_storage_recipe_fn each, void *context)
 {
     redis_storage *redis = (redis_storage *)storage;
-    char match[sizeof ZC_REDIS_RECIPE_PREFIX + NAMESPACE_SIZE + 1];
-    snprintf(match, sizeof match, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_RECIPE_INFIX "*",
+    listing list = {.tagged = redis->cluster != NULL, .each = each, .context = context};
+    snprintf(list.match, sizeof list.match, ZC_REDIS_ENTRY_PREFIX "%s" ZC_REDIS_RECIPE_INFIX "*",
              redis->key_namespace);
-    size_t prefix_length = strlen(match) - 1;
-    /* Every server: a recipe lives where its key's shard is. */
+    list.prefix_length = strlen(list.match) - 1;
+    /* Every server, or every master of a cluster: a recipe lives where its
+     * key's shard or slot is. */
+    if (redis->cluster != NULL)
+        return zc_redis_cluster_each_master(redis->cluster, scan_server, &list);
     zc_status status = ZC_OK;
     for (size_t i = 0; i < redis->server_count && status == ZC_OK; i++)
-        status = scan_server(redis->servers[i], match, prefix_length, each, context);
+        status = scan_server(&list, redis->servers[i]);
     return status;
 }
 
@@ -549,6 +606,7 @@ static void redis_close(zc_storage *storage)
     redis_storage *redis = (redis_storage *)storage;
     for (size_t i = 0; i < redis->server_count; i++)
         zc_redis_connection_free(redis->servers[i]);
+    zc_redis_cluster_free(redis->cluster);
     free(redis->servers);
     free(redis);
 }
@@ -583,7 +641,14 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     uint64_t max_value = zc_entry_size_bound(max_payload);
     zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms,
                               max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX};
-    for (; redis->server_count < spec->server_count; redis->server_count++) {
+    if (spec->cluster)
+        redis->cluster =
+            zc_redis_cluster_new(spec->name, spec->servers, spec->server_count, &limits);
+    if (spec->cluster && redis->cluster == NULL) {
+        redis_close(&redis->base);
+        return ZC_ERR_NOMEM;
+    }
+    for (; !spec->cluster && redis->server_count < spec->server_count; redis->server_count++) {
         servers[redis->server_count] =
             zc_redis_connection_new(&spec->servers[redis->server_count], &limits);
         if (servers[redis->server_count] == NULL) {
@@ -600,4 +665,68 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
         (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
     *out = &redis->base;
     return ZC_OK;
+}
+
+/* ---- zecache remote check on a cluster ---- */
+
+typedef struct master_list {
+    zc_storage_cluster_master *masters;
+    zc_redis_connection **connections;
+    size_t max, count;
+} master_list;
+
+static zc_status add_master(void *context, zc_redis_connection *master)
+{
+    master_list *list = context;
+    if (list->count < list->max) {
+        snprintf(list->masters[list->count].name, sizeof list->masters[list->count].name, "%s",
+                 zc_redis_connection_name(master));
+        list->connections[list->count++] = master;
+    }
+    return ZC_OK;
+}
+
+/* A key for each master: random keys until each has one, at most
+ * PROBE_TRIES (with three masters a key misses a given one with odds 2/3:
+ * 4096 tries leave none out but with odds below 10^-700). */
+static bool find_probe_keys(redis_storage *redis, master_list *list)
+{
+    enum { PROBE_TRIES = 4096 };
+    size_t found = 0;
+    bool *has = calloc(list->count + 1, sizeof *has);
+    for (int i = 0; has != NULL && i < PROBE_TRIES && found < list->count; i++) {
+        zc_key key;
+        if (getrandom(key.bytes, sizeof key.bytes, 0) != (ssize_t)sizeof key.bytes)
+            break;
+        redis_key names;
+        redis_key_of(redis, &key, &names);
+        zc_redis_connection *owner = zc_redis_cluster_owner(redis->cluster, names.entry);
+        for (size_t m = 0; m < list->count; m++) {
+            if (list->connections[m] == owner && !has[m]) {
+                has[m] = true;
+                list->masters[m].probe = key;
+                found++;
+            }
+        }
+    }
+    free(has);
+    return found == list->count;
+}
+
+zc_status zc_storage_redis_cluster_masters(zc_storage *storage, zc_storage_cluster_master *masters,
+                                           size_t max, size_t *count)
+{
+    *count = 0;
+    redis_storage *redis = (redis_storage *)storage;
+    if (storage == NULL || storage->ops != &redis_ops || redis->cluster == NULL)
+        return ZC_ERR_INVALID_ARG;
+    master_list list = {masters, calloc(max + 1, sizeof *list.connections), max, 0};
+    if (list.connections == NULL)
+        return ZC_ERR_NOMEM;
+    zc_status status = zc_redis_cluster_each_master(redis->cluster, add_master, &list);
+    if (status == ZC_OK && !find_probe_keys(redis, &list))
+        status = ZC_ERR_DISABLED;
+    free(list.connections);
+    *count = status == ZC_OK ? list.count : 0;
+    return status;
 }

@@ -5,6 +5,7 @@
 #include "tls_socket.h"
 
 #include "openssl_api.h"
+#include "zecache/remote_spec.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -74,7 +75,7 @@ static bool load_client_certificate(SSL_CTX *ctx, const zc_tls_settings *setting
                                     size_t why_size)
 {
     const char *key = settings->key_file[0] != '\0' ? settings->key_file : settings->cert_file;
-    char what[PATH_MAX + 96];
+    char what[ZC_REMOTE_TLS_PATH_MAX + 96];
     snprintf(what, sizeof what, "cert-file %s", settings->cert_file);
     bool ok = OSSL(SSL_CTX_use_certificate_chain_file)(ctx, settings->cert_file) == 1;
     if (ok) {
@@ -96,7 +97,7 @@ static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why,
         !readable("cert-file", settings->cert_file, why, why_size) ||
         !readable("key-file", settings->key_file, why, why_size))
         return false;
-    char what[PATH_MAX + 32];
+    char what[ZC_REMOTE_TLS_PATH_MAX + 32];
     bool ok = true;
     if (settings->ca_file[0] != '\0') {
         snprintf(what, sizeof what, "ca-file %s", settings->ca_file);
@@ -129,8 +130,8 @@ zc_tls_context *zc_tls_context_new(const zc_tls_settings *settings, char *why, s
     OSSL(SSL_CTX_set_default_passwd_cb)(ctx, no_passphrase);
     /* Writes resume where a partial one stopped; a server's close without
      * close_notify reads as the end (RESP itself shows a reply cut short). */
-    OSSL(SSL_CTX_ctrl)
-    (ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+    long mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
+    OSSL(SSL_CTX_ctrl)(ctx, SSL_CTRL_MODE, mode, NULL);
     OSSL(SSL_CTX_set_options)(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (!load_files(ctx, settings, why, why_size)) {
         OSSL(SSL_CTX_free)(ctx);

@@ -1,0 +1,112 @@
+/* zecache remote check and config for http:// and https:// storages, run as
+ * a program against a private nginx (nginx_test_support.h): each failure
+ * is said in the server's or libcurl's words. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "disk_test_support.h"
+#include "nginx_test_support.h"
+
+static t_nginx nginx;
+static char output[16384];
+
+static void setup(void)
+{
+    t_nginx_start(&nginx);
+}
+
+static void teardown(void)
+{
+    t_nginx_stop(&nginx);
+}
+
+TestSuite(tool_remote_http, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Runs the tool with NEO_CACHE_REMOTE=remote; returns its exit status. */
+static int run_tool(const char *command, const char *remote)
+{
+    char line[4096];
+    snprintf(line, sizeof line, "NEO_CACHE_DIR=%s/cache NEO_CACHE_REMOTE='%s' %s %s 2>&1",
+             nginx.dir, remote, ZC_TOOL_PATH, command);
+    return t_run_capturing(line, output, sizeof output);
+}
+
+/* The check's line for the storage named name: "<name> <what>" (what ends
+ * with '\n' to match the whole line). */
+static void assert_line(const char *name, const char *what)
+{
+    char line[1536];
+    snprintf(line, sizeof line, "%-48s %s", name, what);
+    cr_assert_not_null(strstr(output, line), "no line \"%s\" in:\n%s", line, output);
+}
+
+Test(tool_remote_http, check_passes_over_http_and_https)
+{
+    char remote[2048], http[256], https[256];
+    t_nginx_url(&nginx, "/zc", http, sizeof http);
+    t_nginx_tls_url(&nginx, "localhost", "/zc", https, sizeof https);
+    snprintf(remote, sizeof remote,
+             "%s" T_NGINX_TIMEOUTS " %s" T_NGINX_TIMEOUTS "|ca-file=%s %s/private" T_NGINX_TIMEOUTS
+             "|bearer-token-file=%s",
+             http, https, nginx.ca, http, nginx.token_file);
+    cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
+    cr_assert_null(strstr(output, "FAILED"), "%s", output);
+    size_t ok_lines = 0;
+    for (const char *at = strstr(output, " ok: write, read, remove in "); at != NULL;
+         at = strstr(at + 1, " ok: write, read, remove in "))
+        ok_lines++;
+    cr_assert_eq(ok_lines, 3, "%s", output);
+    cr_assert_eq(t_count_entries(nginx.data), 0, "the probes are removed");
+}
+
+Test(tool_remote_http, check_says_exactly_what_failed)
+{
+    char remote[4096], http[256], https[256], other_name[512], wrong_host[256];
+    t_nginx_url(&nginx, "", http, sizeof http);
+    t_nginx_tls_url(&nginx, "localhost", "", https, sizeof https);
+    t_nginx_tls_url(&nginx, "127.0.0.2", "", wrong_host, sizeof wrong_host);
+    snprintf(other_name, sizeof other_name, "%s" T_NGINX_TIMEOUTS "|ca-file=%s", https,
+             nginx.other_ca);
+    snprintf(remote, sizeof remote,
+             "%s/private" T_NGINX_TIMEOUTS " %s" T_NGINX_TIMEOUTS
+             "|ca-file=%s %s %s/readonly" T_NGINX_TIMEOUTS,
+             http, wrong_host, nginx.ca, other_name, http);
+    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
+    char name[256];
+    snprintf(name, sizeof name, "http://127.0.0.1:%u/private", nginx.port);
+    assert_line(name, "FAILED: cannot write the probe: PUT: HTTP 401\n");
+    snprintf(name, sizeof name, "https://127.0.0.2:%u", nginx.tls_port);
+    assert_line(name, "FAILED: cannot write the probe: PUT: SSL: no alternative certificate "
+                      "subject name matches target host name '127.0.0.2'\n");
+    snprintf(name, sizeof name, "https://localhost:%u", nginx.tls_port);
+    assert_line(name, "FAILED: cannot write the probe: PUT: SSL certificate problem: unable to "
+                      "get local issuer certificate\n");
+    snprintf(name, sizeof name, "http://127.0.0.1:%u/readonly", nginx.port);
+    assert_line(name, "FAILED: cannot write the probe: PUT: HTTP 403\n");
+    /* Read-only, it is only read: a miss is fine. */
+    snprintf(remote, sizeof remote, "%s/readonly" T_NGINX_TIMEOUTS "|read-only", http);
+    cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
+    snprintf(name, sizeof name, "http://127.0.0.1:%u/readonly|read-only", nginx.port);
+    assert_line(name, "ok: read in");
+}
+
+Test(tool_remote_http, a_token_others_can_read_is_refused_and_never_shown)
+{
+    char remote[1024], http[256];
+    t_nginx_url(&nginx, "/private", http, sizeof http);
+    snprintf(remote, sizeof remote, "%s|bearer-token-file=%s", http, nginx.token_file);
+    cr_assert_eq(run_tool("config", remote), 0, "%s", output);
+    cr_assert_null(strstr(output, T_NGINX_TOKEN), "the token is shown: %s", output);
+    cr_assert_eq(chmod(nginx.token_file, 0644), 0);
+    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
+    char line[2048];
+    snprintf(line, sizeof line,
+             "%-48s FAILED: %s is not a regular file readable only by its owner and group "
+             "(chmod o-rwx it)\n",
+             remote, nginx.token_file);
+    cr_assert_not_null(strstr(output, line), "no line \"%s\" in:\n%s", line, output);
+}
