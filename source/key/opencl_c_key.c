@@ -69,11 +69,14 @@ typedef struct resolver {
     /* The -I directories made absolute, then the system directories. */
     char *dirs[ZC_OPENCL_C_INCLUDE_DIRS_MAX + SYSTEM_DIR_COUNT];
     size_t dir_count;
-    header headers[ZC_OPENCL_C_HEADERS_MAX];
-    size_t header_count;
+    /* Grown as needed up to their bounds: most sources include nothing,
+     * and a resolver of full arrays (60 KB, zeroed and page-faulted in on
+     * every source build) cost more than the rest of the key. */
+    header *headers;
+    size_t header_count, header_capacity;
     uint64_t header_bytes;
-    lookup lookups[ZC_OPENCL_C_LOOKUPS_MAX];
-    size_t lookup_count;
+    lookup *lookups;
+    size_t lookup_count, lookup_capacity;
     const char *current_dir; /* the includer's directory during its scan */
     bool in_source;          /* scanning the source itself, not a header */
 } resolver;
@@ -87,6 +90,21 @@ typedef enum candidate_state {
 static zc_status refuse(resolver *r, zc_status status, const char *what)
 {
     return zc_key_refuse(r->builder, status, "OpenCL C: %s", what);
+}
+
+/* array (of *capacity elements of size element, count used) with room for
+ * one more, grown by doubling up to max (which count is below); NULL when
+ * out of memory, array then unchanged. */
+static void *with_room(void *array, size_t *capacity, size_t count, size_t element, size_t max)
+{
+    if (count < *capacity)
+        return array;
+    size_t grown = *capacity == 0 ? 8 : *capacity * 2;
+    grown = grown < max ? grown : max;
+    void *bigger = realloc(array, grown * element);
+    if (bigger != NULL)
+        *capacity = grown;
+    return bigger;
 }
 
 /* dir/name, or name when it is absolute; false when it does not fit. */
@@ -176,6 +194,13 @@ static zc_status queue_header(resolver *r, const char *path, char *content, size
         free(content);
         return refuse(r, ZC_NOT_CACHEABLE, "it can include more headers than the bound");
     }
+    header *headers = with_room(r->headers, &r->header_capacity, r->header_count, sizeof *headers,
+                                ZC_OPENCL_C_HEADERS_MAX);
+    if (headers == NULL) {
+        free(content);
+        return refuse(r, ZC_ERR_NOMEM, "out of memory for a header");
+    }
+    r->headers = headers;
     header *h = &r->headers[r->header_count];
     *h = (header){strdup(path), dir_of(path), content, size};
     if (h->path == NULL || h->dir == NULL) {
@@ -299,6 +324,11 @@ static zc_status on_include(void *context, const zc_include_ref *ref)
         return ZC_OK;
     if (r->lookup_count == ZC_OPENCL_C_LOOKUPS_MAX)
         return refuse(r, ZC_NOT_CACHEABLE, "it names more headers than the bound");
+    lookup *lookups = with_room(r->lookups, &r->lookup_capacity, r->lookup_count, sizeof *lookups,
+                                ZC_OPENCL_C_LOOKUPS_MAX);
+    if (lookups == NULL)
+        return refuse(r, ZC_ERR_NOMEM, "out of memory for a header name");
+    r->lookups = lookups;
     lookup *l = &r->lookups[r->lookup_count];
     *l = (lookup){strdup(name), strdup(r->current_dir), ref->angled, every};
     if (l->name == NULL || l->dir == NULL) {
@@ -381,6 +411,8 @@ static void resolver_free(resolver *r)
         free(r->lookups[i].name);
         free(r->lookups[i].dir);
     }
+    free(r->headers);
+    free(r->lookups);
     free(r);
 }
 
