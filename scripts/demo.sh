@@ -44,17 +44,22 @@ unset l0_cache_dir
 PrintDebugMessages=1 "$sample" > warm.txt 2> warm.log
 
 echo "zecache demo: ze_sample through the layer, $ProductFamilyOverride, cache in a new directory"
-awk '
-  FNR == NR && $1 == "module" { cold[$2] = $3; order[++n] = $2; next }
-  $1 == "module" { warm[$2] = $3 }
-  END {
-    printf "%-18s %12s %12s %9s\n", "module", "cold ms", "warm ms", "speed-up"
-    for (i = 1; i <= n; i++) {
-      m = order[i]; c += cold[m]; w += warm[m]
-      printf "%-18s %12.3f %12.3f %8.0fx\n", m, cold[m], warm[m], cold[m] / (warm[m] > 0 ? warm[m] : 1e-6)
-    }
-    printf "%-18s %12.3f %12.3f %8.0fx\n", "all modules", c, w, c / (w > 0 ? w : 1e-6)
-  }' cold.txt warm.txt
+# times_table WORD FIELD COLD WARM: the lines "WORD <name> ..." of both runs,
+# their times in field FIELD, side by side with the speed-up.
+times_table() {
+  awk -v word="$1" -v f="$2" '
+    FNR == NR && $1 == word { cold[$2] = $f; order[++n] = $2; next }
+    $1 == word { warm[$2] = $f }
+    END {
+      printf "%-18s %12s %12s %9s\n", word, "cold ms", "warm ms", "speed-up"
+      for (i = 1; i <= n; i++) {
+        m = order[i]; c += cold[m]; w += warm[m]
+        printf "%-18s %12.3f %12.3f %8.0fx\n", m, cold[m], warm[m], cold[m] / (warm[m] > 0 ? warm[m] : 1e-6)
+      }
+      printf "%-18s %12.3f %12.3f %8.0fx\n", "all " word "s", c, w, c / (w > 0 ? w : 1e-6)
+    }' "$3" "$4"
+}
+times_table module 3 cold.txt warm.txt
 
 entries=$(find "$work/cache" -name '*.l0_cache' | wc -l)
 bytes=$(find "$work/cache" -name '*.l0_cache' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
@@ -74,17 +79,7 @@ if [[ -x $cl_bench && -x $zecache ]]; then
     > cl_warm.txt 2> cl_warm.log
   echo
   echo "zecache demo: cl_bench (clCreateProgramWithSource + clBuildProgram) through the OpenCL layer"
-  awk '
-    FNR == NR && $1 == "program" { cold[$2] = $4; order[++n] = $2; next }
-    $1 == "program" { warm[$2] = $4 }
-    END {
-      printf "%-18s %12s %12s %9s\n", "program", "cold ms", "warm ms", "speed-up"
-      for (i = 1; i <= n; i++) {
-        m = order[i]; c += cold[m]; w += warm[m]
-        printf "%-18s %12.3f %12.3f %8.0fx\n", m, cold[m], warm[m], cold[m] / (warm[m] > 0 ? warm[m] : 1e-6)
-      }
-      printf "%-18s %12.3f %12.3f %8.0fx\n", "all programs", c, w, c / (w > 0 ? w : 1e-6)
-    }' cl_cold.txt cl_warm.txt
+  times_table program 4 cl_cold.txt cl_warm.txt
   echo "cache: $(find "$work/cache" -name '*.cl_cache' | wc -l) OpenCL entries beside $entries Level Zero ones"
   grep -o 'summary: .*' cl_warm.log | tail -1 | sed 's/^/warm run /' || true
 fi
