@@ -58,18 +58,9 @@ unset ZEL_LIBRARY_PATH PrintDebugMessages
 export NEO_CACHE_PERSISTENT=0
 plain_library_path=${LD_LIBRARY_PATH:-}
 
-# run NAME REP [VAR=value...] -- ze_bench arguments: one process, output in
-# out/NAME.REP. The driver writes a .aub file into the current directory.
-run() {
-  local name=$1 rep=$2
-  shift 2
-  local settings=()
-  while [[ $1 != -- ]]; do settings+=("$1"); shift; done
-  shift
-  local scratch=$work/scratch-$name-$rep
-  mkdir "$scratch"
-  (cd "$scratch" && env "${settings[@]}" "$bench" "$@") >"$work/out/$name.$rep"
-}
+# run NAME REP [VAR=value...] -- ze_bench arguments (bench_lib.sh).
+bench_args=()
+source "$(dirname "$0")/bench_lib.sh"
 
 with_layer() { # the environment of a run through the layer with cache dir $1
   echo "LD_LIBRARY_PATH=$layers${plain_library_path:+:$plain_library_path}" \
@@ -123,8 +114,6 @@ c0_compiles=$(awk '/hit disk .*: saved/ { s += $(NF - 1); n++ } END { print n ? 
   "$work/check.log")
 
 # ---- figures ----
-median() { sort -g | awk '{ v[NR] = $1 } END {
-  if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # values NAME FIELD: of every run of NAME, "total first" or "total repeat".
 values() { cat "$work"/out/"$1".* | awk -v f="$2" '$1 == "total" { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }'; }

@@ -78,18 +78,9 @@ pocl)
   ;;
 esac
 
-# run NAME REP [VAR=value...] -- cl_bench arguments: one process, output in out/NAME.REP.
-run() {
-  local name=$1 rep=$2
-  shift 2
-  local settings=()
-  while [[ $1 != -- ]]; do settings+=("$1"); shift; done
-  shift
-  local scratch=$work/scratch-$name-$rep
-  mkdir "$scratch"
-  (cd "$scratch" && env "${settings[@]}" "$bench" --platform "$platform" --options "$options" \
-    "$@") >"$work/out/$name.$rep"
-}
+# run NAME REP [VAR=value...] -- cl_bench arguments (bench_lib.sh).
+bench_args=(--platform "$platform" --options "$options")
+source "$(dirname "$0")/bench_lib.sh"
 with_layer() { # the environment of a run through the layer with cache dir $1
   echo "$no_cache" OPENCL_LAYERS="$layer" NEO_CACHE_PERSISTENT=1 "NEO_CACHE_DIR=$1"
 }
@@ -121,8 +112,6 @@ mkdir "$work/scratch-check"
   "$bench" --platform "$platform" --options "$options" "$kernels" 2>"$work/check.log" >/dev/null)
 check=$(grep -o 'summary: .*' "$work/check.log" | tail -1) || check="no summary line"
 
-median() { sort -g | awk '{ v[NR] = $1 } END {
-  if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 values() { cat "$work"/out/"$1".* | awk -v f="$2" '$1 == "total" { for (i = 2; i < NF; i++) if ($i == f) print $(i + 1) }'; }
 total() { values "$1" "$2" | median; }
 bytes_of() { find "$1" -type f \( -name "${2:-*}" \) -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
