@@ -1,7 +1,8 @@
 /* Internal to the zecache command-line tool: the command table, option
  * handling shared by every command, and access to the cache.
  *
- *   zecache_main.c   global options, dispatch, help and version
+ *   zecache_main.c   global options, dispatch and help
+ *   tool_version.c   --version: the build's options, the libraries' versions
  *   tool_cli.c       per-command option parsing, usage errors, help text
  *   tool_cache.c     opening the cache directory the layer would use
  *   tool_entries.c   listing entries with their headers
@@ -107,6 +108,9 @@ bool tool_sibling_path(const char *name, char path[PATH_MAX]);
 /* ---- zecache_main.c ---- */
 
 void tool_print_main_help(void);
+
+/* zecache --version (tool_version.c). */
+int tool_print_version(void);
 
 /* ---- tool_cache.c ---- */
 

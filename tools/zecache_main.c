@@ -46,7 +46,7 @@ void tool_print_main_help(void)
            "               $XDG_CACHE_HOME/neo_compiler_cache or ~/.cache/neo_compiler_cache)\n"
            "  --help       this help; 'zecache help COMMAND' or 'zecache COMMAND --help'\n"
            "               for a command's\n"
-           "  --version    the version\n"
+           "  --version    the version, the build's options and the libraries' versions\n"
            "\n"
            "The other settings come from the environment, as the layer reads them\n"
            "(NEO_CACHE_MAX_SIZE, ...: see 'zecache config').\n"
@@ -76,10 +76,8 @@ int main(int argc, char **argv)
         TOOL_COMMON_OPTIONS, {"version", no_argument, NULL, 'V'}, {NULL, 0, NULL, 0}};
     tool_context tool = {.command = NULL, .dir_option = NULL};
     int option = tool_next_option(&tool, argc, argv, options);
-    if (option == 'V') {
-        printf("zecache %s\n", ZC_TOOL_VERSION);
-        return TOOL_EXIT_OK;
-    }
+    if (option == 'V')
+        return tool_print_version();
     if (option != TOOL_OPTIONS_DONE)
         return tool_options_exit(option);
     if (optind == argc)

@@ -5,6 +5,8 @@
  * module. Criterion runs every test in its own process, so setenv stays in
  * the test that calls it. */
 #include <criterion/criterion.h>
+#include <openssl/crypto.h>
+#include <zstd.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -882,7 +884,18 @@ static const char *hex_of(const zc_key *key)
 Test(tool, version_and_help)
 {
     cr_assert_eq(tool("--version"), 0);
-    cr_assert_str_eq(run.out, "zecache " ZC_TOOL_VERSION "\n");
+    cr_assert_eq(strncmp(run.out, "zecache " ZC_TOOL_VERSION "\nbuild: ",
+                         strlen("zecache " ZC_TOOL_VERSION "\nbuild: ")),
+                 0, "%s", run.out);
+    /* The libraries the process runs with, as they report themselves. */
+    char line[128];
+    snprintf(line, sizeof line, "\nzstd %s\n", ZSTD_versionString());
+    cr_assert_not_null(strstr(run.out, line), "%s", run.out);
+    snprintf(line, sizeof line, "\nlibcrypto: %s (linked in)\n", OpenSSL_version(OPENSSL_VERSION));
+    cr_assert_not_null(strstr(run.out, line), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "\nhiredis "), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "\nlibssl.so.3: OpenSSL "), "%s", run.out);
+    cr_assert_not_null(strstr(run.out, "\nlibcurl.so.4: libcurl/"), "%s", run.out);
     cr_assert_eq(tool("--help"), 0);
     static const char *const commands[] = {"exec",   "stats", "zero-stats", "ls",     "show",
                                            "verify", "trim",  "clear",      "config", "help"};
@@ -2174,6 +2187,29 @@ Test(exec_e2e, an_imported_bundle_serves_hits_on_a_new_machine)
 
 enum { TEAM_GID = 47101, USER_A_UID = 47201, USER_B_UID = 47301 };
 
+/* The build tree may sit in a directory other users cannot enter (a clone
+ * in /root, or in a 0700 home): they are given copies of what they run, laid
+ * out as in the build (bin/ beside layers/, where `zecache exec` looks). */
+static char given_tool[PATH_MAX], given_probe[PATH_MAX], given_kernel[PATH_MAX];
+
+static void give_other_users_what_they_run(void)
+{
+    char command[6 * PATH_MAX];
+    snprintf(command, sizeof command,
+             "mkdir -m 755 '%s/given' '%s/given/bin' && cp '%s' '%s' '%s/given/bin/' && "
+             "cp -a '%s' '%s/given/layers' && cp '%s' '%s/given/' && chmod -R a+rX '%s/given' "
+             "2>'%s'",
+             scratch, scratch, ZC_TOOL_PATH, ZC_PROBE_PATH, scratch, ZC_LAYER_BUILD_DIR, scratch,
+             PROBE_KERNEL, scratch, scratch, in_scratch("stderr"));
+    cr_assert_eq(run_command(command), 0, "%s", run.err);
+    snprintf(given_tool, sizeof given_tool, "%s/given/bin/%s", scratch,
+             strrchr(ZC_TOOL_PATH, '/') + 1);
+    snprintf(given_probe, sizeof given_probe, "%s/given/bin/%s", scratch,
+             strrchr(ZC_PROBE_PATH, '/') + 1);
+    snprintf(given_kernel, sizeof given_kernel, "%s/given/%s", scratch,
+             strrchr(PROBE_KERNEL, '/') + 1);
+}
+
 /* ze_probe through `zecache exec` as a made-up user of the team group with
  * umask 007 and NEO_CACHE_SHARED=1, in a working directory of its own. */
 static int probe_as_user(uid_t uid)
@@ -2185,10 +2221,10 @@ static int probe_as_user(uid_t uid)
         cr_assert_eq(mkdir(work, 0700), 0);
         cr_assert_eq(chown(work, uid, uid), 0);
     }
-    char command[4 * PATH_MAX];
+    char command[6 * PATH_MAX];
     snprintf(command, sizeof command,
              "cd '%s' && NEO_CACHE_SHARED=1 '%s' --dir '%s' exec -- '%s' --spirv '%s' 2>'%s/err'",
-             work, ZC_TOOL_PATH, cache_dir, ZC_PROBE_PATH, PROBE_KERNEL, work);
+             work, given_tool, cache_dir, given_probe, given_kernel, work);
     pid_t child = fork();
     cr_assert_geq(child, 0);
     if (child == 0) {
@@ -2226,6 +2262,7 @@ Test(exec_e2e, two_users_of_one_group_share_a_cache_directory)
         cr_skip_test("the layer is not built (%s)", LAYER_FILE);
     }
     cr_assert_eq(chmod(scratch, 0755), 0);
+    give_other_users_what_they_run();
     cr_assert_eq(mkdir(cache_dir, 02770), 0);
     cr_assert_eq(chown(cache_dir, 0, TEAM_GID), 0);
     cr_assert_eq(chmod(cache_dir, 02770), 0);
