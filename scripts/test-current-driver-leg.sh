@@ -17,4 +17,26 @@ cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || {
     exit 1
 }
 echo "==== $dir: test"
-cd "$dir" && ctest --output-on-failure
+status=0
+(cd "$dir" && ctest --output-on-failure) || status=1
+
+# The OpenCL layer under the other loaders users have: the newest ocl-icd
+# (sid's) and the Khronos loader, each put first in LD_LIBRARY_PATH for the
+# OpenCL tests; ldd proves that is the loader the programs get.
+opencl_under_loader() { # <package>
+    local package="$1" work
+    work="$(mktemp -d)"
+    (cd "$work" && apt-get download -q "$package" >/dev/null) &&
+        dpkg-deb -x "$work"/*.deb "$work/root" || return 1
+    local lib="$work/root/usr/lib/x86_64-linux-gnu"
+    LD_LIBRARY_PATH="$lib" ldd "$(command -v clinfo)" | grep -q "libOpenCL.so.1 => $lib/" || {
+        echo "the loader of $package is not the one loaded" >&2
+        return 1
+    }
+    echo "==== $dir: OpenCL tests under $package: $(LD_LIBRARY_PATH="$lib" clinfo 2>/dev/null |
+        grep -E 'ICD loader (Name|Version)' | tr -s ' ' | tr '\n' ' ')"
+    (cd "$dir" && LD_LIBRARY_PATH="$lib" ctest --output-on-failure -R '^test_opencl_')
+}
+opencl_under_loader ocl-icd-libopencl1/sid || status=1
+opencl_under_loader khronos-opencl-icd-libopencl1 || status=1
+exit "$status"
