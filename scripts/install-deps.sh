@@ -14,6 +14,7 @@ packages=(
   redis-server libhiredis-dev
   openssl redis-tools libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl
+  clblast-tests python3-gpyfft clpeak
 )
 
 missing=()

@@ -1,6 +1,8 @@
-/* Real OpenCL programs from Debian through the OpenCL layer: clinfo, and a
+/* Real OpenCL programs from Debian through the OpenCL layer: clinfo, a
  * PyOpenCL script (PyOpenCL adds -I <its include dir> to every build, and
- * the script includes one of its headers). Each answers the same without
+ * the script includes one of its headers), and on PoCL three applications
+ * and libraries that build their programs at run time: CLBlast's own tests,
+ * clFFT through gpyfft, and clpeak. Each answers the same without
  * the layer, through the layer cold (a miss) and warm (a disk hit in a new
  * process); on PoCL the script's kernel runs and computes the same. Every
  * command runs under /bin/sh in the scratch directory (the probe of
@@ -83,6 +85,49 @@ Test(opencl_programs, pyopencl_on_pocl_computes_the_same)
 {
     assert_pyopencl_alike(PYTHON_PROBE " Portable --run");
     cr_assert_not_null(strstr(alone, "result 01844a5cdef848980d74d1901f7523a2"), "%s", alone);
+}
+
+/* A Debian application on PoCL (the platform found by name, whatever the
+ * ICDs' order): alone, through the layer cold (misses only) and warm in a
+ * new process (disk hits only: it compiles nothing), the same output. */
+static void assert_application_alike(const char *application)
+{
+    char command[1024];
+    snprintf(command, sizeof command,
+             "pocl=$(clinfo -l | sed -n 's/^Platform #\\([0-9]*\\): Portable.*/\\1/p') && "
+             "[ -n \"$pocl\" ] && %s",
+             application);
+    shell_run(false, command, alone);
+    shell_run(true, command, cold);
+    int misses = count_of(run.err, MISS);
+    cr_assert_gt(misses, 0, "nothing built through the layer: %s", run.err);
+    assert_lookups(misses, 0);
+    shell_run(true, command, warm);
+    assert_lookups(0, misses);
+    cr_assert_str_eq(cold, alone);
+    cr_assert_str_eq(warm, alone);
+}
+
+/* CLBlast's tests of one routine: every precision's kernels, built with
+ * the library's own options, checked against the reference BLAS. */
+Test(opencl_programs, clblast_tests_pass_alike_on_pocl)
+{
+    assert_application_alike("clblast_test_xscal -platform $pocl");
+    cr_assert_not_null(strstr(alone, "12 test(s) passed"), "%s", alone);
+}
+
+Test(opencl_programs, clfft_through_gpyfft_computes_the_same_on_pocl)
+{
+    assert_application_alike("/usr/bin/python3 " ZC_CL_SOURCE_DIR "/gpyfft_probe.py");
+    cr_assert_not_null(strstr(alone, "fft 64 3.00 3.03 3.11"), "%s", alone);
+}
+
+/* clpeak's latency test; the latency itself is masked, the rest (device,
+ * driver, units) compared. */
+Test(opencl_programs, clpeak_runs_alike_on_pocl)
+{
+    assert_application_alike("clpeak -p $pocl --kernel-latency | sed 's/: [0-9.]* us$/: N us/'");
+    cr_assert_not_null(strstr(alone, "Kernel launch latency : N us"), "%s", alone);
 }
 
 /* clinfo builds nothing: through the layer it answers every query as
