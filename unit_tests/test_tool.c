@@ -2185,6 +2185,42 @@ Test(exec_e2e, an_imported_bundle_serves_hits_on_a_new_machine)
     cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
 }
 
+/* A pack made from one run's cache serves a new, empty cache directory: the
+ * probe there hits the pack and compiles nothing; the pack replaced by a
+ * damaged copy, the probe compiles and gives the same result. */
+Test(exec_e2e, a_pack_serves_hits_to_an_empty_directory)
+{
+    run_probe_twice();
+    char pack[PATH_MAX], other[sizeof cache_dir];
+    scratch_path(pack, "entries.zcp");
+    snprintf(other, sizeof other, "%s/other", scratch);
+    cr_assert_eq(tool_in_cache("pack '%s'", pack), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "packed 1 entries, skipped 0 bad"), "%s", run.err);
+    snprintf(cache_dir, sizeof cache_dir, "%s", other);
+    setenv("NEO_CACHE_PACKS", pack, 1);
+    cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, ", from the pack "), 1, "%s", run.err);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
+    cr_assert_eq(tool_in_cache("stats --json"), 0);
+    cr_assert_eq(json_u64(run.out, "d['counters']['pack_hits']"), 1, "%s", run.out);
+    cr_assert_eq(tool_in_cache("config"), 0);
+    cr_assert_not_null(strstr(run.out, pack), "%s", run.out);
+
+    size_t size;
+    uint8_t *bytes = t_read_bytes(pack, &size);
+    cr_assert_not_null(bytes);
+    bytes[size - 1] ^= 1; /* the tag */
+    t_write_file(pack, bytes, size);
+    free(bytes);
+    snprintf(cache_dir, sizeof cache_dir, "%s/third", scratch);
+    cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 1, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "checksum does not match"), "%s", run.err);
+    unsetenv("NEO_CACHE_PACKS");
+}
+
 enum { TEAM_GID = 47101, USER_A_UID = 47201, USER_B_UID = 47301 };
 
 /* The build tree may sit in a directory other users cannot enter (a clone
