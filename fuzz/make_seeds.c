@@ -1,4 +1,4 @@
-/* Writes the seed inputs of fuzz_entry, fuzz_entry_frame, fuzz_bundle and
+/* Writes the seed inputs of fuzz_entry, fuzz_entry_frame, fuzz_bundle, fuzz_pack and
  * fuzz_config_file into <corpus dir>/<target>/ (committed in fuzz/corpus;
  * run again only when the entry format changes):
  *   fuzz_make_seeds fuzz/corpus */
@@ -10,6 +10,7 @@
 
 #include "../source/common/byte_order.h"
 #include "zecache/bundle.h"
+#include "zecache/pack.h"
 #include "zecache/entry.h"
 
 static int write_seed(const char *root, const char *target, const char *name, const void *prefix,
@@ -50,6 +51,32 @@ static int bundle_seed(const char *root, const char *name, const zc_key *key, co
     return failed;
 }
 
+/* A pack of the entry and of a copy under another key (refused when
+ * served), as zecache pack writes them: in a temporary file, since the
+ * writer seeks back to its header. */
+static int pack_seed(const char *root, const char *name, const zc_key *key, const uint8_t *entry,
+                     size_t size)
+{
+    FILE *out = tmpfile();
+    zc_pack_writer *writer = NULL;
+    zc_key other = *key;
+    other.bytes[1] ^= 1;
+    int failed = out == NULL || zc_pack_write_start(out, NULL, &writer) != ZC_OK ||
+                 zc_pack_write_entry(writer, key, entry, size) != ZC_OK ||
+                 zc_pack_write_entry(writer, &other, entry, size) != ZC_OK ||
+                 zc_pack_write_end(writer, NULL) != ZC_OK;
+    zc_pack_writer_free(writer);
+    long pack_size = failed ? -1 : (fseek(out, 0, SEEK_END), ftell(out));
+    uint8_t *pack = pack_size > 0 ? malloc((size_t)pack_size) : NULL;
+    failed = pack == NULL || fseek(out, 0, SEEK_SET) != 0 ||
+             fread(pack, 1, (size_t)pack_size, out) != (size_t)pack_size ||
+             write_seed(root, "fuzz_pack", name, "", 0, pack, (size_t)pack_size);
+    if (out != NULL)
+        fclose(out);
+    free(pack);
+    return failed;
+}
+
 /* An entry as zc_entry_encode makes it, and its frame with the sizes the
  * frame fuzzer reads first. */
 static int entry_seeds(const char *root, const char *name, const void *binary, size_t binary_size,
@@ -73,7 +100,7 @@ static int entry_seeds(const char *root, const char *name, const void *binary, s
     int failed = write_seed(root, "fuzz_entry", name, "", 0, entry, size) |
                  write_seed(root, "fuzz_entry_frame", name, sizes, sizeof sizes,
                             entry + ZC_ENTRY_HEADER_SIZE, size - ZC_ENTRY_HEADER_SIZE);
-    failed |= bundle_seed(root, name, &key, entry, size);
+    failed |= bundle_seed(root, name, &key, entry, size) | pack_seed(root, name, &key, entry, size);
     free(entry);
     zc_artifact_unref(artifact);
     return failed;

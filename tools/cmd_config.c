@@ -80,6 +80,8 @@ static void print_settings(const tool_context *tool, const zc_config *config)
         printf("%-31s without a secret, whoever can write to a remote storage chooses the code "
                "run here\n",
                "");
+    printf("%-31s %-32s ", "NEO_CACHE_PACKS", config->packs[0] != '\0' ? config->packs : "(none)");
+    print_source("NEO_CACHE_PACKS", config->packs_source);
     char admission[64];
     if (config->remote_min_compile_ms == 0)
         snprintf(admission, sizeof admission, "0 (every module)");

@@ -9,7 +9,7 @@
  *   tool_units.c     sizes, durations and times (tool_support.h)
  *   tool_json.c      JSON output (tool_support.h)
  *   cmd_*.c          one command group each (cmd_remote.c: remote check;
- *                    cmd_bundle.c: export and import) */
+ *                    cmd_bundle.c: export and import; cmd_pack.c: pack) */
 #ifndef ZECACHE_TOOL_H
 #define ZECACHE_TOOL_H
 
@@ -51,7 +51,7 @@ struct tool_context {
 
 extern const tool_command tool_cmd_exec, tool_cmd_stats, tool_cmd_zero_stats, tool_cmd_ls,
     tool_cmd_show, tool_cmd_verify, tool_cmd_trim, tool_cmd_clear, tool_cmd_config, tool_cmd_remote,
-    tool_cmd_export, tool_cmd_import, tool_cmd_prewarm, tool_cmd_record;
+    tool_cmd_export, tool_cmd_import, tool_cmd_prewarm, tool_cmd_record, tool_cmd_pack;
 
 /* ---- tool_cli.c ---- */
 

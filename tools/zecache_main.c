@@ -17,9 +17,10 @@ static const tool_command tool_cmd_help = {
 };
 
 static const tool_command *const commands[] = {
-    &tool_cmd_exec,    &tool_cmd_stats,  &tool_cmd_zero_stats, &tool_cmd_ls,     &tool_cmd_show,
-    &tool_cmd_verify,  &tool_cmd_trim,   &tool_cmd_clear,      &tool_cmd_export, &tool_cmd_import,
-    &tool_cmd_prewarm, &tool_cmd_record, &tool_cmd_config,     &tool_cmd_remote, &tool_cmd_help,
+    &tool_cmd_exec,   &tool_cmd_stats,  &tool_cmd_zero_stats, &tool_cmd_ls,
+    &tool_cmd_show,   &tool_cmd_verify, &tool_cmd_trim,       &tool_cmd_clear,
+    &tool_cmd_export, &tool_cmd_import, &tool_cmd_pack,       &tool_cmd_prewarm,
+    &tool_cmd_record, &tool_cmd_config, &tool_cmd_remote,     &tool_cmd_help,
 };
 
 static const tool_command *find_command(const char *name)

@@ -563,6 +563,8 @@ static zc_stats_counters sample_delta(void)
     delta.remote_errors = 14;
     delta.remote_rejected = 15;
     delta.remote_not_admitted = 16;
+    delta.pack_hits = 17;
+    delta.pack_rejected = 18;
     return delta;
 }
 
@@ -608,6 +610,8 @@ Test(stats_file, merges_add_up_exactly)
     cr_assert_eq(total.remote_errors, 28);
     cr_assert_eq(total.remote_rejected, 30);
     cr_assert_eq(total.remote_not_admitted, 32);
+    cr_assert_eq(total.pack_hits, 34);
+    cr_assert_eq(total.pack_rejected, 36);
     char *text = read_text(stats_path(), NULL);
     cr_assert_str_eq(text, "zecache-stats 1\n"
                            "memory_hits 4\n"
@@ -627,6 +631,8 @@ Test(stats_file, merges_add_up_exactly)
                            "remote_errors 28\n"
                            "remote_rejected 30\n"
                            "remote_not_admitted 32\n"
+                           "pack_hits 34\n"
+                           "pack_rejected 36\n"
                            "bypass.native-input 0\n"
                            "bypass.unsupported-input 0\n"
                            "bypass.not-cacheable 16\n"
@@ -836,6 +842,7 @@ Test(stats_file, foreach_names_every_counter_in_file_order)
                            "compile_ns_spent=7000;"
                            "compile_ns_saved=9000;remote_hits=11;remote_misses=12;remote_stores=13;"
                            "remote_errors=14;remote_rejected=15;remote_not_admitted=16;"
+                           "pack_hits=17;pack_rejected=18;"
                            "bypass.native-input=0;"
                            "bypass.unsupported-input=0;bypass.not-cacheable=8;"
                            "bypass.cache-error=0;bypass.rejected-binary=1;"
@@ -985,7 +992,7 @@ Test(tool, stats_counts_entries_bytes_and_ratio)
     cr_assert_str_eq(json_eval(run.out, check), "True");
     cr_assert_str_eq(json_eval(run.out, "d['counters_valid']"), "True");
     cr_assert_str_eq(json_eval(run.out, "sum(d['counters'].values())"), "0");
-    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "24");
+    cr_assert_str_eq(json_eval(run.out, "len(d['counters'])"), "26");
 
     cr_assert_eq(tool_in_cache("stats"), 0);
     cr_assert_str_eq(line_starting(run.out, "entries"),
@@ -2183,6 +2190,49 @@ Test(exec_e2e, an_imported_bundle_serves_hits_on_a_new_machine)
     cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
     cr_assert_eq(count_of(run.err, "[Cache]: hit disk "), 1, "%s", run.err);
     cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
+}
+
+/* A pack made from one run's cache serves a new, empty cache directory: the
+ * probe there hits the pack and compiles nothing; the pack replaced by a
+ * damaged copy, the probe compiles and gives the same result. */
+Test(exec_e2e, a_pack_serves_hits_to_an_empty_directory)
+{
+    run_probe_twice();
+    char pack[PATH_MAX], other[sizeof cache_dir];
+    scratch_path(pack, "entries.zcp");
+    snprintf(other, sizeof other, "%s/other", scratch);
+    cr_assert_eq(tool_in_cache("pack '%s'", pack), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "packed 1 entries, skipped 0 bad"), "%s", run.err);
+    cr_assert_eq(tool("pack --verify '%s'", pack), 0, "%s", run.err);
+    cr_assert_str_eq(run.out, "checked 1 entries: 0 bad\n");
+    cr_assert_eq(tool("pack --list '%s'", pack), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "  level-zero  "), "%s", run.out);
+    cr_assert_eq(count_of(run.out, "\n"), 1, "%s", run.out);
+    snprintf(cache_dir, sizeof cache_dir, "%s", other);
+    setenv("NEO_CACHE_PACKS", pack, 1);
+    cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, ", from the pack "), 1, "%s", run.err);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 0, "%s", run.err);
+    cr_assert_eq(tool_in_cache("stats --json"), 0);
+    cr_assert_eq(json_u64(run.out, "d['counters']['pack_hits']"), 1, "%s", run.out);
+    cr_assert_eq(tool_in_cache("config"), 0);
+    cr_assert_not_null(strstr(run.out, pack), "%s", run.out);
+
+    size_t size;
+    uint8_t *bytes = t_read_bytes(pack, &size);
+    cr_assert_not_null(bytes);
+    bytes[size - 1] ^= 1; /* the tag */
+    t_write_file(pack, bytes, size);
+    free(bytes);
+    snprintf(cache_dir, sizeof cache_dir, "%s/third", scratch);
+    cr_assert_eq(probe_through_tool(), 0, "%s", run.err);
+    cr_assert_not_null(strstr(run.out, "result 0x0"), "%s", run.out);
+    cr_assert_eq(count_of(run.err, "[Cache]: miss "), 1, "%s", run.err);
+    cr_assert_not_null(strstr(run.err, "checksum does not match"), "%s", run.err);
+    unsetenv("NEO_CACHE_PACKS");
+    cr_assert_eq(tool("pack --verify '%s'", pack), 1);
+    cr_assert_not_null(strstr(run.err, "checksum does not match"), "%s", run.err);
 }
 
 enum { TEAM_GID = 47101, USER_A_UID = 47201, USER_B_UID = 47301 };

@@ -49,6 +49,9 @@ typedef struct zc_cache_counters {
      * compile took less than NEO_CACHE_REMOTE_MIN_COMPILE_MS (one per module,
      * whatever the number of storages). */
     atomic_uint_least64_t remote_not_admitted;
+    /* Of the disk hits, those served by a read-only pack (NEO_CACHE_PACKS);
+     * and entries of packs that did not verify, and packs refused (a miss). */
+    atomic_uint_least64_t pack_hits, pack_rejected;
 } zc_cache_counters;
 
 /* A snapshot of the counters in plain integers. */
@@ -62,6 +65,7 @@ typedef struct zc_cache_stats {
     uint64_t compile_ns_spent, compile_ns_saved;
     uint64_t remote_hits, remote_misses, remote_stores, remote_errors, remote_rejected;
     uint64_t remote_not_admitted; /* compiled faster than NEO_CACHE_REMOTE_MIN_COMPILE_MS */
+    uint64_t pack_hits, pack_rejected;
 } zc_cache_stats;
 
 typedef struct zc_cache zc_cache;

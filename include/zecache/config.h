@@ -52,6 +52,8 @@ typedef struct zc_config {
                                           remote_spec.h when the cache opens */
     char remote_secret_file[PATH_MAX]; /* NEO_CACHE_REMOTE_SECRET_FILE ("" none) */
     zc_config_source remote_source, remote_secret_file_source;
+    char packs[ZC_REMOTE_TEXT_MAX]; /* NEO_CACHE_PACKS: read-only packs, PATH[:PATH...] (pack.h) */
+    zc_config_source packs_source;
     uint64_t lock_timeout_ms; /* NEO_CACHE_LOCK_TIMEOUT_MS: how long a store (or removal)
                                  waits for config.file's lock before skipping, 0 = no limit */
     zc_config_source lock_timeout_source;

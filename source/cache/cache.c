@@ -22,6 +22,7 @@
 #include "zecache/recipe.h"
 #include "zecache/remote.h"
 #include "zecache/stats.h"
+#include "pack_set.h"
 #include "prefetch.h"
 #include "zecache/sha256.h"
 
@@ -29,6 +30,7 @@ struct zc_cache {
     zc_memory_tier *memory;
     zc_disk_tier *disk;             /* NULL: memory only */
     zc_remote *remote;              /* NULL: no remote storages */
+    zc_pack_set *packs;             /* NULL: no NEO_CACHE_PACKS */
     uint64_t max_payload;           /* what a remote entry may hold: NEO_CACHE_MAX_SIZE */
     int compression_level;          /* for entries encoded for the remotes */
     uint64_t wait_timeout_ms;       /* for another process compiling the same key; 0: no waiting */
@@ -93,6 +95,7 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
         cache->disk = NULL;
     if (zc_remote_open(config, &cache->counters, &cache->remote) != ZC_OK)
         cache->remote = NULL;
+    cache->packs = zc_pack_set_open(config, &cache->counters);
     cache->max_payload = config->max_size;
     cache->compression_level = config->compression_level;
     cache->prefetch_on = config->prefetch;
@@ -113,6 +116,7 @@ void zc_cache_close(zc_cache *cache)
         return;
     zc_prefetch_stop(cache->prefetch);
     zc_remote_close(cache->remote);
+    zc_pack_set_close(cache->packs);
     zc_disk_tier_close(cache->disk);
     zc_memory_tier_destroy(cache->memory);
     pthread_mutex_destroy(&cache->merge_mutex);
@@ -158,8 +162,9 @@ typedef struct lookup_context {
     zc_lookup_outcome outcome; /* set only when this thread ran the build */
     zc_remote_rejects rejects; /* remotes that held a bad value: replaced by the store */
     bool remote_store_failed;
-    bool not_admitted; /* compiled too fast for the remotes: not stored there */
-    bool stored;       /* its result went to disk */
+    bool not_admitted;     /* compiled too fast for the remotes: not stored there */
+    bool stored;           /* its result went to disk */
+    const char *pack_name; /* the pack that served it, NULL otherwise */
 } lookup_context;
 
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
@@ -173,6 +178,16 @@ static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
 
 /* A remote hit is copied to the local disk as the bytes that verified: no
  * second compression. */
+static bool load_from_pack(lookup_context *lookup, zc_artifact **out)
+{
+    zc_cache *cache = lookup->cache;
+    if (zc_pack_set_load(cache->packs, lookup->key, cache->max_payload, out, &lookup->pack_name) !=
+        ZC_OK)
+        return false;
+    lookup->outcome = ZC_LOOKUP_DISK_HIT;
+    return true;
+}
+
 static bool load_from_remote(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
@@ -294,6 +309,9 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
 static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
+    /* Packs first: a mapped index costs no system call. */
+    if (cache->packs != NULL && load_from_pack(lookup, out))
+        return ZC_OK;
     if (cache->disk != NULL && load_from_disk(lookup, out))
         return ZC_OK;
     if (load_from_remote(lookup, out))
@@ -341,7 +359,10 @@ static void count_and_log_lookup(zc_cache *cache, const lookup_context *lookup,
     counter_add(&cache->counters.compile_ns_saved, saved_ns);
     if (outcome == ZC_LOOKUP_DISK_HIT) {
         counter_add(&cache->counters.disk_hits, 1);
-        zc_log_info("hit disk %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
+        counter_add(&cache->counters.pack_hits, lookup->pack_name != NULL);
+        zc_log_info("hit disk %s: saved %.3f ms%s%s", hex, (double)saved_ns / 1e6,
+                    lookup->pack_name != NULL ? ", from the pack " : "",
+                    lookup->pack_name != NULL ? lookup->pack_name : "");
     } else if (outcome == ZC_LOOKUP_REMOTE_HIT) {
         zc_log_info("hit remote %s: saved %.3f ms", hex, (double)saved_ns / 1e6);
     } else {
@@ -548,7 +569,7 @@ zc_status zc_cache_merge_stats(zc_cache *cache)
 
 /* Every counter of zc_cache_counters is zeroed below. */
 _Static_assert(sizeof(zc_cache_counters) ==
-                   (14 + ZC_BYPASS_REASON_COUNT) * sizeof(atomic_uint_least64_t),
+                   (16 + ZC_BYPASS_REASON_COUNT) * sizeof(atomic_uint_least64_t),
                "zc_cache_reset_counters zeroes every counter");
 
 void zc_cache_reset_counters(zc_cache *cache)
@@ -568,6 +589,8 @@ void zc_cache_reset_counters(zc_cache *cache)
     atomic_store(&counters->remote_errors, 0);
     atomic_store(&counters->remote_rejected, 0);
     atomic_store(&counters->remote_not_admitted, 0);
+    atomic_store(&counters->pack_hits, 0);
+    atomic_store(&counters->pack_rejected, 0);
     atomic_store(&counters->compile_ns_spent, 0);
     atomic_store(&counters->compile_ns_saved, 0);
     /* In a forked child the mutex may have been held by a thread that does
@@ -594,6 +617,8 @@ void zc_cache_get_stats(zc_cache *cache, zc_cache_stats *stats)
         .remote_errors = counter_read(&counters->remote_errors),
         .remote_rejected = counter_read(&counters->remote_rejected),
         .remote_not_admitted = counter_read(&counters->remote_not_admitted),
+        .pack_hits = counter_read(&counters->pack_hits),
+        .pack_rejected = counter_read(&counters->pack_rejected),
     };
     for (int i = 0; i < ZC_BYPASS_REASON_COUNT; i++)
         stats->bypasses[i] = counter_read(&counters->bypasses[i]);

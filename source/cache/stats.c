@@ -57,6 +57,8 @@ static const counter_field fields[] = {
     {"remote_errors", offsetof(zc_stats_counters, remote_errors)},
     {"remote_rejected", offsetof(zc_stats_counters, remote_rejected)},
     {"remote_not_admitted", offsetof(zc_stats_counters, remote_not_admitted)},
+    {"pack_hits", offsetof(zc_stats_counters, pack_hits)},
+    {"pack_rejected", offsetof(zc_stats_counters, pack_rejected)},
 };
 
 enum { FIELD_COUNT = sizeof fields / sizeof fields[0] };

@@ -213,6 +213,8 @@ void zc_config_from_env(zc_config *config)
     config->remote_secret_file_source =
         read_text("NEO_CACHE_REMOTE_SECRET_FILE", config->remote_secret_file,
                   sizeof config->remote_secret_file, &complaints);
+    config->packs_source =
+        read_text("NEO_CACHE_PACKS", config->packs, sizeof config->packs, &complaints);
 
     zc_log_set_enabled(config->print_debug_messages);
     for (size_t i = 0; i < complaints.count; i++)

@@ -1,0 +1,280 @@
+/* Read-only packs (pack.h) and the cache's pack tier (NEO_CACHE_PACKS):
+ * every entry served exactly, and every damaged, cut, foreign or otherwise
+ * signed pack a refusal or a counted miss whose compile gives the right
+ * artifact, never a wrong binary or a crash. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cache_test_support.h"
+#include "zecache/entry.h"
+#include "zecache/pack.h"
+#include "zecache/remote_tag.h"
+
+static char scratch[128], unused[192], pack_path[256];
+
+static void setup(void)
+{
+    t_make_scratch(scratch, sizeof scratch, "/tmp/zc_pack.XXXXXX", unused, sizeof unused);
+    snprintf(pack_path, sizeof pack_path, "%s/test.zcp", scratch);
+}
+
+static void teardown(void)
+{
+    t_remove_tree(scratch);
+}
+
+TestSuite(pack, .init = setup, .fini = teardown);
+
+enum { ENTRIES = 5 };
+
+static const uint8_t secret_a[] = "the first secret, of sixteen bytes or more";
+static const uint8_t secret_b[] = "another secret, of sixteen bytes or more!!";
+
+static const zc_bundle_signer *signer_of(const uint8_t *secret, zc_bundle_signer *signer)
+{
+    *signer = (zc_bundle_signer){zc_hmac_sha256, secret, strlen((const char *)secret)};
+    return signer;
+}
+
+static uint8_t *encoded(uint64_t seed, size_t *size)
+{
+    zc_key key = t_key(seed);
+    zc_artifact *artifact = t_artifact(1000 + 700 * (size_t)seed, seed);
+    uint8_t *entry = NULL;
+    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, size), ZC_OK);
+    zc_artifact_unref(artifact);
+    return entry;
+}
+
+/* A pack of the entries of seeds 1..ENTRIES, written in reverse order and
+ * the third twice. */
+static void write_pack(const zc_bundle_signer *signer)
+{
+    FILE *out = fopen(pack_path, "wb");
+    cr_assert_not_null(out);
+    zc_pack_writer *writer = NULL;
+    cr_assert_eq(zc_pack_write_start(out, signer, &writer), ZC_OK);
+    for (uint64_t seed = ENTRIES; seed >= 1; seed--) {
+        size_t size;
+        uint8_t *entry = encoded(seed, &size);
+        zc_key key = t_key(seed);
+        cr_assert_eq(zc_pack_write_entry(writer, &key, entry, size), ZC_OK);
+        if (seed == 3)
+            cr_assert_eq(zc_pack_write_entry(writer, &key, entry, size), ZC_OK);
+        free(entry);
+    }
+    uint64_t duplicates = 0;
+    cr_assert_eq(zc_pack_write_end(writer, &duplicates), ZC_OK);
+    cr_assert_eq(duplicates, 1);
+    zc_pack_writer_free(writer);
+    cr_assert_eq(fclose(out), 0);
+}
+
+static void assert_serves_every_entry(const zc_pack *pack)
+{
+    cr_assert_eq(zc_pack_entry_count(pack), ENTRIES);
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++) {
+        zc_key key = t_key(seed);
+        const uint8_t *entry;
+        size_t size, expected_size;
+        cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, NULL, 0), ZC_OK);
+        uint8_t *expected = encoded(seed, &expected_size);
+        cr_assert_eq(size, expected_size);
+        cr_assert_eq(memcmp(entry, expected, size), 0);
+        free(expected);
+    }
+    zc_key absent = t_key(ENTRIES + 1);
+    const uint8_t *entry;
+    size_t size;
+    cr_assert_eq(zc_pack_find(pack, &absent, &entry, &size, NULL, 0), ZC_MISS);
+    /* The same bytes as another kind's key: not the same key. */
+    zc_key other_kind = t_key(1);
+    other_kind.kind = ZC_ENTRY_OPENCL;
+    cr_assert_eq(zc_pack_find(pack, &other_kind, &entry, &size, NULL, 0), ZC_MISS);
+}
+
+Test(pack, serves_every_entry_once_indexed)
+{
+    write_pack(NULL);
+    zc_pack *pack = NULL;
+    char reason[256] = "";
+    cr_assert_eq(zc_pack_open(pack_path, NULL, &pack, reason, sizeof reason), ZC_OK, "%s", reason);
+    assert_serves_every_entry(pack);
+    zc_pack_close(pack);
+}
+
+static uint8_t *read_pack(size_t *size)
+{
+    uint8_t *bytes = t_read_bytes(pack_path, size);
+    cr_assert_not_null(bytes);
+    return bytes;
+}
+
+static void write_bytes(const uint8_t *bytes, size_t size)
+{
+    t_write_file(pack_path, bytes, size);
+}
+
+static zc_status open_status(const zc_bundle_signer *verifier)
+{
+    zc_pack *pack = NULL;
+    char reason[256] = "";
+    zc_status status = zc_pack_open(pack_path, verifier, &pack, reason, sizeof reason);
+    cr_assert(status == ZC_OK || reason[0] != '\0', "a refusal says why");
+    zc_pack_close(pack);
+    return status;
+}
+
+/* Every byte of the header, the index and the tag is checked at open: any
+ * one of them changed, the pack is refused. */
+Test(pack, a_changed_header_index_or_tag_byte_is_refused)
+{
+    write_pack(NULL);
+    size_t size;
+    uint8_t *bytes = read_pack(&size);
+    uint64_t index_offset = size - ZC_PACK_TAG_SIZE - ENTRIES * ZC_PACK_RECORD_SIZE;
+    for (size_t at = 0; at < size; at++) {
+        if (at == ZC_PACK_HEADER_SIZE)
+            at = (size_t)index_offset; /* entries: checked when served */
+        bytes[at] ^= 0x20;
+        write_bytes(bytes, size);
+        cr_assert_eq(open_status(NULL), ZC_MISS, "byte %zu changed", at);
+        bytes[at] ^= 0x20;
+    }
+    free(bytes);
+}
+
+Test(pack, a_cut_or_grown_pack_is_refused)
+{
+    write_pack(NULL);
+    size_t size;
+    uint8_t *bytes = read_pack(&size);
+    for (size_t length = 0; length < size; length++) {
+        write_bytes(bytes, length);
+        cr_assert_eq(open_status(NULL), ZC_MISS, "cut at %zu", length);
+    }
+    uint8_t *grown = calloc(1, size + 1);
+    memcpy(grown, bytes, size);
+    write_bytes(grown, size + 1);
+    cr_assert_eq(open_status(NULL), ZC_MISS);
+    free(grown);
+    free(bytes);
+}
+
+Test(pack, foreign_files_are_refused)
+{
+    uint8_t noise[4096];
+    t_fill_random(noise, sizeof noise, 7);
+    write_bytes(noise, sizeof noise);
+    cr_assert_eq(open_status(NULL), ZC_MISS);
+    write_bytes(noise, 0);
+    cr_assert_eq(open_status(NULL), ZC_MISS);
+    size_t size;
+    uint8_t *entry = encoded(1, &size); /* an entry is not a pack */
+    write_bytes(entry, size);
+    free(entry);
+    cr_assert_eq(open_status(NULL), ZC_MISS);
+    cr_assert_eq(unlink(pack_path), 0);
+    cr_assert_eq(mkdir(pack_path, 0700), 0);
+    cr_assert_eq(open_status(NULL), ZC_ERR_IO);
+    cr_assert_eq(rmdir(pack_path), 0);
+    cr_assert_eq(open_status(NULL), ZC_ERR_IO); /* absent */
+}
+
+/* A signed pack opens only with its secret, an unsigned one only without;
+ * an entry's bytes changed in a signed pack are not served. */
+Test(pack, signed_packs_need_their_secret)
+{
+    zc_bundle_signer a, b;
+    write_pack(signer_of(secret_a, &a));
+    cr_assert_eq(open_status(NULL), ZC_MISS);
+    cr_assert_eq(open_status(signer_of(secret_b, &b)), ZC_MISS);
+    zc_pack *pack = NULL;
+    cr_assert_eq(zc_pack_open(pack_path, &a, &pack, NULL, 0), ZC_OK);
+    assert_serves_every_entry(pack);
+    zc_pack_close(pack);
+
+    size_t size;
+    uint8_t *bytes = read_pack(&size);
+    bytes[ZC_PACK_HEADER_SIZE + 100] ^= 1; /* inside the first entry written: seed ENTRIES */
+    write_bytes(bytes, size);
+    free(bytes);
+    cr_assert_eq(zc_pack_open(pack_path, &a, &pack, NULL, 0), ZC_OK);
+    zc_key key = t_key(ENTRIES);
+    const uint8_t *entry;
+    char reason[256] = "";
+    cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, reason, sizeof reason), ZC_MISS);
+    cr_assert_not_null(strstr(reason, "do not match"), "%s", reason);
+    zc_pack_close(pack);
+
+    write_pack(NULL);
+    cr_assert_eq(open_status(&a), ZC_MISS);
+}
+
+/* ---- the cache's pack tier ---- */
+
+static zc_cache *open_cache(const char *packs)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    config.memory_size = 4 << 20;
+    snprintf(config.packs, sizeof config.packs, "%s", packs);
+    zc_cache *cache = NULL;
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
+    return cache;
+}
+
+static zc_lookup_outcome look_up(zc_cache *cache, uint64_t seed, t_counted_compile *compile)
+{
+    zc_key key = t_key(seed);
+    compile->seed = seed;
+    compile->size = 1000 + 700 * (size_t)seed;
+    zc_artifact *expected = t_artifact(compile->size, seed);
+    zc_lookup_outcome outcome =
+        t_lookup_expecting(cache, &key, t_compile_counted, compile, expected);
+    zc_artifact_unref(expected);
+    return outcome;
+}
+
+Test(pack, the_cache_serves_packed_entries_without_compiling)
+{
+    write_pack(NULL);
+    char packs[512];
+    snprintf(packs, sizeof packs, "%s/absent.zcp:%s", scratch, pack_path);
+    zc_cache *cache = open_cache(packs);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_DISK_HIT);
+    cr_assert_eq(look_up(cache, ENTRIES + 1, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 1);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.pack_hits, ENTRIES);
+    cr_assert_eq(stats.disk_hits, ENTRIES);
+    cr_assert_eq(stats.pack_rejected, 1, "the absent pack");
+    zc_cache_close(cache);
+}
+
+/* An entry whose bytes were changed in an unsigned pack (the index still
+ * checks) fails its own checks when served: counted, passed over, compiled. */
+Test(pack, a_damaged_entry_is_a_counted_miss_with_the_right_artifact)
+{
+    write_pack(NULL);
+    size_t size;
+    uint8_t *bytes = read_pack(&size);
+    bytes[ZC_PACK_HEADER_SIZE + 100] ^= 1; /* inside the entry of seed ENTRIES */
+    write_bytes(bytes, size);
+    free(bytes);
+    zc_cache *cache = open_cache(pack_path);
+    t_counted_compile compile = {0};
+    cr_assert_eq(look_up(cache, ENTRIES, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 1);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_DISK_HIT);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.pack_rejected, 1);
+    cr_assert_eq(stats.pack_hits, 1);
+    zc_cache_close(cache);
+}
