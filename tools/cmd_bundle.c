@@ -46,23 +46,16 @@ static FILE *open_bundle(const tool_context *tool, const char *file, bool output
 static bool export_one(zc_disk_tier *tier, const tool_entry *entry, zc_bundle_writer *writer,
                        bundle_tally *tally)
 {
-    if (!entry->is_zecache) {
-        tally->driver_entries++;
-        return true;
-    }
     uint8_t *bytes;
     size_t size;
-    char reason[REASON_SIZE];
-    if (zc_disk_tier_read_entry(tier, entry->path, &bytes, &size, reason, sizeof reason) != ZC_OK) {
-        tally->bad++;
-        fprintf(stderr, "skipped  %s: %s\n", entry->path, reason);
+    if (!tool_read_verified(tier, entry, &bytes, &size, &tally->bad, &tally->driver_entries))
         return true;
-    }
     zc_status status = zc_bundle_write_entry(writer, &entry->key, bytes, size);
     free(bytes);
     if (status != ZC_OK)
         return false;
     tally->kept++;
+    char reason[REASON_SIZE];
     tool_inputs_written inputs =
         tool_write_inputs(tier, &entry->key, writer, &tally->blobs, reason, sizeof reason);
     tally->inputs += inputs == TOOL_INPUTS_WRITTEN;

@@ -27,18 +27,10 @@ typedef struct pack_tally {
 static bool pack_one(zc_disk_tier *tier, const tool_entry *entry, zc_pack_writer *writer,
                      pack_tally *tally)
 {
-    if (!entry->is_zecache) {
-        tally->driver_entries++;
-        return true;
-    }
     uint8_t *bytes;
     size_t size;
-    char reason[REASON_SIZE];
-    if (zc_disk_tier_read_entry(tier, entry->path, &bytes, &size, reason, sizeof reason) != ZC_OK) {
-        tally->bad++;
-        fprintf(stderr, "skipped  %s: %s\n", entry->path, reason);
+    if (!tool_read_verified(tier, entry, &bytes, &size, &tally->bad, &tally->driver_entries))
         return true;
-    }
     zc_status status = zc_pack_write_entry(writer, &entry->key, bytes, size);
     free(bytes);
     tally->kept += status == ZC_OK;
@@ -126,6 +118,13 @@ static int open_pack(const tool_context *tool, const char *file, zc_pack **pack)
     return TOOL_EXIT_OK;
 }
 
+static void entry_at(const zc_pack *pack, uint64_t index, zc_key *key, const uint8_t **entry,
+                     size_t *size, char hex[ZC_KEY_HEX_SIZE])
+{
+    zc_pack_entry_at(pack, index, key, entry, size);
+    zc_key_to_hex(key, hex);
+}
+
 /* One line per entry, in key order: key, kind, size, binary size, device and
  * driver as its header (checked) records them. */
 static bool list_entry(const zc_pack *pack, uint64_t index)
@@ -133,9 +132,8 @@ static bool list_entry(const zc_pack *pack, uint64_t index)
     zc_key key;
     const uint8_t *entry;
     size_t size;
-    zc_pack_entry_at(pack, index, &key, &entry, &size);
     char hex[ZC_KEY_HEX_SIZE], reason[REASON_SIZE];
-    zc_key_to_hex(&key, hex);
+    entry_at(pack, index, &key, &entry, &size, hex);
     zc_entry_header header;
     if (zc_entry_read_header(entry, size, &header, reason, sizeof reason) != ZC_OK) {
         printf("%s  %-10s  bad: %s\n", hex, zc_entry_kind_name(key.kind), reason);
@@ -153,9 +151,8 @@ static bool verify_entry(const zc_pack *pack, uint64_t index)
     zc_key key;
     const uint8_t *entry;
     size_t size;
-    zc_pack_entry_at(pack, index, &key, &entry, &size);
     char hex[ZC_KEY_HEX_SIZE], reason[REASON_SIZE] = "";
-    zc_key_to_hex(&key, hex);
+    entry_at(pack, index, &key, &entry, &size, hex);
     zc_artifact *artifact = NULL;
     zc_status status = zc_pack_find(pack, &key, &entry, &size, reason, sizeof reason);
     if (status == ZC_OK)

@@ -154,6 +154,12 @@ typedef struct tool_entry_list {
  * entry read and checked (not the payload: that is verify's job). */
 zc_status tool_list_entries(zc_disk_tier *tier, tool_entry_list *list);
 void tool_free_entries(tool_entry_list *list);
+/* What export and pack carry of a listed entry: its bytes, verified as a
+ * load verifies them (malloc'd): true. False for the driver's own entries
+ * (counted in *drivers) and for one that does not verify (counted in *bad,
+ * reported on standard error as "skipped PATH: reason"). */
+bool tool_read_verified(zc_disk_tier *tier, const tool_entry *entry, uint8_t **bytes, size_t *size,
+                        uint64_t *bad, uint64_t *drivers);
 /* The entry's file name (the key's hex for ours). */
 const char *tool_entry_name(const tool_entry *entry);
 /* "L0" or "CL", for columns. */

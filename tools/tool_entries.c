@@ -142,3 +142,18 @@ const char *tool_entry_api_short(const tool_entry *entry)
 {
     return entry->api == ZC_ENTRY_OPENCL ? "CL" : "L0";
 }
+
+bool tool_read_verified(zc_disk_tier *tier, const tool_entry *entry, uint8_t **bytes, size_t *size,
+                        uint64_t *bad, uint64_t *drivers)
+{
+    if (!entry->is_zecache) {
+        ++*drivers;
+        return false;
+    }
+    char reason[256];
+    if (zc_disk_tier_read_entry(tier, entry->path, bytes, size, reason, sizeof reason) == ZC_OK)
+        return true;
+    fprintf(stderr, "skipped  %s: %s\n", entry->path, reason);
+    ++*bad;
+    return false;
+}
