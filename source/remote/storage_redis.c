@@ -87,7 +87,8 @@ typedef struct redis_storage {
     char key_namespace[NAMESPACE_SIZE];
     uint64_t max_payload;
     const zc_remote_secret *secret;
-    char temp_dir[PATH_MAX]; /* for entries too large to hold */
+    char temp_dir[PATH_MAX];        /* for entries too large to hold */
+    zc_redis_buffer_budget buffers; /* its connections' read buffers */
 } redis_storage;
 
 /* A key's <hex> in names: {<hex>} in a cluster (2 more bytes). */
@@ -639,8 +640,10 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     redis->servers = servers;
     /* Nothing larger than a valid entry (signed, at worst) is ever read. */
     uint64_t max_value = zc_entry_size_bound(max_payload);
+    zc_redis_buffer_budget_init(&redis->buffers, ZC_REDIS_KEPT_BUFFERS_MAX);
     zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms,
-                              max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX};
+                              max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX,
+                              &redis->buffers};
     if (spec->cluster)
         redis->cluster =
             zc_redis_cluster_new(spec->name, spec->servers, spec->server_count, &limits);
