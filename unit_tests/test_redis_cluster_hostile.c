@@ -500,3 +500,53 @@ Test(cluster_hostile, a_node_that_is_a_tls_server_fails_in_time)
 {
     check_other_server(tls_server);
 }
+
+/* ---- where the cluster may send the password ---- */
+
+static atomic_int heard;
+
+/* The seed maps every slot to node 1 under the name "localhost". */
+static bool map_to_localhost(fake_node *node, int argc, char **argv, int fd)
+{
+    (void)node;
+    bool done;
+    bool ok = answer_common(argc, argv, fd, &done);
+    if (done)
+        return ok;
+    if (!(argc == 2 && is(argv[0], "CLUSTER")))
+        return send_text(fd, "-ERR no\r\n");
+    char map[160];
+    snprintf(map, sizeof map, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\nlocalhost\r\n:%u\r\n",
+             nodes[1].port);
+    return send_text(fd, map);
+}
+
+static bool listen_for_password(fake_node *node, int argc, char **argv, int fd)
+{
+    (void)node;
+    if (is(argv[0], "AUTH") && strcmp(argv[argc - 1], PASSWORD) == 0)
+        atomic_fetch_add(&heard, 1);
+    return send_text(fd, is(argv[0], "AUTH") ? "+OK\r\n" : "$-1\r\n");
+}
+
+/* By default the client follows the map to any host, with the password;
+ * |node-hosts= bounds that to the seeds' hosts and those it lists. */
+Test(cluster_hostile, node_hosts_keeps_the_password_from_hosts_it_does_not_name)
+{
+    add_node(map_to_localhost);
+    add_node(listen_for_password);
+    atomic_store(&heard, 0);
+    zc_storage *storage = open_storage(SHORT, 1 << 20);
+    cr_assert_eq(timed_get(storage, 1), ZC_MISS);
+    zc_storage_close(storage);
+    cr_assert_eq(atomic_load(&heard), 1);
+    storage = open_storage(SHORT "|node-hosts=127.0.0.2,LOCALHOST.example", 1 << 20);
+    cr_assert_eq(timed_get(storage, 1), ZC_ERR_DISABLED);
+    zc_storage_close(storage);
+    cr_assert_eq(atomic_load(&heard), 1);
+    cr_assert_not_null(strstr(log_text, "node-hosts= does not name"), "%s", log_text);
+    storage = open_storage(SHORT "|node-hosts=127.0.0.2,LocalHost", 1 << 20);
+    cr_assert_eq(timed_get(storage, 1), ZC_MISS);
+    zc_storage_close(storage);
+    cr_assert_eq(atomic_load(&heard), 2);
+}

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "monotonic_clock.h"
 #include "redis_key_slot.h"
@@ -28,6 +29,8 @@ struct zc_redis_cluster {
     char name[sizeof(((zc_remote_spec *)0)->name)]; /* for messages */
     zc_remote_server like;                          /* user, password and the rest of every node */
     zc_redis_limits limits;
+    size_t seed_count;                                          /* the first nodes */
+    char node_hosts[sizeof(((zc_remote_spec *)0)->node_hosts)]; /* "": any */
     _Atomic(cluster_node *) nodes[ZC_REDIS_MAX_CLUSTER_NODES];
     atomic_ushort slots[ZC_REDIS_SLOTS]; /* node index, or NO_NODE */
     atomic_bool stale;                   /* read the map before the next command */
@@ -65,11 +68,34 @@ static bool node_is(const cluster_node *node, const char *host, unsigned port)
     return node->server.port == port && strcmp(node->server.host, host) == 0;
 }
 
+/* Whether host is among node_hosts= ("," separated), or a seed's. */
+static bool host_allowed(zc_redis_cluster *cluster, const char *host)
+{
+    if (cluster->node_hosts[0] == '\0')
+        return true;
+    for (size_t i = 0; i < cluster->seed_count; i++)
+        if (strcasecmp(node_at(cluster, i)->server.host, host) == 0)
+            return true;
+    size_t length = strlen(host);
+    for (const char *at = cluster->node_hosts; *at != '\0';) {
+        size_t item = strcspn(at, ",");
+        if (item == length && strncasecmp(at, host, length) == 0)
+            return true;
+        at += item + (at[item] == ',');
+    }
+    return false;
+}
+
 /* The index of the node at host:port, added when new; NO_NODE when the table
- * is full or memory is out. Threads adding the same node at once agree on
- * one entry. */
+ * is full, memory is out or node-hosts= leaves host out. Threads adding the
+ * same node at once agree on one entry. */
 static size_t node_index(zc_redis_cluster *cluster, const char *host, unsigned port)
 {
+    if (!host_allowed(cluster, host)) {
+        zc_log_info("remote %s:%u: a cluster node at a host node-hosts= does not name: not used",
+                    host, port);
+        return NO_NODE;
+    }
     cluster_node *added = NULL;
     size_t index = 0;
     while (index < ZC_REDIS_MAX_CLUSTER_NODES) {
@@ -441,7 +467,8 @@ zc_status zc_redis_cluster_each_master(zc_redis_cluster *cluster, zc_redis_maste
 }
 
 zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server *seeds,
-                                       size_t seed_count, const zc_redis_limits *limits)
+                                       size_t seed_count, const char *node_hosts,
+                                       const zc_redis_limits *limits)
 {
     if (seed_count == 0)
         return NULL;
@@ -462,7 +489,9 @@ zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server 
             zc_redis_cluster_free(cluster);
             return NULL;
         }
+        cluster->seed_count = i + 1;
     }
+    snprintf(cluster->node_hosts, sizeof cluster->node_hosts, "%s", node_hosts);
     return cluster;
 }
 

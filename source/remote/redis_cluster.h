@@ -31,10 +31,14 @@
 typedef struct zc_redis_cluster zc_redis_cluster;
 
 /* The cluster the seeds belong to (each with the user, password and the rest
- * every node is reached with), called name in messages. NULL when out of
- * memory. Nothing is contacted until the first command. */
+ * every node is reached with), called name in messages. node_hosts: ""
+ * for nodes at any host the cluster names, or the hosts ("," separated,
+ * compared without case) nodes may be at beside the seeds' hosts; a node
+ * elsewhere is never contacted, and the slots it serves have no node. NULL
+ * when out of memory. Nothing is contacted until the first command. */
 zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server *seeds,
-                                       size_t seed_count, const zc_redis_limits *limits);
+                                       size_t seed_count, const char *node_hosts,
+                                       const zc_redis_limits *limits);
 void zc_redis_cluster_free(zc_redis_cluster *cluster);
 
 /* One command (as zc_redis_command) on the node serving key_name's slot,

@@ -677,8 +677,8 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms,
                               max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX, &redis->buffers};
     if (spec->cluster)
-        redis->cluster =
-            zc_redis_cluster_new(spec->name, spec->servers, spec->server_count, &limits);
+        redis->cluster = zc_redis_cluster_new(spec->name, spec->servers, spec->server_count,
+                                              spec->node_hosts, &limits);
     if (spec->cluster && redis->cluster == NULL) {
         redis_close(&redis->base);
         return ZC_ERR_NOMEM;
