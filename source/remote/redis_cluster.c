@@ -129,7 +129,7 @@ typedef struct route {
     uint16_t slot;
     size_t node;
     bool ask;
-    bool answered; /* some node of the cluster answered during this call */
+    bool answered; /* a node answered as one of a cluster: a map, or a reply */
     bool silent;   /* some node did not answer in time, or is remembered so */
     bool misled;   /* redirected past the bound */
     zc_redis_call call;
@@ -168,8 +168,6 @@ static redisReply *node_command(cluster_node *node, route *to, zc_redis_reply_ki
         to->silent = true;
     }
     atomic_store_explicit(&node->down, reply == NULL, memory_order_relaxed);
-    if (reply != NULL)
-        to->answered = true;
     return reply;
 }
 
@@ -267,6 +265,7 @@ static bool refresh(zc_redis_cluster *cluster, route *to)
     free(map);
     if (done)
         atomic_store(&cluster->stale, false);
+    to->answered = to->answered || done;
     return done;
 }
 
@@ -356,7 +355,9 @@ static redisReply *try_node(zc_redis_cluster *cluster, route *to, zc_redis_reply
     cluster_node *node = node_at(cluster, to->node);
     if (to->ask && !asking(node, to))
         return NULL;
-    return node_command(node, to, kind, sink, argc, argv, lengths);
+    redisReply *reply = node_command(node, to, kind, sink, argc, argv, lengths);
+    to->answered = to->answered || reply != NULL;
+    return reply;
 }
 
 static redisReply *fail(zc_redis_cluster *cluster, const route *to, const char *command,
