@@ -44,23 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool send_all(int fd, const void *data, size_t size)
-{
-    const char *at = data;
-    while (size > 0) {
-        ssize_t sent = send(fd, at, size, MSG_NOSIGNAL);
-        if (sent <= 0)
-            return false;
-        at += sent;
-        size -= (size_t)sent;
-    }
-    return true;
-}
-
-static bool send_text(int fd, const char *text)
-{
-    return send_all(fd, text, strlen(text));
-}
+#include "send_test_support.h"
 
 static void pause_ms(long ms)
 {
@@ -75,7 +59,7 @@ static bool send_fill(int fd, char fill, unsigned long long size)
     memset(block, fill, sizeof block);
     for (unsigned long long sent = 0; sent < size; sent += sizeof block) {
         size_t part = size - sent < sizeof block ? (size_t)(size - sent) : sizeof block;
-        if (!send_all(fd, block, part))
+        if (!t_send_all(fd, block, part))
             return false;
     }
     return true;
@@ -88,7 +72,7 @@ static bool send_repeated(int fd, const char *text, unsigned long long times)
     for (size_t i = 0; i < per_block; i++)
         memcpy(block + i * length, text, length);
     for (unsigned long long sent = 0; sent < times; sent += per_block)
-        if (!send_all(fd, block, (times - sent < per_block ? times - sent : per_block) * length))
+        if (!t_send_all(fd, block, (times - sent < per_block ? times - sent : per_block) * length))
             return false;
     return true;
 }
@@ -105,7 +89,7 @@ static bool send_scan_batch(int fd, unsigned long long cursor, unsigned count)
     for (unsigned i = 0; i < count; i++)
         length += snprintf(batch + length, sizeof batch - (size_t)length,
                            "$82\r\nzecache:v1:recipe:%064llx\r\n", next_name++);
-    return send_all(fd, batch, (size_t)length);
+    return t_send_all(fd, batch, (size_t)length);
 }
 
 /* prefix:FILE:N */
@@ -124,8 +108,8 @@ static bool send_prefix(int fd, const char *argument)
         return false;
     char announce[64];
     snprintf(announce, sizeof announce, "$%llu\r\n", total);
-    return send_text(fd, announce) && send_all(fd, head, (size_t)got) &&
-           send_fill(fd, 'g', total - (unsigned long long)got) && send_text(fd, "\r\n");
+    return t_send_text(fd, announce) && t_send_all(fd, head, (size_t)got) &&
+           send_fill(fd, 'g', total - (unsigned long long)got) && t_send_text(fd, "\r\n");
 }
 
 /* Closed with a TCP reset (or, on a Unix socket, as a close). */
@@ -155,7 +139,7 @@ static int redirect_forever(int fd, const char *mode)
         snprintf(reply, sizeof reply, "+OK\r\n");
     else
         snprintf(reply, sizeof reply, "-%s 7 127.0.0.1:%u\r\n", ask ? "ASK" : "MOVED", own_port);
-    return send_text(fd, reply);
+    return t_send_text(fd, reply);
 }
 
 /* The modes that take an argument or answer SCAN; -1: not one of them. */
@@ -170,26 +154,26 @@ static int misbehave_more(int fd, const char *mode)
         if (strstr(received, "\r\nSCAN\r\n") != NULL)
             return send_scan_batch(fd, rising++, 256);
         pause_ms(20);
-        return send_text(fd, "$-1\r\n");
+        return t_send_text(fd, "$-1\r\n");
     }
     if (strcmp(mode, "auth-twice") == 0)
-        return send_text(fd, strstr(received, "\r\nAUTH\r\n") != NULL
-                                 ? "+OK\r\n$-1\r\n"
-                                 : "-ERR the reply to this command\r\n");
+        return t_send_text(fd, strstr(received, "\r\nAUTH\r\n") != NULL
+                                   ? "+OK\r\n$-1\r\n"
+                                   : "-ERR the reply to this command\r\n");
     if (sscanf(mode, "bulk:%llu", &n) == 1) {
         char announce[64];
         snprintf(announce, sizeof announce, "$%llu\r\n", n);
-        return send_text(fd, announce) && send_fill(fd, 'b', n) && send_text(fd, "\r\n");
+        return t_send_text(fd, announce) && send_fill(fd, 'b', n) && t_send_text(fd, "\r\n");
     }
     if (sscanf(mode, "array:%llu", &n) == 1) {
         char announce[64];
         snprintf(announce, sizeof announce, "*%llu\r\n", n);
-        return send_text(fd, announce) && send_repeated(fd, ":1\r\n", n);
+        return t_send_text(fd, announce) && send_repeated(fd, ":1\r\n", n);
     }
     if (strncmp(mode, "prefix:", 7) == 0)
         return send_prefix(fd, mode + 7);
     if (strcmp(mode, "scan-ok") == 0)
-        return send_text(fd, "*2\r\n$1\r\n0\r\n*0\r\n");
+        return t_send_text(fd, "*2\r\n$1\r\n0\r\n*0\r\n");
     if (strcmp(mode, "scan-cycle") == 0)
         return send_scan_batch(fd, 1, 256);
     if (strcmp(mode, "scan-rising") == 0)
@@ -206,17 +190,17 @@ static bool misbehave(int fd, const char *mode)
     if (more >= 0)
         return more == 1;
     if (strcmp(mode, "status") == 0)
-        return send_text(fd, "+OK\r\n");
+        return t_send_text(fd, "+OK\r\n");
     if (strcmp(mode, "integer") == 0)
-        return send_text(fd, ":1\r\n");
+        return t_send_text(fd, ":1\r\n");
     if (strcmp(mode, "nested") == 0)
-        return send_text(fd, "*2\r\n$1\r\n0\r\n") && send_repeated(fd, "*1\r\n", 1000000);
+        return t_send_text(fd, "*2\r\n$1\r\n0\r\n") && send_repeated(fd, "*1\r\n", 1000000);
     if (strcmp(mode, "huge-array") == 0)
-        return send_text(fd, "*100000000\r\n") && send_repeated(fd, ":1\r\n", 100000000);
+        return t_send_text(fd, "*100000000\r\n") && send_repeated(fd, ":1\r\n", 100000000);
     if (strcmp(mode, "endless") == 0)
-        return send_text(fd, "+") && send_fill(fd, 'e', 1ULL << 40);
+        return t_send_text(fd, "+") && send_fill(fd, 'e', 1ULL << 40);
     if (strcmp(mode, "reset") == 0) {
-        send_text(fd, "$4096\r\npart of a value");
+        t_send_text(fd, "$4096\r\npart of a value");
         reset(fd);
         return false;
     }
@@ -225,27 +209,27 @@ static bool misbehave(int fd, const char *mode)
         return false;
     }
     if (strcmp(mode, "trickle") == 0) {
-        if (!send_text(fd, "$4096\r\n"))
+        if (!t_send_text(fd, "$4096\r\n"))
             return false;
         for (int i = 0; i < 4096; i++) {
             pause_ms(300);
-            if (!send_all(fd, "x", 1))
+            if (!t_send_all(fd, "x", 1))
                 return false;
         }
-        return send_text(fd, "\r\n");
+        return t_send_text(fd, "\r\n");
     }
     if (strcmp(mode, "huge") == 0)
-        return send_text(fd, "$800000000\r\n") && send_fill(fd, 'h', 800000000) &&
-               send_text(fd, "\r\n");
+        return t_send_text(fd, "$800000000\r\n") && send_fill(fd, 'h', 800000000) &&
+               t_send_text(fd, "\r\n");
     if (strcmp(mode, "malformed") == 0)
-        return send_text(fd, "?this is not RESP\r\n");
+        return t_send_text(fd, "?this is not RESP\r\n");
     if (strcmp(mode, "drop") == 0) {
-        send_text(fd, "$4096\r\npart of a value");
+        t_send_text(fd, "$4096\r\npart of a value");
         return false;
     }
     if (strcmp(mode, "error") == 0)
-        return send_text(fd, "-ERR the server refuses everything\r\n");
-    return send_text(fd, "$-1\r\n"); /* nil */
+        return t_send_text(fd, "-ERR the server refuses everything\r\n");
+    return t_send_text(fd, "$-1\r\n"); /* nil */
 }
 
 /* Each read of the client's bytes is taken for one command: the client

@@ -457,3 +457,80 @@ Test(remote_cache, a_huge_bad_value_is_rejected_and_replaced, .init = setup, .fi
     cr_assert_eq(lookup(later, &key, &counter), ZC_LOOKUP_REMOTE_HIT);
     zc_cache_close(later);
 }
+
+/* ---- build locks and the secret ---- */
+
+static const char lock_secret[] = "a secret that is long enough";
+
+/* The build lock of key where the secret's nodes look. */
+static void lock_name_of(const zc_key *key, char *name, size_t size)
+{
+    zc_remote_secret secret = {.size = strlen(lock_secret)};
+    memcpy(secret.bytes, lock_secret, secret.size);
+    char space[24], hex[ZC_KEY_HEX_SIZE];
+    zc_remote_key_namespace(&secret, space);
+    zc_key_to_hex(key, hex);
+    snprintf(name, size, "zecache:v1:%slock:%s", space, hex);
+}
+
+/* Every key looked up by a node with the secret, which waits up to
+ * wait_ms on a build lock: each compiled, with its own result. The
+ * milliseconds it took. */
+static uint64_t signed_lookups_ms(uint64_t wait_ms)
+{
+    char url[256];
+    redis_url(url, sizeof url);
+    zc_cache *node = open_node(url, lock_secret, wait_ms);
+    uint64_t start = t_monotonic_ms();
+    cr_assert_eq(assert_every_lookup(node, ZC_LOOKUP_COMPILED), KEYS);
+    uint64_t took = t_monotonic_ms() - start;
+    zc_cache_close(node);
+    return took;
+}
+
+/* Someone with write access to Redis but not the secret sets the build
+ * locks of modules (the entries deleted): a node with the secret does not
+ * wait on them (it did, NEO_CACHE_WAIT_TIMEOUT_MS per module). */
+Test(remote_cache, locks_without_proof_of_the_secret_are_not_waited_on, .init = setup,
+     .fini = teardown)
+{
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        char name[160];
+        lock_name_of(&key, name, sizeof name);
+        const char *argv[] = {"SET", name, "0123456789abcdef0123456789abcdef", "PX", "600000"};
+        freeReplyObject(t_redis_command(&server, 5, argv, NULL));
+    }
+    uint64_t took = signed_lookups_ms(5000);
+    cr_assert_lt(took, 2000, "%d planted locks cost %llu ms", KEYS, (unsigned long long)took);
+}
+
+/* Genuine locks of the secret's, never released (a holder that died, or
+ * one's lock replayed by a party that can write to Redis): a node waits on
+ * them, but no more than about 3 s in all. */
+Test(remote_cache, waiting_on_locks_that_come_to_nothing_is_bounded, .init = setup,
+     .fini = teardown)
+{
+    char url[256];
+    redis_url(url, sizeof url);
+    zc_remote_spec spec;
+    char reason[256] = "";
+    cr_assert_eq(zc_remote_spec_parse(url, &spec, reason, sizeof reason), ZC_OK, "%s", reason);
+    zc_remote_secret secret = {.size = strlen(lock_secret)};
+    memcpy(secret.bytes, lock_secret, secret.size);
+    zc_remote_key_namespace(&secret, spec.key_namespace);
+    spec.secret = &secret;
+    zc_storage *holder = NULL;
+    cr_assert_eq(zc_storage_redis_open(&spec, 1 << 20, NULL, &holder), ZC_OK);
+    zc_remote_spec_free(&spec);
+    for (uint64_t i = 0; i < KEYS; i++) {
+        zc_key key = t_key(i);
+        zc_storage_claim claim;
+        zc_storage_claim_result result;
+        cr_assert_eq(holder->ops->claim(holder, &key, 600000, &result, &claim), ZC_OK);
+        cr_assert_eq(result, ZC_STORAGE_CLAIMED);
+    }
+    zc_storage_close(holder); /* the locks stay */
+    uint64_t took = signed_lookups_ms(1500);
+    cr_assert_lt(took, 5000, "%d dead locks cost %llu ms", KEYS, (unsigned long long)took);
+}

@@ -408,6 +408,8 @@ Test(remote_spec, cluster_seeds_take_the_urls_credentials)
     zc_remote_spec_free(&spec);
     parse_refused("redis://h|seeds=a:1", "seeds needs cluster");
     parse_refused("redis://h|cluster|seeds=", "HOST:PORT");
+    parse_refused("redis://h|node-hosts=a", "node-hosts needs cluster");
+    parse_refused("redis://h|cluster|node-hosts=", "node-hosts needs a list of hosts");
     parse_refused("redis://h|cluster|seeds=a:0", "port");
     parse_refused("redis://h|cluster=no", "no value");
     parse_refused("redis://h-*|cluster|shards=a,b", "exclude");

@@ -29,6 +29,11 @@
  *                         cluster's slots are discovered from it
  *   |seeds=H:P,H:P,...    cluster only: more seed nodes, with the URL's
  *                         user, password and TLS files
+ *   |node-hosts=H,H,...   cluster only: the hosts (names or addresses, as the
+ *                         cluster's map and redirections name them) nodes
+ *                         may be at beside the seeds' hosts; a node
+ *                         elsewhere is never contacted (default: any host
+ *                         the cluster names)
  *
  * Files are named by absolute paths.
  *
@@ -96,6 +101,8 @@ typedef struct zc_remote_spec {
     uint32_t timeout_ms;
     size_t server_count; /* 1, or the number of shards, or of a cluster's seeds */
     bool cluster;        /* servers are seeds of a Redis Cluster */
+    /* Cluster: node-hosts= as given, "," separated; "" for any host. */
+    char node_hosts[1024];
     zc_remote_server *servers;
     char name[512]; /* the storage as written, password masked, for messages */
     /* HTTP: the bearer-token-file's text (visible ASCII), malloc'd; NULL

@@ -38,10 +38,14 @@ typedef enum zc_storage_claim_result {
                            compile without the lock */
 } zc_storage_claim_result;
 
+/* A claim's token: 32 hex digits, and with a secret a proof of it (Redis:
+ * redis_lock_token.h). */
+#define ZC_STORAGE_TOKEN_SIZE 128
+
 /* What a claim holds: a random token only its taker knows. */
 typedef struct zc_storage_claim {
     bool held;
-    char token[33];
+    char token[ZC_STORAGE_TOKEN_SIZE];
     /* The process that took it: a child of fork() holds a copy of the token
      * but not the claim, and its release leaves the parent's lock alone. */
     pid_t owner;

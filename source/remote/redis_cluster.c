@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "monotonic_clock.h"
 #include "redis_key_slot.h"
 #include "zecache/log.h"
 
@@ -19,12 +21,16 @@ typedef struct cluster_node {
     zc_remote_server server;
     zc_redis_connection *connection;
     atomic_bool down; /* its last command failed: asked for the map last */
+    /* zc_monotonic_ns() time until which it is not asked: it was silent */
+    atomic_uint_least64_t silent_until_ns;
 } cluster_node;
 
 struct zc_redis_cluster {
     char name[sizeof(((zc_remote_spec *)0)->name)]; /* for messages */
     zc_remote_server like;                          /* user, password and the rest of every node */
     zc_redis_limits limits;
+    size_t seed_count;                                          /* the first nodes */
+    char node_hosts[sizeof(((zc_remote_spec *)0)->node_hosts)]; /* "": any */
     _Atomic(cluster_node *) nodes[ZC_REDIS_MAX_CLUSTER_NODES];
     atomic_ushort slots[ZC_REDIS_SLOTS]; /* node index, or NO_NODE */
     atomic_bool stale;                   /* read the map before the next command */
@@ -47,6 +53,7 @@ static cluster_node *node_new(const zc_redis_cluster *cluster, const char *host,
         return NULL;
     }
     atomic_init(&node->down, false);
+    atomic_init(&node->silent_until_ns, 0);
     return node;
 }
 
@@ -61,11 +68,34 @@ static bool node_is(const cluster_node *node, const char *host, unsigned port)
     return node->server.port == port && strcmp(node->server.host, host) == 0;
 }
 
+/* Whether host is among node_hosts= ("," separated), or a seed's. */
+static bool host_allowed(zc_redis_cluster *cluster, const char *host)
+{
+    if (cluster->node_hosts[0] == '\0')
+        return true;
+    for (size_t i = 0; i < cluster->seed_count; i++)
+        if (strcasecmp(node_at(cluster, i)->server.host, host) == 0)
+            return true;
+    size_t length = strlen(host);
+    for (const char *at = cluster->node_hosts; *at != '\0';) {
+        size_t item = strcspn(at, ",");
+        if (item == length && strncasecmp(at, host, length) == 0)
+            return true;
+        at += item + (at[item] == ',');
+    }
+    return false;
+}
+
 /* The index of the node at host:port, added when new; NO_NODE when the table
- * is full or memory is out. Threads adding the same node at once agree on
- * one entry. */
+ * is full, memory is out or node-hosts= leaves host out. Threads adding the
+ * same node at once agree on one entry. */
 static size_t node_index(zc_redis_cluster *cluster, const char *host, unsigned port)
 {
+    if (!host_allowed(cluster, host)) {
+        zc_log_info("remote %s:%u: a cluster node at a host node-hosts= does not name: not used",
+                    host, port);
+        return NO_NODE;
+    }
     cluster_node *added = NULL;
     size_t index = 0;
     while (index < ZC_REDIS_MAX_CLUSTER_NODES) {
@@ -88,6 +118,57 @@ static size_t node_index(zc_redis_cluster *cluster, const char *host, unsigned p
     zc_log_info("remote %s:%u: more than %d cluster nodes: not used", host, port,
                 ZC_REDIS_MAX_CLUSTER_NODES);
     return NO_NODE;
+}
+
+/* ---- one call's commands ---- */
+
+/* One call of zc_redis_cluster_command (or a listing's reading of the map):
+ * its slot, the node it is at, and what happened on the way. Every command
+ * it sends, to any node, ends by the call's one deadline. */
+typedef struct route {
+    uint16_t slot;
+    size_t node;
+    bool ask;
+    bool answered; /* a node answered as one of a cluster: a map, or a reply */
+    bool silent;   /* some node did not answer in time, or is remembered so */
+    bool misled;   /* redirected past the bound */
+    zc_redis_call call;
+} route;
+
+static route route_for(const zc_redis_cluster *cluster, uint16_t slot)
+{
+    uint64_t ms = (uint64_t)cluster->limits.connect_timeout_ms + cluster->limits.timeout_ms;
+    return (route){.slot = slot, .call = {.deadline_ns = zc_monotonic_ns() + ms * 1000000}};
+}
+
+static bool is_silent(cluster_node *node)
+{
+    return zc_monotonic_ns() < atomic_load_explicit(&node->silent_until_ns, memory_order_relaxed);
+}
+
+/* One command to node within the call's deadline: its reply, or NULL. A
+ * node that let a deadline pass is not asked again for
+ * ZC_REDIS_SILENT_NODE_MS, so that a node that never answers (or whose
+ * address cannot be reached from here) costs one deadline, not one per
+ * call and per reading of the map. */
+static redisReply *node_command(cluster_node *node, route *to, zc_redis_reply_kind kind,
+                                const zc_redis_sink *sink, int argc, const char **argv,
+                                const size_t *lengths)
+{
+    if (is_silent(node) || zc_monotonic_ns() >= to->call.deadline_ns) {
+        to->silent = true;
+        return NULL;
+    }
+    redisReply *reply =
+        zc_redis_command_within(node->connection, &to->call, kind, sink, argc, argv, lengths);
+    if (reply == NULL && to->call.timed_out) {
+        atomic_store_explicit(&node->silent_until_ns,
+                              zc_monotonic_ns() + (uint64_t)ZC_REDIS_SILENT_NODE_MS * 1000000,
+                              memory_order_relaxed);
+        to->silent = true;
+    }
+    atomic_store_explicit(&node->down, reply == NULL, memory_order_relaxed);
+    return reply;
 }
 
 /* ---- the slot map ---- */
@@ -136,18 +217,12 @@ static bool read_map(zc_redis_cluster *cluster, const redisReply *reply,
     return any;
 }
 
-static void set_down(cluster_node *node, bool down)
-{
-    atomic_store_explicit(&node->down, down, memory_order_relaxed);
-}
-
 /* CLUSTER SLOTS from node into the map; false when it did not answer or
  * served no map. */
-static bool map_from(zc_redis_cluster *cluster, cluster_node *node, uint16_t *map)
+static bool map_from(zc_redis_cluster *cluster, cluster_node *node, route *to, uint16_t *map)
 {
-    redisReply *reply = zc_redis_command(node->connection, ZC_REDIS_REPLY_SLOTS, NULL, 2,
-                                         (const char *[]){"CLUSTER", "SLOTS"}, NULL);
-    set_down(node, reply == NULL);
+    redisReply *reply = node_command(node, to, ZC_REDIS_REPLY_SLOTS, NULL, 2,
+                                     (const char *[]){"CLUSTER", "SLOTS"}, NULL);
     if (reply == NULL)
         return false;
     bool ok = reply->type == REDIS_REPLY_ARRAY && read_map(cluster, reply, node, map);
@@ -163,9 +238,9 @@ static bool map_from(zc_redis_cluster *cluster, cluster_node *node, uint16_t *ma
 }
 
 /* Reads the map from a node that answers: those whose last command went
- * well first, each at most once, at most ZC_REDIS_MAP_TRIES in all. False
- * when none gave one. */
-static bool refresh(zc_redis_cluster *cluster)
+ * well first, each at most once, at most ZC_REDIS_MAP_TRIES in all, none
+ * remembered silent, by the call's deadline. False when none gave one. */
+static bool refresh(zc_redis_cluster *cluster, route *to)
 {
     uint16_t *map = malloc(ZC_REDIS_SLOTS * sizeof *map);
     if (map == NULL)
@@ -179,16 +254,18 @@ static bool refresh(zc_redis_cluster *cluster)
             cluster_node *node = node_at(cluster, i);
             if (node == NULL)
                 break;
-            if (tried[i] || (pass == 0 && atomic_load_explicit(&node->down, memory_order_relaxed)))
+            if (tried[i] || is_silent(node) ||
+                (pass == 0 && atomic_load_explicit(&node->down, memory_order_relaxed)))
                 continue;
             tried[i] = true;
             tries++;
-            done = map_from(cluster, node, map);
+            done = map_from(cluster, node, to, map);
         }
     }
     free(map);
     if (done)
         atomic_store(&cluster->stale, false);
+    to->answered = to->answered || done;
     return done;
 }
 
@@ -231,22 +308,15 @@ static bool parse_redirection(zc_redis_cluster *cluster, const redisReply *reply
 }
 
 /* ASKING before a command an ASK sent here; false when it was not taken. */
-static bool asking(cluster_node *node)
+static bool asking(cluster_node *node, route *to)
 {
-    redisReply *reply = zc_redis_command(node->connection, ZC_REDIS_REPLY_SIMPLE, NULL, 1,
-                                         (const char *[]){"ASKING"}, NULL);
+    redisReply *reply =
+        node_command(node, to, ZC_REDIS_REPLY_SIMPLE, NULL, 1, (const char *[]){"ASKING"}, NULL);
     bool ok = reply != NULL && reply->type == REDIS_REPLY_STATUS;
     if (reply != NULL)
         freeReplyObject(reply);
     return ok;
 }
-
-typedef struct route {
-    uint16_t slot;
-    size_t node;
-    bool ask;
-    bool answered; /* some node of the cluster answered during this command */
-} route;
 
 /* The node serving route's slot: from the map, read again when it is stale
  * or the slot has no node. False when none serves it. */
@@ -254,10 +324,10 @@ static bool find_node(zc_redis_cluster *cluster, route *to)
 {
     bool read = atomic_load(&cluster->stale);
     if (read)
-        to->answered = refresh(cluster);
+        refresh(cluster, to);
     to->node = slot_owner(cluster, to->slot);
     if (to->node == NO_NODE && !read) {
-        to->answered = refresh(cluster);
+        refresh(cluster, to);
         to->node = slot_owner(cluster, to->slot);
     }
     return to->node != NO_NODE;
@@ -267,11 +337,10 @@ static bool find_node(zc_redis_cluster *cluster, route *to)
  * when there is one (its replica took over). */
 static bool after_failure(zc_redis_cluster *cluster, route *to)
 {
-    set_down(node_at(cluster, to->node), true);
     atomic_store(&cluster->stale, true);
-    to->answered = refresh(cluster) || to->answered;
+    bool read = refresh(cluster, to);
     size_t owner = slot_owner(cluster, to->slot);
-    if (!to->answered || owner == NO_NODE || owner == to->node)
+    if (!read || owner == NO_NODE || owner == to->node)
         return false;
     to->node = owner;
     to->ask = false;
@@ -284,21 +353,19 @@ static redisReply *try_node(zc_redis_cluster *cluster, route *to, zc_redis_reply
                             const size_t *lengths)
 {
     cluster_node *node = node_at(cluster, to->node);
-    if (to->ask && !asking(node))
+    if (to->ask && !asking(node, to))
         return NULL;
-    redisReply *reply = zc_redis_command(node->connection, kind, sink, argc, argv, lengths);
-    if (reply != NULL) {
-        set_down(node, false);
-        to->answered = true;
-    }
+    redisReply *reply = node_command(node, to, kind, sink, argc, argv, lengths);
+    to->answered = to->answered || reply != NULL;
     return reply;
 }
 
 static redisReply *fail(zc_redis_cluster *cluster, const route *to, const char *command,
                         const char *why, zc_status *failure)
 {
-    zc_log_info("remote %s: %s: slot %u: %s", cluster->name, command, (unsigned)to->slot, why);
-    *failure = to->answered ? ZC_ERR_DISABLED : ZC_ERR_IO;
+    zc_log_info("remote %s: %s: slot %u: %s%s", cluster->name, command, (unsigned)to->slot, why,
+                to->silent ? " (a node did not answer in time)" : "");
+    *failure = to->answered && !to->silent && !to->misled ? ZC_ERR_DISABLED : ZC_ERR_IO;
     return NULL;
 }
 
@@ -345,7 +412,7 @@ redisReply *zc_redis_cluster_command(zc_redis_cluster *cluster, const char *key_
                                      zc_redis_reply_kind kind, const zc_redis_sink *sink, int argc,
                                      const char **argv, const size_t *lengths, zc_status *failure)
 {
-    route to = {.slot = zc_redis_key_slot(key_name, strlen(key_name))};
+    route to = route_for(cluster, zc_redis_key_slot(key_name, strlen(key_name)));
     watched_sink watched = {sink, false};
     zc_redis_sink through = {watch_write, &watched};
     if (sink != NULL)
@@ -369,8 +436,10 @@ redisReply *zc_redis_cluster_command(zc_redis_cluster *cluster, const char *key_
         if (!parse_redirection(cluster, reply, node_at(cluster, to.node), &where))
             return reply;
         freeReplyObject(reply);
-        if (hop == ZC_REDIS_MAX_REDIRECTIONS)
+        if (hop == ZC_REDIS_MAX_REDIRECTIONS) {
+            to.misled = true;
             return fail(cluster, &to, argv[0], "redirected more than the bound", failure);
+        }
         follow(cluster, &to, &where);
     }
 }
@@ -378,7 +447,8 @@ redisReply *zc_redis_cluster_command(zc_redis_cluster *cluster, const char *key_
 zc_status zc_redis_cluster_each_master(zc_redis_cluster *cluster, zc_redis_master_fn each,
                                        void *context)
 {
-    if (!refresh(cluster))
+    route to = route_for(cluster, 0);
+    if (!refresh(cluster, &to))
         return ZC_ERR_IO;
     bool seen[ZC_REDIS_MAX_CLUSTER_NODES] = {false};
     for (size_t slot = 0; slot < ZC_REDIS_SLOTS; slot++) {
@@ -398,7 +468,8 @@ zc_status zc_redis_cluster_each_master(zc_redis_cluster *cluster, zc_redis_maste
 }
 
 zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server *seeds,
-                                       size_t seed_count, const zc_redis_limits *limits)
+                                       size_t seed_count, const char *node_hosts,
+                                       const zc_redis_limits *limits)
 {
     if (seed_count == 0)
         return NULL;
@@ -419,7 +490,9 @@ zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server 
             zc_redis_cluster_free(cluster);
             return NULL;
         }
+        cluster->seed_count = i + 1;
     }
+    snprintf(cluster->node_hosts, sizeof cluster->node_hosts, "%s", node_hosts);
     return cluster;
 }
 

@@ -23,23 +23,33 @@
 /* Nodes asked for the map on one reading of it, so that a cluster with
  * many nodes down costs a few deadlines, not one per node. */
 #define ZC_REDIS_MAP_TRIES 3
+/* How long a node that let a deadline pass is not asked again (the map's
+ * other nodes are): a map may name nodes this host cannot reach (addresses
+ * behind NAT or in containers), or a hostile one nodes that never answer. */
+#define ZC_REDIS_SILENT_NODE_MS 10000
 
 typedef struct zc_redis_cluster zc_redis_cluster;
 
 /* The cluster the seeds belong to (each with the user, password and the rest
- * every node is reached with), called name in messages. NULL when out of
- * memory. Nothing is contacted until the first command. */
+ * every node is reached with), called name in messages. node_hosts: ""
+ * for nodes at any host the cluster names, or the hosts ("," separated,
+ * compared without case) nodes may be at beside the seeds' hosts; a node
+ * elsewhere is never contacted, and the slots it serves have no node. NULL
+ * when out of memory. Nothing is contacted until the first command. */
 zc_redis_cluster *zc_redis_cluster_new(const char *name, const zc_remote_server *seeds,
-                                       size_t seed_count, const zc_redis_limits *limits);
+                                       size_t seed_count, const char *node_hosts,
+                                       const zc_redis_limits *limits);
 void zc_redis_cluster_free(zc_redis_cluster *cluster);
 
 /* One command (as zc_redis_command) on the node serving key_name's slot,
- * following redirections. NULL (logged) when it failed; then *failure is
- * ZC_ERR_IO when no node of the cluster answered, or ZC_ERR_DISABLED when
- * the cluster did but the slot's node did not (a failover under way), or
- * the redirections went past their bound. Each step is bounded by the
- * limits' deadlines: at most ZC_REDIS_MAX_REDIRECTIONS + 1 commands and
- * three readings of the map of ZC_REDIS_MAP_TRIES nodes each. */
+ * following redirections, all of it (connects, readings of the map,
+ * redirections) within one connect_timeout_ms + timeout_ms from the call.
+ * NULL (logged) when it failed; then *failure is ZC_ERR_DISABLED when
+ * the cluster answered promptly that it cannot serve the slot just now (a
+ * failover under way: CLUSTERDOWN and the like, a master that refuses
+ * connections), and ZC_ERR_IO otherwise: no node answered, a node was
+ * silent (let a deadline pass, or did so within ZC_REDIS_SILENT_NODE_MS),
+ * or the redirections went past their bound. */
 redisReply *zc_redis_cluster_command(zc_redis_cluster *cluster, const char *key_name,
                                      zc_redis_reply_kind kind, const zc_redis_sink *sink, int argc,
                                      const char **argv, const size_t *lengths, zc_status *failure);

@@ -30,8 +30,11 @@
 
 /* A connection keeps a read buffer up to this size between replies (hiredis
  * would free it after every reply above 16 KiB, and grow a new one page by
- * page for the next large entry), never more. */
+ * page for the next large entry), never more, and only while the storage's
+ * budget (redis_buffer_budget.h) has room for it. Smaller ones are not
+ * counted. */
 #define KEPT_BUFFER_MAX ((size_t)16 << 20)
+#define UNCOUNTED_BUFFER_MAX ((size_t)64 << 10)
 
 /* A connected socket: the descriptor, its TLS session (NULL: plain text),
  * and hiredis's reader of what came through it. */
@@ -39,6 +42,7 @@ typedef struct redis_link {
     int fd;
     zc_tls_socket *tls;
     redisReader *reader;
+    size_t peak; /* the most bytes its reader buffered */
 } redis_link;
 
 struct zc_redis_connection {
@@ -46,6 +50,7 @@ struct zc_redis_connection {
     zc_redis_limits limits;
     redis_link *link;            /* NULL: not connected */
     zc_tls_context *tls_context; /* rediss://: made at the first connect, then kept */
+    size_t kept;                 /* of limits.buffers, counted for link's reader */
     pid_t owner;                 /* the process that connected it */
     pthread_mutex_t mutex;
     zc_live_link live;    /* the connections in use, for fork() */
@@ -465,6 +470,8 @@ static bool receive_more(redis_link *at, uint64_t deadline_ns, failure *why)
         return false;
     if (redisReaderFeed(at->reader, buffer, (size_t)got) != REDIS_OK)
         return failed(why, "%s", "out of memory");
+    if (at->reader->len > at->peak)
+        at->peak = at->reader->len;
     return true;
 }
 
@@ -615,6 +622,52 @@ static void drop(zc_redis_connection *connection)
 {
     link_free(connection->link);
     connection->link = NULL;
+    if (connection->kept > 0)
+        zc_redis_buffer_budget_give(connection->limits.buffers, connection->kept);
+    connection->kept = 0;
+}
+
+static redisReader *reader_new(const zc_redis_limits *limits)
+{
+    redisReader *reader = redisReaderCreate();
+    if (reader != NULL)
+        reader->maxbuf = limits->max_reply < KEPT_BUFFER_MAX ? limits->max_reply : KEPT_BUFFER_MAX;
+    return reader;
+}
+
+/* What a reader that once buffered peak bytes may hold: hiredis grows its
+ * buffer by doubling up to 1 MiB, then by 1 MiB. */
+static size_t buffer_estimate(size_t peak)
+{
+    size_t step = (size_t)1 << 20;
+    return peak < step ? 2 * peak : peak + step;
+}
+
+/* After a reply: a large buffer is kept when the storage's budget has room
+ * for it, and given back at once (a new reader) when not. */
+static void settle_buffer(zc_redis_connection *connection)
+{
+    redis_link *at = connection->link;
+    zc_redis_buffer_budget *budget = connection->limits.buffers;
+    if (budget == NULL || at->peak <= UNCOUNTED_BUFFER_MAX)
+        return;
+    size_t wanted = buffer_estimate(at->peak);
+    if (wanted <= connection->kept)
+        return;
+    if (zc_redis_buffer_budget_take(budget, wanted - connection->kept)) {
+        connection->kept = wanted;
+        return;
+    }
+    redisReader *fresh = reader_new(&connection->limits);
+    if (fresh == NULL) {
+        drop(connection); /* which frees the buffer too */
+        return;
+    }
+    redisReaderFree(at->reader);
+    at->reader = fresh;
+    at->peak = 0;
+    zc_redis_buffer_budget_give(budget, connection->kept);
+    connection->kept = 0;
 }
 
 /* ---- TLS ---- */
@@ -675,7 +728,7 @@ static redis_link *link_open(zc_redis_connection *connection, uint64_t deadline_
         return NULL;
     }
     at->fd = fd;
-    at->reader = redisReaderCreate();
+    at->reader = reader_new(&connection->limits);
     bool ok = at->reader != NULL || failed(why, "%s", "out of memory");
     if (ok && server->tls.enabled)
         ok = start_tls(connection, at, deadline_ns, why);
@@ -683,8 +736,6 @@ static redis_link *link_open(zc_redis_connection *connection, uint64_t deadline_
         link_free(at);
         return NULL;
     }
-    size_t limit = connection->limits.max_reply;
-    at->reader->maxbuf = limit < KEPT_BUFFER_MAX ? limit : KEPT_BUFFER_MAX;
     return at;
 }
 
@@ -723,18 +774,36 @@ static bool lock_until(zc_redis_connection *connection, uint64_t deadline_ns)
     return pthread_mutex_timedlock(&connection->mutex, &until) == 0;
 }
 
+static uint64_t earlier(uint64_t deadline_ns, const zc_redis_call *call)
+{
+    return call != NULL && call->deadline_ns != 0 && call->deadline_ns < deadline_ns
+               ? call->deadline_ns
+               : deadline_ns;
+}
+
 redisReply *zc_redis_command(zc_redis_connection *connection, zc_redis_reply_kind kind,
                              const zc_redis_sink *sink, int argc, const char **argv,
                              const size_t *lengths)
 {
+    return zc_redis_command_within(connection, NULL, kind, sink, argc, argv, lengths);
+}
+
+redisReply *zc_redis_command_within(zc_redis_connection *connection, zc_redis_call *call,
+                                    zc_redis_reply_kind kind, const zc_redis_sink *sink, int argc,
+                                    const char **argv, const size_t *lengths)
+{
     uint64_t start = zc_monotonic_ns();
     const zc_redis_limits *limits = &connection->limits;
-    uint64_t deadline =
-        deadline_after_ms(start, (uint64_t)limits->connect_timeout_ms + limits->timeout_ms);
+    uint64_t deadline = earlier(
+        deadline_after_ms(start, (uint64_t)limits->connect_timeout_ms + limits->timeout_ms), call);
     failure why = {""};
+    if (call != NULL)
+        call->timed_out = false;
     if (!lock_until(connection, deadline)) {
         zc_log_info("remote %s: %s: another thread's command on this server did not end in time",
                     connection->server.name, argv[0]);
+        if (call != NULL)
+            call->timed_out = true;
         return NULL;
     }
     sigpipe_guard guard;
@@ -743,18 +812,24 @@ redisReply *zc_redis_command(zc_redis_connection *connection, zc_redis_reply_kin
     const char *step = "cannot connect";
     uint64_t loading = zc_monotonic_ns();
     bool loaded = load_tls_context(connection, &why);
-    deadline += zc_monotonic_ns() - loading;
+    deadline = earlier(deadline + (zc_monotonic_ns() - loading), call);
     uint64_t connect_deadline = deadline_after_ms(zc_monotonic_ns(), limits->connect_timeout_ms);
-    if (loaded &&
-        connect_now(connection, connect_deadline < deadline ? connect_deadline : deadline, &why)) {
+    if (connect_deadline > deadline)
+        connect_deadline = deadline;
+    bool connected = loaded && connect_now(connection, connect_deadline, &why);
+    if (connected) {
         step = argv[0];
         command taking = command_for(kind, sink, limits->max_reply);
         reply = exchange(connection->link, &taking, argc, argv, lengths, deadline, &why);
         if (reply == NULL || taking.drop_after)
             drop(connection);
+        else
+            settle_buffer(connection);
     }
     sigpipe_restore(&guard);
     pthread_mutex_unlock(&connection->mutex);
+    if (reply == NULL && call != NULL)
+        call->timed_out = zc_monotonic_ns() >= (connected ? deadline : connect_deadline);
     if (reply == NULL)
         zc_log_info("remote %s: %s: %s", connection->server.name, step, why.text);
     return reply;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "redis_buffer_budget.h"
 #include "redis_reply_shape.h"
 #include "zecache/remote_spec.h"
 
@@ -34,6 +35,9 @@ typedef struct zc_redis_limits {
     uint32_t connect_timeout_ms; /* lookup, connect, AUTH and SELECT of a new connection */
     uint32_t timeout_ms;         /* one command, sent and answered */
     size_t max_reply;            /* bytes of one value (GET), streamed or not */
+    /* What the storage's connections keep between replies, together; NULL:
+     * each keeps up to 16 MiB on its own. Outlives the connections. */
+    zc_redis_buffer_budget *buffers;
 } zc_redis_limits;
 
 /* Where a value larger than ZC_REDIS_IN_MEMORY_MAX goes, piece by piece in
@@ -62,6 +66,19 @@ void zc_redis_connection_free(zc_redis_connection *connection);
 redisReply *zc_redis_command(zc_redis_connection *connection, zc_redis_reply_kind kind,
                              const zc_redis_sink *sink, int argc, const char **argv,
                              const size_t *lengths);
+
+/* A caller's bound on one command, and what it ran into. */
+typedef struct zc_redis_call {
+    uint64_t deadline_ns; /* zc_monotonic_ns() time; 0: the connection's own only */
+    bool timed_out;       /* the command failed on a deadline: the server is silent */
+} zc_redis_call;
+
+/* zc_redis_command, finished or failed by call's deadline too (a Redis
+ * Cluster's call across its nodes, redis_cluster.h), and saying whether it
+ * failed for want of time. */
+redisReply *zc_redis_command_within(zc_redis_connection *connection, zc_redis_call *call,
+                                    zc_redis_reply_kind kind, const zc_redis_sink *sink, int argc,
+                                    const char **argv, const size_t *lengths);
 
 /* The server's name for messages (its URL without the password). */
 const char *zc_redis_connection_name(const zc_redis_connection *connection);

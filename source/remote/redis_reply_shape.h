@@ -25,7 +25,7 @@ typedef enum zc_redis_reply_kind {
  * 256; Redis may return somewhat more, never this many) and one key name
  * in it (ours are about 110 bytes). */
 #define ZC_REDIS_MAX_LINE 4096
-#define ZC_REDIS_MAX_WORD 64
+#define ZC_REDIS_MAX_WORD 128
 #define ZC_REDIS_MAX_CURSOR 32
 #define ZC_REDIS_MAX_SCAN_NAMES 16384
 #define ZC_REDIS_MAX_SCAN_NAME 512

@@ -324,6 +324,7 @@ typedef struct attributes {
     char shards[ITEM_MAX]; /* "" for none */
     bool cluster;
     char seeds[ITEM_MAX]; /* cluster: more seed nodes, "" for none */
+    char node_hosts[sizeof(((zc_remote_spec *)0)->node_hosts)]; /* cluster: "" for anywhere */
     char password_file[ZC_REMOTE_TLS_PATH_MAX], bearer_token_file[ZC_REMOTE_TLS_PATH_MAX];
     zc_remote_tls tls; /* the files; enabled by the scheme */
 } attributes;
@@ -358,8 +359,9 @@ static zc_status parse_file_attribute(const char *name, const char *value, char 
     return ZC_OK;
 }
 
-/* |cluster, and |seeds=HOST:PORT,... naming more nodes to discover the
- * cluster from than the URL's. */
+/* |cluster, |seeds=HOST:PORT,... naming more nodes to discover the
+ * cluster from than the URL's, and |node-hosts=HOST,... bounding where the
+ * cluster may send the client (with the password, and entries). */
 static zc_status parse_cluster_attribute(const char *name, const char *value, attributes *attrs,
                                          char *reason, size_t reason_size)
 {
@@ -369,10 +371,18 @@ static zc_status parse_cluster_attribute(const char *name, const char *value, at
         attrs->cluster = true;
         return ZC_OK;
     }
+    bool hosts = strcmp(name, "node-hosts") == 0;
     if (value == NULL || value[0] == '\0')
-        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "seeds needs a list of HOST:PORT");
-    snprintf(attrs->seeds, sizeof attrs->seeds, "%s", value);
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "%s",
+                          hosts ? "node-hosts needs a list of hosts"
+                                : "seeds needs a list of HOST:PORT");
+    if (hosts && strlen(value) >= sizeof(((zc_remote_spec *)0)->node_hosts))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "node-hosts: longer than %zu",
+                          sizeof(((zc_remote_spec *)0)->node_hosts) - 1);
+    if (hosts)
+        snprintf(attrs->node_hosts, sizeof attrs->node_hosts, "%s", value);
+    else
+        snprintf(attrs->seeds, sizeof attrs->seeds, "%s", value);
     return ZC_OK;
 }
 
@@ -412,11 +422,13 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
         snprintf(attrs->shards, sizeof attrs->shards, "%s", value);
         return ZC_OK;
     }
-    if (strcmp(text, "cluster") == 0 || strcmp(text, "seeds") == 0)
+    if (strcmp(text, "cluster") == 0 || strcmp(text, "seeds") == 0 ||
+        strcmp(text, "node-hosts") == 0)
         return parse_cluster_attribute(text, value, attrs, reason, reason_size);
     return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                       "unknown attribute \"%.64s\" (known: read-only, connect-timeout=MS, "
                       "timeout=MS, shards=A,B,..., cluster, seeds=HOST:PORT,..., "
+                      "node-hosts=HOST,..., "
                       "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH, "
                       "bearer-token-file=PATH)",
                       text);
@@ -522,6 +534,9 @@ static zc_status parse_servers(const char *url, attributes *attrs, zc_remote_spe
 {
     if (attrs->seeds[0] != '\0' && !attrs->cluster)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "seeds needs cluster");
+    if (attrs->node_hosts[0] != '\0' && !attrs->cluster)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "node-hosts needs cluster");
+    memcpy(spec->node_hosts, attrs->node_hosts, sizeof spec->node_hosts);
     if (attrs->cluster && attrs->shards[0] != '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "shards and cluster exclude each other: the cluster places keys");

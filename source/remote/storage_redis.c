@@ -22,6 +22,7 @@
  * server per process. */
 #include <hiredis/hiredis.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "monotonic_clock.h"
 #include "redis_cluster.h"
 #include "redis_connection.h"
+#include "redis_lock_token.h"
 #include "redis_value_file.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
@@ -50,12 +52,22 @@ enum { SCAN_MAX_KEYS = 1 << 20, SCAN_MAX_CALLS = 1 << 20 };
 
 /* ready: the entry exists; claimed: the lock is ours; failed: the holder
  * stored no entry (its build or store failed, or admission kept the module
- * out); busy: another holds it. */
+ * out); busy:<its value>: another holds it (the value when it is no longer
+ * than a token, for a node with a secret to check). */
 static const char claim_script[] =
     "if redis.call('EXISTS', KEYS[1]) == 1 then return 'ready' end\n"
     "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end\n"
-    "if redis.call('GET', KEYS[2]) == '" ZC_REDIS_FAILED_MARK "' then return 'failed' end\n"
+    "local held = redis.call('GET', KEYS[2])\n"
+    "if held == '" ZC_REDIS_FAILED_MARK "' then return 'failed' end\n"
+    "if type(held) == 'string' and #held <= tonumber(ARGV[3]) then return 'busy:' .. held end\n"
     "return 'busy'\n";
+
+/* The waiting a node with a secret does, in all, on locks that came to
+ * nothing (their holder neither stored the entry nor said it failed):
+ * beyond it, it waits on no lock. A lock that carries proof of the secret
+ * may still be a genuine one replayed by a party that can write to Redis
+ * (after deleting the entry), which this bounds. */
+#define FRUITLESS_WAIT_MAX_MS 3000
 
 /* A recorded input's value: kept when it holds these very bytes, else
  * replaced (a damaged or planted value, or one of another type), so that
@@ -87,7 +99,9 @@ typedef struct redis_storage {
     char key_namespace[NAMESPACE_SIZE];
     uint64_t max_payload;
     const zc_remote_secret *secret;
-    char temp_dir[PATH_MAX]; /* for entries too large to hold */
+    char temp_dir[PATH_MAX];                 /* for entries too large to hold */
+    atomic_uint_least64_t fruitless_wait_ms; /* see FRUITLESS_WAIT_MAX_MS */
+    zc_redis_buffer_budget buffers;          /* its connections' read buffers */
 } redis_storage;
 
 /* A key's <hex> in names: {<hex>} in a cluster (2 more bytes). */
@@ -327,32 +341,20 @@ static zc_status redis_remove(zc_storage *storage, const zc_key *key)
     return ZC_OK;
 }
 
-static void make_token(char token[33])
-{
-    uint8_t random[16];
-    if (getrandom(random, sizeof random, GRND_NONBLOCK) != (ssize_t)sizeof random) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        uint64_t mix =
-            (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uint64_t)(uintptr_t)token;
-        for (int i = 0; i < 16; i++)
-            random[i] = (uint8_t)(mix >> (8 * (i % 8))) ^ (uint8_t)i;
-    }
-    for (int i = 0; i < 16; i++)
-        snprintf(token + 2 * i, 3, "%02x", random[i]);
-}
-
 typedef enum claim_answer { ANSWER_READY, ANSWER_CLAIMED, ANSWER_FAILED, ANSWER_BUSY } claim_answer;
 
+/* The claim script's answer; with ANSWER_BUSY, whether the lock held proof
+ * of the secret (always, for a node without one). */
 static zc_status try_claim(redis_storage *redis, const zc_key *key, const redis_key *names,
-                           const char *token, uint64_t lock_ms, claim_answer *answer)
+                           const char *token, uint64_t lock_ms, claim_answer *answer, bool *proven)
 {
-    char px[24];
+    char px[24], longest[8];
     snprintf(px, sizeof px, "%llu", (unsigned long long)lock_ms);
-    const char *argv[] = {"EVAL", claim_script, "2", names->entry, names->lock, token, px};
+    snprintf(longest, sizeof longest, "%d", ZC_REDIS_LOCK_TOKEN_MAX);
+    const char *argv[] = {"EVAL", claim_script, "2", names->entry, names->lock, token, px, longest};
     zc_status failure;
     redisReply *reply =
-        command_on(redis, key, names->entry, ZC_REDIS_REPLY_WORD, NULL, 7, argv, NULL, &failure);
+        command_on(redis, key, names->entry, ZC_REDIS_REPLY_WORD, NULL, 8, argv, NULL, &failure);
     if (reply == NULL)
         return failure;
     if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS)
@@ -365,8 +367,28 @@ static zc_status try_claim(redis_storage *redis, const zc_key *key, const redis_
         *answer = ANSWER_FAILED;
     else
         *answer = ANSWER_BUSY;
+    *proven = redis->secret == NULL || (strncmp(reply->str, "busy:", 5) == 0 &&
+                                        zc_redis_lock_token_proven(redis->secret, names->lock,
+                                                                   reply->str + 5, reply->len - 5));
     freeReplyObject(reply);
     return ZC_OK;
+}
+
+/* Why a node with a secret does not wait on the lock, or NULL. */
+static const char *not_waited_for(redis_storage *redis, bool proven)
+{
+    if (!proven)
+        return "the build lock carries no proof of the secret: compiling without waiting";
+    if (atomic_load(&redis->fruitless_wait_ms) >= FRUITLESS_WAIT_MAX_MS)
+        return "waited on build locks that came to nothing for long enough: compiling";
+    return NULL;
+}
+
+/* A wait that ended without the entry or the holder's word: counted. */
+static void count_fruitless(redis_storage *redis, uint64_t since_ns)
+{
+    if (redis->secret != NULL)
+        atomic_fetch_add(&redis->fruitless_wait_ms, (zc_monotonic_ns() - since_ns) / 1000000);
 }
 
 /* The lock outlives a holder that died by at most its expiry: the wait
@@ -379,30 +401,42 @@ static zc_status redis_claim(zc_storage *storage, const zc_key *key, uint64_t ti
     redis_storage *redis = (redis_storage *)storage;
     *claim = (zc_storage_claim){.held = false};
     *result = ZC_STORAGE_GIVE_UP;
-    make_token(claim->token);
     redis_key names;
     redis_key_of(redis, key, &names);
+    zc_redis_lock_token_make(redis->secret, names.lock, claim->token);
     uint64_t lock_ms = timeout_ms < MIN_LOCK_MS   ? MIN_LOCK_MS
                        : timeout_ms > MAX_LOCK_MS ? MAX_LOCK_MS
                                                   : timeout_ms;
     zc_backoff backoff = zc_backoff_start(timeout_ms, FIRST_POLL_MS * UINT64_C(1000000),
                                           MAX_POLL_MS * UINT64_C(1000000));
-    for (;;) {
+    uint64_t started = zc_monotonic_ns();
+    for (bool waited = false;; waited = true) {
         claim_answer answer = ANSWER_BUSY;
-        zc_status status = try_claim(redis, key, &names, claim->token, lock_ms, &answer);
+        bool proven = true;
+        zc_status status = try_claim(redis, key, &names, claim->token, lock_ms, &answer, &proven);
         if (status != ZC_OK)
             return status;
+        const char *why_not = answer == ANSWER_BUSY ? not_waited_for(redis, proven) : NULL;
+        if (why_not != NULL) {
+            zc_log_info("remote %s: %s", redis->name, why_not);
+            return ZC_OK;
+        }
         if (answer == ANSWER_READY) {
             *result = ZC_STORAGE_READY;
             return ZC_OK;
         }
         if (answer == ANSWER_CLAIMED) {
+            if (waited)
+                count_fruitless(redis, started);
             claim->held = true;
             claim->owner = getpid();
             *result = ZC_STORAGE_CLAIMED;
             return ZC_OK;
         }
-        if (answer == ANSWER_FAILED || !zc_backoff_sleep(&backoff)) {
+        bool timed_out = answer != ANSWER_FAILED && !zc_backoff_sleep(&backoff);
+        if (timed_out)
+            count_fruitless(redis, started);
+        if (answer == ANSWER_FAILED || timed_out) {
             zc_log_info("remote %s: %s", redis->name,
                         answer == ANSWER_FAILED
                             ? "the other node stored no entry (its build or store "
@@ -639,11 +673,12 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     redis->servers = servers;
     /* Nothing larger than a valid entry (signed, at worst) is ever read. */
     uint64_t max_value = zc_entry_size_bound(max_payload);
+    zc_redis_buffer_budget_init(&redis->buffers, ZC_REDIS_KEPT_BUFFERS_MAX);
     zc_redis_limits limits = {spec->connect_timeout_ms, spec->timeout_ms,
-                              max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX};
+                              max_value < SIZE_MAX ? (size_t)max_value : SIZE_MAX, &redis->buffers};
     if (spec->cluster)
-        redis->cluster =
-            zc_redis_cluster_new(spec->name, spec->servers, spec->server_count, &limits);
+        redis->cluster = zc_redis_cluster_new(spec->name, spec->servers, spec->server_count,
+                                              spec->node_hosts, &limits);
     if (spec->cluster && redis->cluster == NULL) {
         redis_close(&redis->base);
         return ZC_ERR_NOMEM;
@@ -661,6 +696,7 @@ zc_status zc_storage_redis_open(const zc_remote_spec *spec, uint64_t max_payload
     snprintf(redis->temp_dir, sizeof redis->temp_dir, "%s", temp_dir != NULL ? temp_dir : "");
     redis->max_payload = max_payload;
     redis->secret = spec->secret;
+    atomic_init(&redis->fruitless_wait_ms, 0);
     redis->base =
         (zc_storage){.ops = &redis_ops, .name = redis->name, .read_only = spec->read_only};
     *out = &redis->base;
