@@ -141,6 +141,18 @@ static bool is_intel_driver(const char *path)
     return strncmp(base != NULL ? base + 1 : path, "libigdrcl", strlen("libigdrcl")) == 0;
 }
 
+/* Whose front end compiles OpenCL C, by the driver library's name: where
+ * the key looks for headers. */
+static zc_opencl_c_driver opencl_c_driver_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base != NULL ? base + 1 : path;
+    if (is_intel_driver(path))
+        return ZC_OPENCL_C_IGC;
+    return strncmp(base, "libpocl", strlen("libpocl")) == 0 ? ZC_OPENCL_C_POCL
+                                                            : ZC_OPENCL_C_ANY_DRIVER;
+}
+
 static zc_status describe(zcc_device *entry, char *reason, size_t reason_size)
 {
     Dl_info info;
@@ -166,11 +178,13 @@ static zc_status describe(zcc_device *entry, char *reason, size_t reason_size)
             (zc_device_part){"the driver's compiler and the host CPU", entry->own_compiler,
                              sizeof(entry->own_compiler)};
     }
-    entry->description = (zc_device_description){.identity = entry,
-                                                 .libraries = &entry->driver,
-                                                 .library_count = 1,
-                                                 .hardware = entry->parts,
-                                                 .hardware_count = part_count};
+    entry->description =
+        (zc_device_description){.identity = entry,
+                                .libraries = &entry->driver,
+                                .library_count = 1,
+                                .hardware = entry->parts,
+                                .hardware_count = part_count,
+                                .opencl_c_driver = opencl_c_driver_of(entry->driver.path)};
     describe_meta(entry);
     return ZC_OK;
 }

@@ -92,7 +92,7 @@ Test(key_request, level_zero_module_keys_are_those_of_before)
     zc_build_input input = spirv_input(&spirv, "-ze-opt-level=2");
     zc_build_request request = level_zero_request(&input);
     zc_key_builder *builder = new_builder();
-    cr_assert_eq(zc_key_add_request(builder, &request), ZC_OK);
+    cr_assert_eq(zc_key_add_request(builder, &request, ZC_OPENCL_C_ANY_DRIVER), ZC_OK);
     zc_key key = key_of(builder);
     cr_assert(zc_key_equal(&key, &expected));
     assert_key_hex(&key, PLAIN_MODULE_KEY);
@@ -115,7 +115,7 @@ Test(key_request, level_zero_program_keys_are_those_of_before)
     zc_build_request request = {
         .api = ZC_API_LEVEL_ZERO, .program = true, .input_count = 2, .inputs = inputs};
     zc_key_builder *builder = new_builder();
-    cr_assert_eq(zc_key_add_request(builder, &request), ZC_OK);
+    cr_assert_eq(zc_key_add_request(builder, &request, ZC_OPENCL_C_ANY_DRIVER), ZC_OK);
     zc_key key = key_of(builder);
     cr_assert(zc_key_equal(&key, &expected));
     assert_key_hex(&key, PROGRAM_KEY);
@@ -124,7 +124,7 @@ Test(key_request, level_zero_program_keys_are_those_of_before)
 static zc_status request_key(const zc_build_request *request, zc_key *key)
 {
     zc_key_builder *builder = new_builder();
-    zc_status status = zc_key_add_request(builder, request);
+    zc_status status = zc_key_add_request(builder, request, ZC_OPENCL_C_ANY_DRIVER);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);
     zc_key_builder_destroy(builder);
@@ -621,7 +621,7 @@ Test(frontend, only_level_zero_requests_are_recorded)
 
 /* ---- files the key read, changed while the driver compiled ---- */
 
-static char header_path[128], include_flags[128];
+static char header_path[128], include_flags[400];
 static zc_build_input source_input;
 
 /* An OpenCL C source including a header found through -I in the scratch
@@ -694,6 +694,50 @@ Test(frontend, a_source_whose_headers_stay_is_stored)
     cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
     assert_counted(1, 1, 0, 1);
     cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 0);
+}
+
+/* Thousands of distinct includes under #if 0, their headers absent: the
+ * source is keyed once per request, a miss included (the check after the
+ * compile reads the files the key read, it does not key again). */
+Test(frontend, a_source_is_keyed_once_per_request)
+{
+    use_source_with_header("#define V 1\n");
+    size_t size = 0;
+    char *many = malloc(40 * 2100);
+    cr_assert_not_null(many);
+    size += (size_t)sprintf(many + size, "#include \"edited.h\"\n#if 0\n");
+    for (int i = 0; i < 2046; i++)
+        size += (size_t)sprintf(many + size, "#include <zc_absent_%d.h>\n", i);
+    size += (size_t)sprintf(many + size, "#endif\nkernel void k(global int *a) { a[0] = V; }\n");
+    source_input.bytes = many;
+    source_input.size = size;
+    stand_in layer = new_layer("binary-of-many");
+    uint64_t before = zc_key_opencl_c_count();
+    cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
+    cr_assert_eq(zc_key_opencl_c_count() - before, 1);
+    cr_assert_eq(build(&layer), ZC_FRONTEND_PRESENT);
+    cr_assert_eq(zc_key_opencl_c_count() - before, 2);
+    assert_counted(1, 1, 0, 1);
+    free(many);
+}
+
+/* A header appearing during the compile where the key found none, earlier
+ * in the search than the one keyed: not stored. */
+Test(frontend, a_header_made_during_the_compile_is_not_stored)
+{
+    use_source_with_header("#define V 1\n");
+    static char shadow[160];
+    snprintf(shadow, sizeof shadow, "%s/inc/edited.h", scratch);
+    char dir[160];
+    snprintf(dir, sizeof dir, "%s/inc", scratch);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(include_flags, sizeof include_flags, "-I %s -I %s", dir, scratch);
+    stand_in layer = new_layer("binary-of-v2");
+    layer.edit_path = shadow;
+    layer.edit_text = "#define V 2\n";
+    cr_assert_eq(build(&layer), ZC_FRONTEND_FAILED);
+    assert_counted(0, 1, 0, 0);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_NOT_CACHEABLE], 1);
 }
 
 /* ---- a layer's process ---- */

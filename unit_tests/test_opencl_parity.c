@@ -406,3 +406,34 @@ Test(opencl, pocl_header_changed_while_the_driver_compiles)
     run_line(alone_old, sizeof alone_old);
     cr_assert_str_neq(alone_old, alone_new);
 }
+
+/* ---- the working directory as an include directory ---- */
+
+/* <v.h> found in the working directory (PoCL passes -I. first): a changed
+ * v.h is another key, so the warm run computes with the new header, as the
+ * driver alone does, instead of hitting the old one's entry. */
+Test(opencl, pocl_angled_header_in_the_working_directory)
+{
+    char header[PATH_MAX + 8], source[PATH_MAX], first[256], warm[256], alone_now[256];
+    snprintf(header, sizeof header, "%s/v.h", sc.root);
+    snprintf(source, sizeof source, "%s/v.cl", sc.root);
+    static const char text[] = "#include <v.h>\nkernel void add_v(global int *a, global int "
+                               "*b, int n) { int i = get_global_id(0); a[i] = b[i] + V + n; }\n";
+    t_write_file(source, text, strlen(text));
+    t_write_file(header, "#define V 1\n", 12);
+    const char *const args[] = {"--repeat", "1",     POCL,        "--source",
+                                source,     "--run", "add_v:bbi", NULL};
+    const char *const *with_layer = ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0");
+    probe_run(false, with_layer, args);
+    run_line(first, sizeof first);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    t_write_file(header, "#define V 2\n", 12);
+    probe_run(false, with_layer, args);
+    run_line(warm, sizeof warm);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), 0, "%s", run.err);
+    probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
+    run_line(alone_now, sizeof alone_now);
+    cr_assert_str_eq(warm, alone_now);
+    cr_assert_str_neq(first, warm);
+}

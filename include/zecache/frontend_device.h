@@ -37,6 +37,9 @@ typedef struct zc_device_description {
     const zc_device_part *hardware; /* keyed in this order */
     size_t hardware_count;
     zc_artifact_meta meta; /* device name and driver version, for entries */
+    /* Whose front end compiles OpenCL C for it (where it finds headers);
+     * zero, ZC_OPENCL_C_ANY_DRIVER, when not known. */
+    zc_opencl_c_driver opencl_c_driver;
 } zc_device_description;
 
 /* The key of request for device, compiled by compiler: NULL when the
@@ -49,5 +52,12 @@ typedef struct zc_device_description {
 zc_status zc_frontend_key(const zc_build_request *request, const zc_device_description *device,
                           const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
                           char **trace, char *reason, size_t reason_size);
+/* The same, also handing on the files the key read (NULL when none), for a
+ * check after the compile without keying again (zecache/key_files.h). */
+zc_status zc_frontend_key_files(const zc_build_request *request,
+                                const zc_device_description *device,
+                                const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
+                                char **trace, char *reason, size_t reason_size,
+                                struct zc_key_files **files);
 
 #endif

@@ -80,12 +80,23 @@ zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out);
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
 
+/* Whose front end compiles OpenCL C: where it looks for headers. */
+typedef enum zc_opencl_c_driver {
+    ZC_OPENCL_C_ANY_DRIVER, /* unknown: every place either looks is keyed */
+    ZC_OPENCL_C_IGC,        /* Intel's: -I directories, then the working directory */
+    ZC_OPENCL_C_POCL,       /* PoCL's: the working directory (its -I.), then -I */
+} zc_opencl_c_driver;
+
 /* One OpenCL C source (size bytes, no NUL needed) with its build options
  * byte for byte (NULL and "" distinct), and every header it can include,
- * found as the driver's front end finds them; ZC_NOT_CACHEABLE (with the
- * reason) when what it includes cannot be resolved exactly. */
+ * found as driver's front end finds them; ZC_NOT_CACHEABLE (with the
+ * reason) when what it includes cannot be resolved exactly, or when it
+ * names a macro whose expansion the key cannot hold (__TIME__, __FILE__).
+ * The files looked at are kept with the builder (zc_key_builder_take_files). */
 zc_status zc_key_add_opencl_c(zc_key_builder *builder, const char *source, size_t size,
-                              const char *options);
+                              const char *options, zc_opencl_c_driver driver);
+/* How many OpenCL C sources this process keyed (for the tests). */
+uint64_t zc_key_opencl_c_count(void);
 
 /* The compiler's identity (IGC and its front end, see compiler_identity.h).
  * NULL or an empty identity is ZC_ERR_INVALID_ARG: an unidentified compiler
@@ -118,5 +129,8 @@ const char *zc_key_builder_reason(const zc_key_builder *builder);
 /* The readable trace (one "---- part ----" section per part), or NULL when
  * tracing was not requested. Valid until the builder is destroyed. */
 const char *zc_key_builder_trace(const zc_key_builder *builder);
+/* The files the key read (zecache/key_files.h), handed to the caller, who
+ * destroys them; NULL when it read none. */
+struct zc_key_files *zc_key_builder_take_files(zc_key_builder *builder);
 
 #endif

@@ -12,10 +12,12 @@
  * input count", then each input), so existing caches keep hitting. OpenCL
  * requests first add the API and the format (so the same SPIR-V through
  * both APIs never shares an entry), then the same; their OpenCL C inputs go
- * through zc_key_add_opencl_c with their flags as the build options.
+ * through zc_key_add_opencl_c with their flags as the build options and
+ * driver's header search.
  * ZC_NOT_CACHEABLE (with zc_key_builder_reason when there is one) for a
  * request without inputs, an input without bytes, constants on a source
  * input, or anything the input's own adder refuses. */
-zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request);
+zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request,
+                             zc_opencl_c_driver driver);
 
 #endif

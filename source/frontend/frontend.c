@@ -9,6 +9,7 @@
 
 #include "frontend_internal.h"
 #include "zecache/frontend.h"
+#include "zecache/key_files.h"
 
 typedef struct lookup {
     const zc_frontend *frontend;
@@ -16,6 +17,7 @@ typedef struct lookup {
     const zc_device_description *device;
     const zc_compiler_identity *compiler; /* the one the key was made with */
     const zc_key *key;                    /* the request's, made before the compile */
+    zc_key_files *files;                  /* the files that key read, or NULL */
     const zc_frontend_ops *ops;
     void *context;
     bool ran;
@@ -31,33 +33,15 @@ static zc_cache *cache_of(const lookup *request)
     return request->frontend->cache;
 }
 
-/* Whether the key read files the driver reads again when it compiles: the
- * headers an OpenCL C source can include. SPIR-V reads none. */
-static bool key_reads_files(const zc_build_request *request)
-{
-    for (uint32_t i = 0; i < request->input_count; i++)
-        if (request->inputs[i].kind == ZC_INPUT_OPENCL_C)
-            return true;
-    return false;
-}
-
-/* Whether the files the key read were the same after the compile as when
- * the key was made: if one changed in between (a build system writing a
- * header, another job), the driver may have compiled either version, and
- * what it made does not belong under the key. A file changed and changed
- * back while the driver read it is beyond what a key can see. */
+/* Whether the files the key read (the headers an OpenCL C source can
+ * include) were the same after the compile as when the key was made: if one
+ * changed in between (a build system writing a header, another job), the
+ * driver may have compiled either version, and what it made does not belong
+ * under the key. A file changed and changed back while the driver read it
+ * is beyond what a key can see. */
 static bool inputs_unchanged(const lookup *request)
 {
-    if (!key_reads_files(request->request))
-        return true;
-    zc_key again;
-    char *trace = NULL;
-    char reason[256];
-    zc_status status = zc_frontend_key(request->request, request->device, request->compiler,
-                                       request->frontend->config->binary_cache_trace, &again,
-                                       &trace, reason, sizeof(reason));
-    free(trace);
-    return status == ZC_OK && zc_key_equal(&again, request->key);
+    return zc_key_files_unchanged(request->files);
 }
 
 /* The compile step of a lookup: the layer's build with the application's
@@ -210,9 +194,9 @@ static bool key_or_bypass(lookup *request, zc_key *key, char **trace)
     zc_bypass_reason reason = ZC_BYPASS_NOT_CACHEABLE;
     zc_status status = ZC_NOT_CACHEABLE;
     if (!atomic_load(request->frontend->hits_off)) {
-        status = zc_frontend_key(request->request, request->device, request->compiler,
-                                 request->frontend->config->binary_cache_trace, key, trace, detail,
-                                 sizeof(detail));
+        status = zc_frontend_key_files(request->request, request->device, request->compiler,
+                                       request->frontend->config->binary_cache_trace, key, trace,
+                                       detail, sizeof(detail), &request->files);
         reason = status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE : ZC_BYPASS_CACHE_ERROR;
         if (status != ZC_OK && status != ZC_NOT_CACHEABLE)
             snprintf(detail, sizeof(detail), "key: %s", zc_status_name(status));
@@ -253,6 +237,7 @@ zc_frontend_outcome zc_frontend_build(const zc_frontend *frontend, const zc_buil
     if (call.call_failed)
         call.outcome = ZC_FRONTEND_FAILED;
     zc_frontend_report(zc_frontend_outcome_name(call.outcome), &key);
+    zc_key_files_destroy(call.files);
     free(trace);
     return call.outcome;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "zecache/frontend_device.h"
+#include "zecache/key_files.h"
 #include "zecache/key_request.h"
 
 static zc_status add_compiler(zc_key_builder *builder, const zc_compiler_identity *compiler)
@@ -162,6 +163,16 @@ zc_status zc_frontend_key(const zc_build_request *request, const zc_device_descr
                           const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
                           char **trace, char *reason, size_t reason_size)
 {
+    return zc_frontend_key_files(request, device, compiler, want_trace, key, trace, reason,
+                                 reason_size, NULL);
+}
+
+zc_status zc_frontend_key_files(const zc_build_request *request,
+                                const zc_device_description *device,
+                                const zc_compiler_identity *compiler, bool want_trace, zc_key *key,
+                                char **trace, char *reason, size_t reason_size,
+                                zc_key_files **files)
+{
     zc_key_builder *builder = NULL;
     *trace = NULL;
     snprintf(reason, reason_size, "%s", "");
@@ -169,7 +180,7 @@ zc_status zc_frontend_key(const zc_build_request *request, const zc_device_descr
     if (builder == NULL)
         return status != ZC_OK ? status : ZC_ERR_NOMEM;
     if (status == ZC_OK)
-        status = zc_key_add_request(builder, request);
+        status = zc_key_add_request(builder, request, device->opencl_c_driver);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);
     /* The entry's name tells the APIs apart (.l0_cache, .cl_cache). */
@@ -181,6 +192,8 @@ zc_status zc_frontend_key(const zc_build_request *request, const zc_device_descr
     }
     if (status == ZC_OK && want_trace && zc_key_builder_trace(builder) != NULL)
         *trace = strdup(zc_key_builder_trace(builder));
+    if (status == ZC_OK && files != NULL)
+        *files = zc_key_builder_take_files(builder);
     zc_key_builder_destroy(builder);
     return status;
 }

@@ -35,6 +35,7 @@
  * place, it is the value the trace shows, and the process remembers it for
  * large inputs that come again (spirv_digest_memo.h). */
 #include "zecache/key.h"
+#include "zecache/key_files.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -85,6 +86,7 @@ struct zc_key_builder {
     /* A copy of a builder that recorded the environment checks at finish
      * that the compiler's variables are still the snapshot's. */
     bool environment_recheck;
+    zc_key_files *files; /* read by the key, never copied with it */
     size_t pending_size;
     uint8_t pending[512];
 };
@@ -278,6 +280,7 @@ zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out)
         return ZC_ERR_NOMEM;
     memcpy(copy, from, offsetof(zc_key_builder, pending) + from->pending_size);
     copy->trace = NULL;
+    copy->files = NULL;
     copy->trace_text = NULL;
     copy->trace_size = 0;
     copy->record = zc_sha256_copy(from->record);
@@ -295,10 +298,25 @@ void zc_key_builder_destroy(zc_key_builder *builder)
     if (builder == NULL)
         return;
     zc_sha256_destroy(builder->record);
+    zc_key_files_destroy(builder->files);
     if (builder->trace != NULL)
         fclose(builder->trace);
     free(builder->trace_text);
     free(builder);
+}
+
+zc_key_files *zc_key_builder_files(zc_key_builder *builder)
+{
+    if (builder->files == NULL)
+        builder->files = zc_key_files_create();
+    return builder->files;
+}
+
+zc_key_files *zc_key_builder_take_files(zc_key_builder *builder)
+{
+    zc_key_files *files = builder->files;
+    builder->files = NULL;
+    return files;
 }
 
 /* ---- SPIR-V inputs ---- */

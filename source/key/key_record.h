@@ -19,6 +19,7 @@ enum zc_key_part_tag {
                                        the includer's directory */
     ZC_KEY_TAG_OPENCL_C_CANDIDATE,  /* u8 state, u64 size, SHA-256 (found),
                                        the path tried */
+    ZC_KEY_TAG_OPENCL_C_DRIVER,     /* u8 zc_opencl_c_driver: whose search */
     ZC_KEY_TAG_DRIVER_LIBRARY = 40, /* a library of a driver's compiler */
     ZC_KEY_TAG_DRIVER_FILE,         /* u64 size, i64 mtime s, i64 ns, path */
     ZC_KEY_TAG_DRIVER_VARIABLE,     /* name=value */
@@ -26,6 +27,9 @@ enum zc_key_part_tag {
 
 /* ZC_OK when parts may be added; else what every adder returns. */
 zc_status zc_key_part_usable(const zc_key_builder *builder);
+/* The builder's list of files read, made at first use; NULL when out of
+ * memory. */
+struct zc_key_files *zc_key_builder_files(zc_key_builder *builder);
 /* One field: tag, length, bytes; or its start, then its bytes in pieces
  * adding up to length. */
 void zc_key_record_field(zc_key_builder *builder, uint32_t tag, const void *bytes, size_t size);

@@ -6,7 +6,8 @@
 #include "byte_order.h"
 #include "zecache/key_request.h"
 
-static zc_status add_input(zc_key_builder *builder, const zc_build_input *input)
+static zc_status add_input(zc_key_builder *builder, const zc_build_input *input,
+                           zc_opencl_c_driver request_driver)
 {
     if (input->bytes == NULL || input->size == 0)
         return ZC_NOT_CACHEABLE;
@@ -17,7 +18,7 @@ static zc_status add_input(zc_key_builder *builder, const zc_build_input *input)
      * is not one the driver builds as keyed. */
     if (input->kind != ZC_INPUT_OPENCL_C || input->has_constants)
         return ZC_NOT_CACHEABLE;
-    return zc_key_add_opencl_c(builder, input->bytes, input->size, input->flags);
+    return zc_key_add_opencl_c(builder, input->bytes, input->size, input->flags, request_driver);
 }
 
 /* The API beside the inputs, for every API but Level Zero (whose keys
@@ -37,7 +38,8 @@ static zc_status add_api(zc_key_builder *builder, const zc_build_request *reques
     return status;
 }
 
-zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request)
+zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request,
+                             zc_opencl_c_driver driver)
 {
     if (request->input_count == 0 || request->inputs == NULL)
         return ZC_NOT_CACHEABLE;
@@ -49,6 +51,6 @@ zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *re
         status = zc_key_add_hardware(builder, "module program extension: input count",
                                      &request->input_count, sizeof(request->input_count));
     for (uint32_t i = 0; i < request->input_count && status == ZC_OK; i++)
-        status = add_input(builder, &request->inputs[i]);
+        status = add_input(builder, &request->inputs[i], driver);
     return status;
 }

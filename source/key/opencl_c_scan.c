@@ -63,7 +63,7 @@ static size_t splice_length(const char *in, size_t size, size_t i)
 }
 
 /* The text with splices removed and '#' for its digraph and trigraph. */
-static char *logical_copy(const char *in, size_t size, size_t *out_size)
+char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
 {
     char *out = malloc(size > 0 ? size : 1);
     if (out == NULL)
@@ -210,7 +210,7 @@ zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, vo
     if ((text == NULL && size > 0) || each == NULL)
         return ZC_ERR_INVALID_ARG;
     scanner s = {NULL, 0, each, context, reason, reason_size};
-    char *copy = logical_copy(text, size, &s.size);
+    char *copy = zc_opencl_c_logical_text(text, size, &s.size);
     if (copy == NULL)
         return ZC_ERR_NOMEM;
     s.text = copy;

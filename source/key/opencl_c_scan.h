@@ -31,4 +31,9 @@ typedef zc_status (*zc_include_fn)(void *context, const zc_include_ref *ref);
 zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
                            char *reason, size_t reason_size);
 
+/* The text as clang's lexer reads it before it splits tokens (splices
+ * joined, '#' for its digraph and trigraph), malloc'd, *out_size bytes;
+ * NULL when out of memory. */
+char *zc_opencl_c_logical_text(const char *text, size_t size, size_t *out_size);
+
 #endif

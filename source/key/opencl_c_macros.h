@@ -1,0 +1,16 @@
+/* Macros whose expansion a key cannot hold: the time of the compile
+ * (__TIME__, __DATE__, __TIMESTAMP__) and the name the compiler gives the
+ * file (__FILE__ and its kin: Intel's front end names a program's source by
+ * a per-process count of builds, PoCL by a random temporary file). Internal
+ * to the core. */
+#ifndef ZECACHE_OPENCL_C_MACROS_H
+#define ZECACHE_OPENCL_C_MACROS_H
+
+#include <stddef.h>
+
+/* The first such macro named in text (size bytes, as zc_opencl_c_scan
+ * reads it: splices joined) outside comments and literals, inactive #if
+ * blocks included; NULL when none is. */
+const char *zc_opencl_c_unkeyable_macro(const char *text, size_t size);
+
+#endif
