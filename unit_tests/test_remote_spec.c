@@ -189,7 +189,13 @@ Test(remote_spec, http_forms)
     parse_refused("http://h:0", "port");
     parse_refused("http:///x", "no host");
     parse_refused("http://h|ca-file=/ca.pem", "need rediss:// or https://");
-    parse_refused("https://h|cert-file=/c.pem", "rediss:// only");
+    /* A client certificate for https:// too, its key private as for rediss://. */
+    parse_refused("https://h|cert-file=/c.pem", "cannot open /c.pem");
+    parse_refused("http://h|cert-file=/c.pem", "need rediss:// or https://");
+    parse_refused("https://h|key-file=/k.pem", "key-file needs cert-file");
+    /* libcurl would take "pw-Secret%40host" for a user and a host. */
+    parse_refused("http://pw-Secret%40host/x", "no '%' in the host");
+    parse_refused("https://h%2fx/", "no '%' in the host");
     parse_refused("https://h|password-file=/p", "for Redis");
     parse_refused("https://h|cluster", "cluster needs a redis:// or rediss:// URL");
     parse_refused("https://h|ca-file=ca.pem", "absolute path");
