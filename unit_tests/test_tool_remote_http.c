@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "disk_test_support.h"
+#include "leaky_urls.h"
 #include "nginx_test_support.h"
 
 static t_nginx nginx;
@@ -182,4 +183,18 @@ Test(tool_remote_http, ca_file_pins_https_to_its_ca_alone)
                                       "problem: unable to get local issuer certificate\n"),
                        "%s", output);
     cr_assert_eq(run_tool_in(wrapper, "remote check", https), 0, "the system's CAs: %s", output);
+}
+
+/* Whatever the parser, the check and the layer's messages
+ * (PrintDebugMessages=1) say of them, never a part of the secret. */
+Test(tool_remote_http, no_secret_in_any_message_however_malformed_the_url)
+{
+    for (size_t i = 0; i < sizeof leaky / sizeof leaky[0]; i++) {
+        static const char *const commands[] = {"remote check", "config"};
+        for (size_t c = 0; c < 2; c++) {
+            (void)run_tool_in("env PrintDebugMessages=1", commands[c], leaky[i]);
+            cr_assert_null(strstr(output, SECRET_A), "%s, %s:\n%s", leaky[i], commands[c], output);
+            cr_assert_null(strstr(output, SECRET_B), "%s, %s:\n%s", leaky[i], commands[c], output);
+        }
+    }
 }
