@@ -198,3 +198,28 @@ Test(tool_remote_http, no_secret_in_any_message_however_malformed_the_url)
         }
     }
 }
+
+/* https:// with a client certificate, as rediss://: a server that asks for
+ * one gets it; its key must be private. */
+Test(tool_remote_http, a_client_certificate_the_server_asks_for)
+{
+    char url[512], remote[1024];
+    snprintf(url, sizeof url, "https://localhost:%u/zc" T_NGINX_TIMEOUTS "|ca-file=%s",
+             nginx.client_tls_port, nginx.ca);
+    cr_assert_eq(run_tool("remote check", url), 1, "%s", output);
+    cr_assert_not_null(strstr(output, "FAILED: cannot write the probe: PUT: HTTP 400\n"), "%s",
+                       output);
+    snprintf(remote, sizeof remote, "%s|cert-file=%s|key-file=%s", url, nginx.client_cert,
+             nginx.client_key);
+    cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
+    cr_assert_not_null(strstr(output, " ok: write, read, remove in "), "%s", output);
+    cr_assert_eq(t_count_entries(nginx.data), 0, "the probe is removed");
+    cr_assert_eq(chmod(nginx.client_key, 0644), 0);
+    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
+    char line[1024];
+    snprintf(line, sizeof line,
+             "FAILED: %s is not a regular file readable only by its owner and group (chmod o-rwx "
+             "it)\n",
+             nginx.client_key);
+    cr_assert_not_null(strstr(output, line), "no \"%s\" in:\n%s", line, output);
+}
