@@ -104,6 +104,19 @@ Test(tool_remote_http, check_says_exactly_what_failed)
     assert_line(name, "ok: read in");
 }
 
+/* The storage remote, its secret file made readable by others: refused. */
+static void assert_refused_once_others_read(const char *remote, const char *path)
+{
+    cr_assert_eq(chmod(path, 0644), 0);
+    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
+    char line[2048];
+    snprintf(line, sizeof line,
+             "%-48s FAILED: %s is not a regular file readable only by its owner and group "
+             "(chmod o-rwx it)\n",
+             remote, path);
+    cr_assert_not_null(strstr(output, line), "no line \"%s\" in:\n%s", line, output);
+}
+
 Test(tool_remote_http, a_token_others_can_read_is_refused_and_never_shown)
 {
     char remote[1024], http[256];
@@ -111,14 +124,7 @@ Test(tool_remote_http, a_token_others_can_read_is_refused_and_never_shown)
     snprintf(remote, sizeof remote, "%s|bearer-token-file=%s", http, nginx.token_file);
     cr_assert_eq(run_tool("config", remote), 0, "%s", output);
     cr_assert_null(strstr(output, T_NGINX_TOKEN), "the token is shown: %s", output);
-    cr_assert_eq(chmod(nginx.token_file, 0644), 0);
-    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
-    char line[2048];
-    snprintf(line, sizeof line,
-             "%-48s FAILED: %s is not a regular file readable only by its owner and group "
-             "(chmod o-rwx it)\n",
-             remote, nginx.token_file);
-    cr_assert_not_null(strstr(output, line), "no line \"%s\" in:\n%s", line, output);
+    assert_refused_once_others_read(remote, nginx.token_file);
 }
 
 /* dir (made) holding the test's CA as c_rehash links /etc/ssl/certs. */
@@ -214,12 +220,5 @@ Test(tool_remote_http, a_client_certificate_the_server_asks_for)
     cr_assert_eq(run_tool("remote check", remote), 0, "%s", output);
     cr_assert_not_null(strstr(output, " ok: write, read, remove in "), "%s", output);
     cr_assert_eq(t_count_entries(nginx.data), 0, "the probe is removed");
-    cr_assert_eq(chmod(nginx.client_key, 0644), 0);
-    cr_assert_eq(run_tool("remote check", remote), 1, "%s", output);
-    char line[1024];
-    snprintf(line, sizeof line,
-             "FAILED: %s is not a regular file readable only by its owner and group (chmod o-rwx "
-             "it)\n",
-             nginx.client_key);
-    cr_assert_not_null(strstr(output, line), "no \"%s\" in:\n%s", line, output);
+    assert_refused_once_others_read(remote, nginx.client_key);
 }
