@@ -5,6 +5,7 @@
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/printable.h"
 #include "zecache/remote_spec.h"
 
 static void print_source(const char *variable, zc_config_source source)
@@ -33,7 +34,10 @@ static void print_size_setting(const char *variable, uint64_t bytes, const char 
 static void print_remote_problem(void *context, const char *storage, const char *reason)
 {
     (void)context;
-    printf("  %s: IGNORED: %s\n", storage, reason);
+    char shown[1024], why[1024];
+    zc_printable(storage, shown, sizeof shown);
+    zc_printable(reason, why, sizeof why);
+    printf("  %s: IGNORED: %s\n", shown, why);
 }
 
 /* Each storage as the layer will use it, or why it will not. */

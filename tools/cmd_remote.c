@@ -12,6 +12,7 @@
 #include "cmd_remote_cluster.h"
 #include "tool.h"
 #include "zecache/log.h"
+#include "zecache/printable.h"
 #include "zecache/remote_spec.h"
 #include "zecache/storage.h"
 
@@ -53,23 +54,30 @@ static const char *cause_for(const char *storage)
 }
 
 /* One line: label, then what the probe of the storage (or node) called
- * name did, or what failed and why. */
+ * name did, or what failed and why. A cluster's nodes are named by the
+ * addresses they announce: the label is escaped as the cause is. */
 static void print_result(const char *label, const char *name, const char *problem, bool read_only,
                          double elapsed_ms)
 {
+    char shown[512], cause[1024];
+    zc_printable(label, shown, sizeof shown);
+    zc_printable(cause_for(name), cause, sizeof cause);
     if (problem == NULL)
-        printf("%-48s ok: %s in %.2f ms\n", label, read_only ? "read" : "write, read, remove",
+        printf("%-48s ok: %s in %.2f ms\n", shown, read_only ? "read" : "write, read, remove",
                elapsed_ms);
-    else if (cause_for(name)[0] != '\0')
-        printf("%-48s FAILED: %s: %s\n", label, problem, cause_for(name));
+    else if (cause[0] != '\0')
+        printf("%-48s FAILED: %s: %s\n", shown, problem, cause);
     else
-        printf("%-48s FAILED: %s\n", label, problem);
+        printf("%-48s FAILED: %s\n", shown, problem);
 }
 
 static void print_complaint(void *context, const char *storage, const char *reason)
 {
     (void)context;
-    printf("%-48s FAILED: %s\n", storage, reason);
+    char shown[1024], why[1024];
+    zc_printable(storage, shown, sizeof shown);
+    zc_printable(reason, why, sizeof why);
+    printf("%-48s FAILED: %s\n", shown, why);
     complaints++;
 }
 

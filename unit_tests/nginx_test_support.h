@@ -4,7 +4,8 @@
  * of 127.0.0.1 over http and another over https (also on 127.0.0.2, whose
  * address the certificate does not name), with certificates the test makes
  * with openssl: a CA and a server certificate it signed for localhost and
- * 127.0.0.1, and another CA that signed nothing of it. Under /private/ a
+ * 127.0.0.1, and another CA that signed nothing of it; on a third port,
+ * https that asks for a client certificate (the CA signed one). Under /private/ a
  * bearer token is required. Started in a scratch directory (its own
  * configuration, prefix, logs and temporary files) in the foreground with
  * no master process, so its pid is the server, and stopped by that pid.
@@ -40,7 +41,8 @@ typedef struct t_nginx {
     char ca[192];       /* the CA that signed the server's certificate */
     char other_ca[192]; /* a CA that did not */
     char token_file[192];
-    unsigned port, tls_port;
+    char client_cert[192], client_key[192];   /* signed by ca, key 0600 */
+    unsigned port, tls_port, client_tls_port; /* the last asks for a client certificate */
     pid_t pid;
 } t_nginx;
 
@@ -81,14 +83,18 @@ static inline void t_nginx_make_certificates(const t_nginx *nginx)
              "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
              "-keyout server.key -out server.csr -subj /CN=localhost 2>/dev/null && "
              "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-             "-out server.pem -days 2 -extfile san.cnf 2>/dev/null",
+             "-out server.pem -days 2 -extfile san.cnf 2>/dev/null && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+             "-keyout client.key -out client.csr -subj /CN=zecache-node 2>/dev/null && "
+             "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out client.pem -days 2 2>/dev/null && chmod 600 client.key",
              nginx->dir);
     t_run(command);
 }
 
 static inline void t_nginx_write_config(const t_nginx *nginx)
 {
-    char path[256], config[4096];
+    char path[256], config[6144];
     snprintf(path, sizeof path, "%s/nginx.conf", nginx->dir);
     const char *d = nginx->dir;
     snprintf(config, sizeof config,
@@ -111,8 +117,15 @@ static inline void t_nginx_write_config(const t_nginx *nginx)
              "      dav_methods PUT DELETE; dav_ext_methods PROPFIND OPTIONS;\n"
              "      create_full_put_path on;\n    }\n"
              "    location /readonly/ { limit_except GET HEAD { deny all; } }\n"
+             "  }\n"
+             "  server {\n    listen 127.0.0.1:%u ssl;\n"
+             "    ssl_certificate %s/server.pem;\n    ssl_certificate_key %s/server.key;\n"
+             "    ssl_client_certificate %s/ca.pem;\n    ssl_verify_client on;\n"
+             "    root %s;\n"
+             "    location / { dav_methods PUT DELETE; create_full_put_path on; }\n"
              "  }\n}\n",
-             d, d, d, d, d, d, d, nginx->port, nginx->tls_port, nginx->tls_port, d, d, nginx->data);
+             d, d, d, d, d, d, d, nginx->port, nginx->tls_port, nginx->tls_port, d, d, nginx->data,
+             nginx->client_tls_port, d, d, d, nginx->data);
     t_write_file(path, config, strlen(config));
 }
 
@@ -165,6 +178,8 @@ static inline void t_nginx_start(t_nginx *nginx)
     snprintf(nginx->ca, sizeof nginx->ca, "%s/ca.pem", nginx->dir);
     snprintf(nginx->other_ca, sizeof nginx->other_ca, "%s/other_ca.pem", nginx->dir);
     snprintf(nginx->token_file, sizeof nginx->token_file, "%s/token", nginx->dir);
+    snprintf(nginx->client_cert, sizeof nginx->client_cert, "%s/client.pem", nginx->dir);
+    snprintf(nginx->client_key, sizeof nginx->client_key, "%s/client.key", nginx->dir);
     char path[256];
     cr_assert_eq(mkdir(nginx->data, 0755), 0);
     snprintf(path, sizeof path, "%s/data/readonly", nginx->dir);
@@ -182,6 +197,9 @@ static inline void t_nginx_start(t_nginx *nginx)
     do
         nginx->tls_port = t_free_tcp_port();
     while (nginx->tls_port == nginx->port);
+    do
+        nginx->client_tls_port = t_free_tcp_port();
+    while (nginx->client_tls_port == nginx->port || nginx->client_tls_port == nginx->tls_port);
     t_nginx_write_config(nginx);
     t_nginx_launch(nginx);
 }

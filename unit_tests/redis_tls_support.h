@@ -51,6 +51,15 @@ static inline void t_tls_make_ca(const char *dir, const char *name)
               name, name, name);
 }
 
+/* A stand-in for the system's CAs at dir (made): one CA, linked as
+ * c_rehash links /etc/ssl/certs, that signed nothing the tests serve. */
+static inline void t_tls_make_unrelated_cas(const char *dir)
+{
+    cr_assert_eq(mkdir(dir, 0700), 0, "%s", dir);
+    t_tls_make_ca(dir, "unrelated-ca");
+    t_tls_run(dir, "openssl rehash .");
+}
+
 /* A leaf certificate name.crt (key name.key, mode 0600) signed by ca, for
  * the alternative names given (e.g. "DNS:localhost,IP:127.0.0.1"). */
 static inline void t_tls_make_leaf(const char *dir, const char *name, const char *ca,

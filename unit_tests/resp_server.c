@@ -191,6 +191,9 @@ static bool misbehave(int fd, const char *mode)
         return more == 1;
     if (strcmp(mode, "status") == 0)
         return t_send_text(fd, "+OK\r\n");
+    if (strcmp(mode, "escapes") == 0) /* clears the screen, sets the title */
+        return t_send_text(fd, "-ERR \x1b[2J\x1b]0;pwned\x07 \xc2\x9b"
+                               "31m evil\r\n");
     if (strcmp(mode, "integer") == 0)
         return t_send_text(fd, ":1\r\n");
     if (strcmp(mode, "nested") == 0)

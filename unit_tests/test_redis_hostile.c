@@ -560,3 +560,42 @@ Test(hostile, a_cluster_node_that_misbehaves_fails_in_time)
                       (unsigned long long)put_ms);
     }
 }
+
+static char logged[8192];
+
+static void keep_message(void *context, const char *message)
+{
+    (void)context;
+    size_t used = strlen(logged);
+    snprintf(logged + used, sizeof logged - used, "%s\n", message);
+}
+
+static void assert_printable(const char *text)
+{
+    for (const char *c = text; *c != '\0'; c++)
+        cr_assert(*c == '\n' || ((unsigned char)*c >= ' ' && *c != 0x7f), "raw 0x%02x in %s",
+                  (unsigned char)*c, text);
+}
+
+/* An error reply with terminal escapes: quoted in the log and the problem
+ * the check prints, its control bytes as \xNN. */
+Test(hostile, a_servers_escape_sequences_never_reach_a_message)
+{
+    hostile_server server = start_server("escapes", true);
+    zc_storage *storage = t_open_redis_storage(server.url);
+    logged[0] = '\0';
+    zc_log_set_capture(keep_message, NULL);
+    zc_storage_clear_problem();
+    zc_key key = t_key(1);
+    uint8_t entry[64] = {0};
+    cr_assert_neq(storage->ops->put(storage, &key, entry, sizeof entry, true), ZC_OK);
+    zc_log_set_capture(NULL, NULL);
+    char problem[512];
+    snprintf(problem, sizeof problem, "%s", zc_storage_last_problem());
+    zc_storage_close(storage);
+    stop_server(&server);
+    cr_assert_not_null(strstr(logged, "SET: ERR \\x1b[2J\\x1b]0;pwned\\x07 \\xc2\\x9b31m evil"),
+                       "%s", logged);
+    assert_printable(logged);
+    assert_printable(problem);
+}

@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include "zecache/remote_spec.h"
+#include "leaky_urls.h"
+#include "zecache/cache.h"
+#include "zecache/config.h"
+#include "zecache/log.h"
+#include "zecache/remote.h"
 
 static zc_remote_spec parse_ok(const char *text)
 {
@@ -189,7 +194,13 @@ Test(remote_spec, http_forms)
     parse_refused("http://h:0", "port");
     parse_refused("http:///x", "no host");
     parse_refused("http://h|ca-file=/ca.pem", "need rediss:// or https://");
-    parse_refused("https://h|cert-file=/c.pem", "rediss:// only");
+    /* A client certificate for https:// too, its key private as for rediss://. */
+    parse_refused("https://h|cert-file=/c.pem", "cannot open /c.pem");
+    parse_refused("http://h|cert-file=/c.pem", "need rediss:// or https://");
+    parse_refused("https://h|key-file=/k.pem", "key-file needs cert-file");
+    /* libcurl would take "pw-Secret%40host" for a user and a host. */
+    parse_refused("http://pw-Secret%40host/x", "no '%' in the host");
+    parse_refused("https://h%2fx/", "no '%' in the host");
     parse_refused("https://h|password-file=/p", "for Redis");
     parse_refused("https://h|cluster", "cluster needs a redis:// or rediss:// URL");
     parse_refused("https://h|ca-file=ca.pem", "absolute path");
@@ -457,4 +468,49 @@ Test(remote_spec, a_tls_cluster_gives_every_node_its_files_and_password)
     cr_assert_str_eq(spec.name, "rediss://zc:***@seed.example:7000/0|cluster");
     cr_assert_str_eq(node.name, "rediss://zc:***@10.1.2.3:7005/0");
     zc_remote_spec_free(&spec);
+}
+
+static char said[65536];
+
+static void keep_said(void *context, const char *message)
+{
+    (void)context;
+    size_t used = strlen(said);
+    snprintf(said + used, sizeof said - used, "%s\n", message);
+}
+
+static void keep_complaint(void *context, const char *storage, const char *reason)
+{
+    (void)context;
+    size_t used = strlen(said);
+    snprintf(said + used, sizeof said - used, "%s: %s\n", storage, reason);
+}
+
+/* The parser's refusals and what the layer logs opening the storages
+ * (PrintDebugMessages=1: the same text on stderr) never show the secret. */
+Test(remote_spec, no_secret_in_a_refusal_or_the_layers_messages)
+{
+    said[0] = '\0';
+    zc_log_set_enabled(true);
+    zc_log_set_capture(keep_said, NULL);
+    for (size_t i = 0; i < sizeof leaky / sizeof leaky[0]; i++) {
+        zc_remote_spec *specs = NULL;
+        size_t count = 0;
+        cr_assert_eq(zc_remote_specs_parse(leaky[i], &specs, &count, keep_complaint, NULL), ZC_OK);
+        for (size_t s = 0; s < count; s++)
+            keep_said(NULL, specs[s].name);
+        zc_remote_specs_free(specs, count);
+        zc_config config;
+        zc_config_from_env(&config);
+        snprintf(config.remote, sizeof config.remote, "%s", leaky[i]);
+        zc_cache_counters counters = {0};
+        zc_remote *remote = NULL;
+        cr_assert_eq(zc_remote_open(&config, &counters, &remote), ZC_OK);
+        zc_remote_close(remote);
+    }
+    zc_log_set_capture(NULL, NULL);
+    zc_log_set_enabled(false);
+    cr_assert_null(strstr(said, SECRET_A), "%s", said);
+    cr_assert_null(strstr(said, SECRET_B), "%s", said);
+    cr_assert_not_null(strstr(said, "ignored"), "%s", said);
 }

@@ -22,11 +22,11 @@ static void start(const char *cert, bool auth_clients)
     snprintf(scratch, sizeof scratch, "/tmp/zc_rtls_XXXXXX");
     cr_assert_not_null(mkdtemp(scratch));
     next_node = 0;
-    /* The system's CAs are an empty directory: none trusts the test's CA. */
-    char empty[192];
-    snprintf(empty, sizeof empty, "%s/no-cas", scratch);
-    cr_assert_eq(mkdir(empty, 0700), 0);
-    setenv("SSL_CERT_DIR", empty, 1);
+    /* The system's CAs: one that trusts nothing of the test's. */
+    char system_cas[192];
+    snprintf(system_cas, sizeof system_cas, "%s/system-cas", scratch);
+    t_tls_make_unrelated_cas(system_cas);
+    setenv("SSL_CERT_DIR", system_cas, 1);
     unsetenv("SSL_CERT_FILE");
 }
 

@@ -94,13 +94,13 @@ static void setup_tls(void)
 {
     t_tls_redis_start(&tls_server, "good", false);
     server = tls_server.redis; /* for run_tool's cache directory */
-    /* The system's CAs: an empty directory, which trusts nothing. */
+    /* The system's CAs: one that trusts nothing of the test's. */
     static char variables[256];
-    snprintf(variables, sizeof variables, "SSL_CERT_FILE= SSL_CERT_DIR=%s/no-cas",
+    snprintf(variables, sizeof variables, "SSL_CERT_FILE= SSL_CERT_DIR=%s/system-cas",
              tls_server.redis.dir);
-    char empty[200];
-    snprintf(empty, sizeof empty, "%s/no-cas", tls_server.redis.dir);
-    cr_assert_eq(mkdir(empty, 0700), 0);
+    char system_cas[200];
+    snprintf(system_cas, sizeof system_cas, "%s/system-cas", tls_server.redis.dir);
+    t_tls_make_unrelated_cas(system_cas);
     environment = variables;
 }
 

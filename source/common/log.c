@@ -1,5 +1,7 @@
 #include "zecache/log.h"
 
+#include "zecache/printable.h"
+
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,17 +42,22 @@ bool zc_log_enabled(void)
 }
 
 /* One fprintf per message, so lines from several threads do not interleave
- * (stdio locks the stream for the duration of each call). */
+ * (stdio locks the stream for the duration of each call). Messages quote
+ * what servers and files supplied: their control bytes are escaped here,
+ * where every message passes, so that none reaches a terminal raw. */
 void zc_log_failure(const char *what, int err)
 {
+    char shown[1024];
     if (atomic_load_explicit(&log_capture, memory_order_relaxed) != NULL) {
         char text[1024];
         snprintf(text, sizeof text, "%s: %s", what, strerror(err));
-        capture_message(text);
+        zc_printable(text, shown, sizeof shown);
+        capture_message(shown);
     }
     if (!zc_log_enabled())
         return;
-    fprintf(stderr, "PID %ld [Cache failure]: %s errno: %d\n", (long)getpid(), what, err);
+    zc_printable(what, shown, sizeof shown);
+    fprintf(stderr, "PID %ld [Cache failure]: %s errno: %d\n", (long)getpid(), shown, err);
 }
 
 void zc_log_info(const char *fmt, ...)
@@ -62,8 +69,10 @@ void zc_log_info(const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
-    capture_message(text);
+    char shown[1024];
+    zc_printable(text, shown, sizeof shown);
+    capture_message(shown);
     if (!zc_log_enabled())
         return;
-    fprintf(stderr, "PID %ld [Cache]: %s\n", (long)getpid(), text);
+    fprintf(stderr, "PID %ld [Cache]: %s\n", (long)getpid(), shown);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "curl_api.h"
+#include "trust_store.h"
 
 /* Idle handles kept: each keeps its connection open for the next request. */
 enum { IDLE_HANDLES = 4 };
@@ -18,7 +19,9 @@ struct zc_http_client {
     pid_t owner;                                  /* the process whose handles idle holds */
     struct curl_slist *headers, *listing_headers; /* the second with Depth: 1 */
     char base[16 + sizeof(((zc_remote_server *)0)->host) + PATH_MAX];
-    char ca_file[PATH_MAX];
+    bool https;
+    zc_trust_store trust;
+    char cert_file[PATH_MAX], key_file[PATH_MAX]; /* "": no client certificate */
     long connect_timeout_ms, timeout_ms, listing_timeout_ms;
     uint64_t max_body;
 };
@@ -74,6 +77,20 @@ static struct curl_slist *make_headers(const zc_curl_api *curl, const char *toke
     return more;
 }
 
+/* The server's CAs and the client certificate of an https:// spec. */
+static bool take_tls(zc_http_client *client, const zc_remote_spec *spec, char *reason,
+                     size_t reason_size)
+{
+    const zc_remote_tls *tls = &spec->servers[0].tls;
+    client->https = spec->kind == ZC_REMOTE_HTTPS;
+    if (!client->https)
+        return true;
+    snprintf(client->cert_file, sizeof client->cert_file, "%s", tls->cert_file);
+    snprintf(client->key_file, sizeof client->key_file, "%s",
+             tls->key_file[0] != '\0' ? tls->key_file : tls->cert_file);
+    return zc_trust_store_choose(tls->ca_file, &client->trust, reason, reason_size) == ZC_OK;
+}
+
 zc_http_client *zc_http_client_new(const zc_remote_spec *spec, uint64_t max_body, char *reason,
                                    size_t reason_size)
 {
@@ -99,7 +116,10 @@ zc_http_client *zc_http_client_new(const zc_remote_spec *spec, uint64_t max_body
     client->headers = headers;
     client->listing_headers = listing_headers;
     base_url(spec, client->base, sizeof client->base);
-    snprintf(client->ca_file, sizeof client->ca_file, "%s", spec->servers[0].tls.ca_file);
+    if (!take_tls(client, spec, reason, reason_size)) {
+        zc_http_client_free(client);
+        return NULL;
+    }
     client->connect_timeout_ms = (long)spec->connect_timeout_ms;
     client->timeout_ms = (long)spec->connect_timeout_ms + (long)spec->timeout_ms;
     client->listing_timeout_ms =
@@ -265,6 +285,29 @@ static void set_method(const zc_curl_api *curl, transfer *t, zc_http_method meth
     }
 }
 
+static const char *or_null(const char *path)
+{
+    return path[0] != '\0' ? path : NULL;
+}
+
+/* trust_store.h's CAs, replacing libcurl's own (its CA file and
+ * directory, built in: a ca-file would not pin otherwise). */
+static void set_tls_options(zc_http_client *client, CURL *h)
+{
+    const zc_curl_api *curl = client->curl;
+    curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl->easy_setopt(h, CURLOPT_CAINFO, or_null(client->trust.file));
+    curl->easy_setopt(h, CURLOPT_CAPATH, or_null(client->trust.dir));
+    if (client->cert_file[0] == '\0')
+        return;
+    curl->easy_setopt(h, CURLOPT_SSLCERT, client->cert_file);
+    curl->easy_setopt(h, CURLOPT_SSLKEY, client->key_file);
+    /* An empty passphrase: a key that has one fails to load rather than
+     * OpenSSL asking for it on the application's terminal. */
+    curl->easy_setopt(h, CURLOPT_KEYPASSWD, "");
+}
+
 /* Every option, set again on each request (a handle is reset between). */
 static void set_options(zc_http_client *client, transfer *t, const char *url, char *error)
 {
@@ -279,10 +322,8 @@ static void set_options(zc_http_client *client, transfer *t, const char *url, ch
     bool listing = t->method == ZC_HTTP_PROPFIND;
     curl->easy_setopt(h, CURLOPT_TIMEOUT_MS,
                       listing ? client->listing_timeout_ms : client->timeout_ms);
-    curl->easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl->easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (client->ca_file[0] != '\0')
-        curl->easy_setopt(h, CURLOPT_CAINFO, client->ca_file);
+    if (client->https)
+        set_tls_options(client, h);
     curl->easy_setopt(h, CURLOPT_HTTPHEADER, listing ? client->listing_headers : client->headers);
     curl->easy_setopt(h, CURLOPT_ERRORBUFFER, error);
     curl->easy_setopt(h, CURLOPT_WRITEFUNCTION, write_body);

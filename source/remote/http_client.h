@@ -4,8 +4,9 @@
  * in memory (a body larger than the caller's limit is refused as soon as
  * its size is announced or reached; one over ZC_REDIS_IN_MEMORY_MAX goes to
  * the caller's sink as it arrives, or is refused). TLS is verified against
- * the system's CAs or the spec's ca-file, host name included; the bearer
- * token, when there is one, goes in every request. Connections are kept
+ * trust_store.h's CAs, host name included, with the spec's client
+ * certificate if it has one; the bearer token, when there is one, goes in
+ * every request. Connections are kept
  * for the next request in a few idle handles, taken without waiting; a
  * child of fork() never uses (nor closes) its parent's. Not installed:
  * storage_http.c's transport. */

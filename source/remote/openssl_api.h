@@ -24,7 +24,7 @@
     X(SSL_CTX_set_default_passwd_cb)                                                               \
     X(SSL_CTX_load_verify_locations)                                                               \
     X(SSL_CTX_load_verify_file)                                                                    \
-    X(SSL_CTX_set_default_verify_dir)                                                              \
+    X(SSL_CTX_load_verify_dir)                                                                     \
     X(SSL_CTX_use_certificate_chain_file)                                                          \
     X(SSL_CTX_use_PrivateKey_file)                                                                 \
     X(SSL_CTX_check_private_key)                                                                   \
@@ -47,6 +47,8 @@
     X(X509_VERIFY_PARAM_set1_ip_asc)                                                               \
     X(X509_verify_cert_error_string)                                                               \
     X(X509_get_default_cert_file_env)                                                              \
+    X(X509_get_default_cert_dir_env)                                                               \
+    X(X509_get_default_cert_dir)                                                                   \
     X(ERR_peek_error)                                                                              \
     X(ERR_peek_last_error)                                                                         \
     X(ERR_reason_error_string)                                                                     \

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "private_file.h"
+#include "remote_redact.h"
 #include "zecache/config.h"
 
 enum { ITEM_MAX = 4096, NAME_MAX_SHARD = 128 };
@@ -81,6 +82,16 @@ static zc_status parse_userinfo(const char *text, size_t length, zc_remote_serve
     return ZC_OK;
 }
 
+/* What messages name a server by: no user information (which a
+ * percent-encoded '@' would smuggle in), nothing a terminal acts on. */
+static bool is_host_name(const char *host)
+{
+    for (const char *c = host; *c != '\0'; c++)
+        if (*c <= ' ' || *c == 0x7f || strchr("@/?#|", *c) != NULL)
+            return false;
+    return true;
+}
+
 static zc_status parse_host_port(const char *text, size_t length, zc_remote_server *server,
                                  char *reason, size_t reason_size)
 {
@@ -108,6 +119,10 @@ static zc_status parse_host_port(const char *text, size_t length, zc_remote_serv
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "no host");
     if (!percent_decode(host, host_length, server->host, sizeof server->host))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "host is malformed or too long");
+    if (!is_host_name(server->host))
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "the host holds '@', '/', '?', '#', '|', a space or a control character "
+                          "(a password goes before the last '@')");
     server->port = ZC_REMOTE_DEFAULT_REDIS_PORT;
     if (port != NULL) {
         uint64_t value;
@@ -125,28 +140,26 @@ static zc_status parse_db(const char *text, size_t length, zc_remote_server *ser
     uint64_t value = 0;
     if (length > 0 && !parse_number(text, length, 1000000, &value))
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "database \"%.*s\" is not a number", (int)length, text);
+                          "the database is not a number from 0 to 1000000");
     server->db = (unsigned)value;
     return ZC_OK;
 }
 
+/* The user information ends at the last '@', wherever it is: a password
+ * may hold '/' unencoded, but never decides where the host or the
+ * database is (nor shows in a refusal of them). */
 static zc_status parse_redis_tcp(const char *rest, zc_remote_server *server, char *reason,
                                  size_t reason_size)
 {
-    const char *slash = strchr(rest, '/');
-    const char *end = slash != NULL ? slash : rest + strlen(rest);
-    if (memchr(rest, '?', (size_t)(end - rest)) != NULL || strchr(end, '?') != NULL)
+    if (strchr(rest, '?') != NULL)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "redis:// takes no '?' options");
-    const char *at = NULL;
-    for (const char *p = rest; p < end; p++)
-        if (*p == '@')
-            at = p; /* the last one: a password may hold '@' only encoded, but be lenient */
-    const char *host = rest;
+    const char *at = strrchr(rest, '@');
+    const char *host = at != NULL ? at + 1 : rest;
+    const char *slash = strchr(host, '/');
+    const char *end = slash != NULL ? slash : host + strlen(host);
     zc_status status = ZC_OK;
-    if (at != NULL) {
+    if (at != NULL)
         status = parse_userinfo(rest, (size_t)(at - rest), server, reason, reason_size);
-        host = at + 1;
-    }
     if (status == ZC_OK)
         status = parse_host_port(host, (size_t)(end - host), server, reason, reason_size);
     if (status == ZC_OK && slash != NULL)
@@ -235,6 +248,12 @@ static zc_status parse_http(const char *rest, bool https, zc_remote_server *serv
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                           "no user or password in an http(s) URL: the environment and the "
                           "command line show them (use |bearer-token-file=PATH)");
+    /* libcurl decodes the host: "%40" would make a user and password it
+     * sends in clear text (Basic), and no host name needs encoding. */
+    if (memchr(rest, '%', authority_length) != NULL)
+        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
+                          "no '%%' in the host of an http(s) URL (\"%%40\" would make a user and "
+                          "password)");
     zc_status status = parse_host_port(rest, authority_length, server, reason, reason_size);
     if (status != ZC_OK)
         return status;
@@ -386,7 +405,10 @@ static zc_status parse_cluster_attribute(const char *name, const char *value, at
     return ZC_OK;
 }
 
-static zc_status parse_attribute(char *text, attributes *attrs, char *reason, size_t reason_size)
+/* quotable: text lies after the URL's user information, so that it cannot
+ * be part of a password that held '|'. */
+static zc_status parse_attribute(char *text, bool quotable, attributes *attrs, char *reason,
+                                 size_t reason_size)
 {
     char *equals = strchr(text, '=');
     const char *value = NULL;
@@ -431,7 +453,7 @@ static zc_status parse_attribute(char *text, attributes *attrs, char *reason, si
                       "node-hosts=HOST,..., "
                       "password-file=PATH, ca-file=PATH, cert-file=PATH, key-file=PATH, "
                       "bearer-token-file=PATH)",
-                      text);
+                      quotable ? text : "***");
 }
 
 /* "a*b" with '*' replaced by shard. */
@@ -592,17 +614,13 @@ static zc_status read_password(const char *path, char *password, size_t size, ch
     return ZC_OK;
 }
 
-/* Whether the URL's user information (before '@') holds a ':', which
- * separates a password. */
+/* Whether the URL's user information (up to its last '@') holds a ':',
+ * which separates a password. */
 static bool url_has_password(const char *url)
 {
     const char *start = strstr(url, "://");
     start = start != NULL ? start + 3 : url;
-    const char *end = start + strcspn(start, "/?");
-    const char *at = NULL;
-    for (const char *p = start; p < end; p++)
-        if (*p == '@')
-            at = p;
+    const char *at = strrchr(start, '@');
     return at != NULL && memchr(start, ':', (size_t)(at - start)) != NULL;
 }
 
@@ -620,10 +638,9 @@ static zc_status apply_password(const char *password, zc_remote_spec *spec,
     return ZC_OK;
 }
 
-/* https:// takes ca-file (libcurl checks the server with it), not a client
- * certificate. */
-static zc_status apply_tls(zc_remote_kind kind, const zc_remote_tls *tls, zc_remote_server *server,
-                           char *reason, size_t reason_size)
+/* The same files for rediss:// (OpenSSL) and https:// (libcurl). */
+static zc_status apply_tls(const zc_remote_tls *tls, zc_remote_server *server, char *reason,
+                           size_t reason_size)
 {
     bool any_file =
         tls->ca_file[0] != '\0' || tls->cert_file[0] != '\0' || tls->key_file[0] != '\0';
@@ -631,9 +648,6 @@ static zc_status apply_tls(zc_remote_kind kind, const zc_remote_tls *tls, zc_rem
         return any_file ? zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
                                      "ca-file, cert-file and key-file need rediss:// or https://")
                         : ZC_OK;
-    if (is_http(kind) && (tls->cert_file[0] != '\0' || tls->key_file[0] != '\0'))
-        return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size,
-                          "cert-file and key-file are for rediss:// only");
     if (tls->key_file[0] != '\0' && tls->cert_file[0] == '\0')
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "key-file needs cert-file");
     memcpy(server->tls.ca_file, tls->ca_file, sizeof tls->ca_file);
@@ -696,7 +710,7 @@ static zc_status apply_connection_attributes(const attributes *attrs, const char
                           "bearer-token-file is for http:// and https:// only");
     zc_status status = ZC_OK;
     for (size_t i = 0; i < spec->server_count && status == ZC_OK; i++)
-        status = apply_tls(spec->kind, &attrs->tls, &spec->servers[i], reason, reason_size);
+        status = apply_tls(&attrs->tls, &spec->servers[i], reason, reason_size);
     if (status == ZC_OK && attrs->bearer_token_file[0] != '\0')
         status = read_bearer_token(attrs->bearer_token_file, spec, reason, reason_size);
     char password[sizeof spec->servers[0].password] = "";
@@ -739,10 +753,14 @@ zc_status zc_remote_spec_parse(const char *text, zc_remote_spec *spec, char *rea
     char *url = strtok_r(item, "|", &saveptr);
     if (url == NULL || strchr(text, '|') == text)
         return zc_explain(ZC_ERR_INVALID_ARG, reason, reason_size, "no URL");
+    size_t at_length = 0;
+    const char *at = zc_remote_last_at(text, &at_length);
+    size_t userinfo_end = at != NULL ? (size_t)(at - text) : 0;
     zc_status status = ZC_OK;
     for (char *attr = strtok_r(NULL, "|", &saveptr); attr != NULL && status == ZC_OK;
          attr = strtok_r(NULL, "|", &saveptr))
-        status = parse_attribute(attr, &attrs, reason, reason_size);
+        status = parse_attribute(attr, (size_t)(attr - item) > userinfo_end, &attrs, reason,
+                                 reason_size);
     if (status == ZC_OK)
         status = parse_servers(url, &attrs, spec, reason, reason_size);
     if (status == ZC_OK)
@@ -770,18 +788,6 @@ void zc_remote_spec_free(zc_remote_spec *spec)
         memset(spec->bearer_token, 0, strlen(spec->bearer_token));
     free(spec->bearer_token);
     spec->bearer_token = NULL;
-}
-
-/* The storage as written, with anything between "://" and an '@' masked:
- * messages must not show a password. */
-static void mask_password(const char *item, char *out, size_t out_size)
-{
-    const char *scheme_end = strstr(item, "://");
-    const char *at = scheme_end != NULL ? strchr(scheme_end, '@') : NULL;
-    if (at == NULL)
-        snprintf(out, out_size, "%s", item);
-    else
-        snprintf(out, out_size, "%.*s***%s", (int)(scheme_end + 3 - item), item, at);
 }
 
 zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t *count,
@@ -813,7 +819,7 @@ zc_status zc_remote_specs_parse(const char *text, zc_remote_spec **specs, size_t
             (*count)++;
         } else if (complain != NULL) {
             char masked[ITEM_MAX];
-            mask_password(item, masked, sizeof masked);
+            zc_remote_redact(item, masked, sizeof masked);
             complain(context, masked, reason);
         }
     }

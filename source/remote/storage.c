@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "zecache/entry.h"
+#include "zecache/printable.h"
 
 /* Per thread: storages are shared by threads, and the check reads the
  * problem of the call it just made. */
@@ -42,8 +43,10 @@ void zc_storage_clear_problem(void)
 
 void zc_storage_note_problem(const char *format, ...)
 {
+    char text[sizeof last_problem];
     va_list args;
     va_start(args, format);
-    vsnprintf(last_problem, sizeof last_problem, format, args);
+    vsnprintf(text, sizeof text, format, args);
     va_end(args);
+    zc_printable(text, last_problem, sizeof last_problem); /* servers' words are in it */
 }

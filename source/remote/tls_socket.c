@@ -5,6 +5,7 @@
 #include "tls_socket.h"
 
 #include "openssl_api.h"
+#include "trust_store.h"
 #include "zecache/remote_spec.h"
 
 #include <arpa/inet.h>
@@ -47,18 +48,6 @@ static int no_passphrase(char *buffer, int size, int writing, void *context)
     return 0;
 }
 
-/* The system's CAs as SSL_CTX_set_default_verify_paths finds them, but the
- * directory (c_rehash's links, /etc/ssl/certs) looked up lazily, issuer by
- * issuer, rather than its file of them all parsed up front, which costs 50
- * to 80 ms here. SSL_CERT_FILE, when set, is still loaded. */
-static bool load_system_cas(SSL_CTX *ctx)
-{
-    const char *file = secure_getenv(OSSL(X509_get_default_cert_file_env)());
-    if (file != NULL && file[0] != '\0' && OSSL(SSL_CTX_load_verify_file)(ctx, file) != 1)
-        return false;
-    return OSSL(SSL_CTX_set_default_verify_dir)(ctx) == 1;
-}
-
 /* A file OpenSSL cannot open says only "system lib": the reason is said
  * here first. */
 static bool readable(const char *name, const char *path, char *why, size_t why_size)
@@ -91,25 +80,35 @@ static bool load_client_certificate(SSL_CTX *ctx, const zc_tls_settings *setting
     return ok;
 }
 
+/* The CAs of trust_store.h's rule. The directory's certificates are looked
+ * up lazily, issuer by issuer, rather than a file of them all parsed up
+ * front, which costs 50 to 80 ms here. */
+static bool load_trust(SSL_CTX *ctx, const char *ca_file, char *why, size_t why_size)
+{
+    zc_trust_store store;
+    if (zc_trust_store_choose(ca_file, &store, why, why_size) != ZC_OK)
+        return false;
+    char what[PATH_MAX + 32];
+    bool ok = true;
+    if (store.file[0] != '\0') {
+        snprintf(what, sizeof what, "%s %s", store.file_name, store.file);
+        ok = OSSL(SSL_CTX_load_verify_file)(ctx, store.file) == 1;
+    }
+    if (ok && store.dir[0] != '\0') {
+        snprintf(what, sizeof what, "the CA certificates of %s", store.dir);
+        ok = OSSL(SSL_CTX_load_verify_dir)(ctx, store.dir) == 1;
+    }
+    if (!ok)
+        explain_queue(what, why, why_size);
+    return ok;
+}
+
 static bool load_files(SSL_CTX *ctx, const zc_tls_settings *settings, char *why, size_t why_size)
 {
-    if (!readable("ca-file", settings->ca_file, why, why_size) ||
-        !readable("cert-file", settings->cert_file, why, why_size) ||
-        !readable("key-file", settings->key_file, why, why_size))
+    if (!readable("cert-file", settings->cert_file, why, why_size) ||
+        !readable("key-file", settings->key_file, why, why_size) ||
+        !load_trust(ctx, settings->ca_file, why, why_size))
         return false;
-    char what[ZC_REMOTE_TLS_PATH_MAX + 32];
-    bool ok = true;
-    if (settings->ca_file[0] != '\0') {
-        snprintf(what, sizeof what, "ca-file %s", settings->ca_file);
-        ok = OSSL(SSL_CTX_load_verify_locations)(ctx, settings->ca_file, NULL) == 1;
-    } else {
-        snprintf(what, sizeof what, "the system's CA certificates");
-        ok = load_system_cas(ctx);
-    }
-    if (!ok) {
-        explain_queue(what, why, why_size);
-        return false;
-    }
     return settings->cert_file[0] == '\0' || load_client_certificate(ctx, settings, why, why_size);
 }
 
