@@ -33,6 +33,7 @@ typedef struct flight {
     pthread_cond_t finished; /* signalled whenever building turns false */
     size_t waiters;
     bool building;
+    pthread_t builder; /* the thread building, while building */
     bool done;
     zc_artifact *result; /* a reference held for the waiters once done */
 } flight;
@@ -386,25 +387,37 @@ static flight *hit_or_join_locked(zc_memory_tier *tier, const zc_key *key, fligh
     }
 }
 
-/* Returns true when this thread must build: the flight was idle (new, or its
- * last build failed). Otherwise waits for the flight's build and puts a new
- * reference to its result in *out. */
-static bool await_turn_locked(zc_memory_tier *tier, flight *f, zc_artifact **out)
+typedef enum turn {
+    TURN_BUILD,  /* this thread builds for the flight */
+    TURN_WAITED, /* another thread built it: *out holds the result */
+    TURN_NESTED, /* this thread builds the key already (from inside its own
+                    build, e.g. a driver callback): it builds apart */
+} turn;
+
+static turn take_turn_locked(flight *f)
 {
-    if (!f->building) {
-        f->building = true;
-        return true;
-    }
+    f->building = true;
+    f->builder = pthread_self();
+    return TURN_BUILD;
+}
+
+/* Builds when the flight is idle (new, or its last build failed); otherwise
+ * waits for the flight's build and puts a new reference to its result in
+ * *out. Never waits for a build of its own thread, which would be forever. */
+static turn await_turn_locked(zc_memory_tier *tier, flight *f, zc_artifact **out)
+{
+    if (!f->building)
+        return take_turn_locked(f);
+    if (pthread_equal(f->builder, pthread_self()))
+        return TURN_NESTED;
     f->waiters++;
     while (f->building)
         pthread_cond_wait(&f->finished, &tier->lock);
     f->waiters--;
-    if (!f->done) {
-        f->building = true; /* the build failed: this waiter is the one to retry */
-        return true;
-    }
+    if (!f->done)
+        return take_turn_locked(f); /* the build failed: this waiter retries */
     *out = zc_artifact_ref(f->result);
-    return false;
+    return TURN_WAITED;
 }
 
 /* A failed build leaves the flight to one waiter, or ends it if none wait. */
@@ -480,19 +493,24 @@ zc_status zc_memory_tier_get_or_build(zc_memory_tier *tier, const zc_key *key, z
     flight *f = hit_or_join_locked(tier, key, &spare, out);
     if (f == NULL && *out == NULL)
         return ZC_ERR_NOMEM; /* the lock was already dropped */
-    bool must_build = f != NULL && await_turn_locked(tier, f, out);
+    turn next = f != NULL ? await_turn_locked(tier, f, out) : TURN_WAITED;
     /* The last waiter out of a finished flight frees it; nobody else can
      * reach it once it left the list. */
-    bool last_out = f != NULL && !must_build && f->waiters == 0;
+    bool last_out = f != NULL && next == TURN_WAITED && f->waiters == 0;
     pthread_mutex_unlock(&tier->lock);
     flight_free(spare);
     if (last_out)
         flight_free(f);
     zc_memory_outcome result = f == NULL ? ZC_MEMORY_HIT : ZC_MEMORY_WAITED;
     zc_status status = ZC_OK;
-    if (must_build) {
+    if (next == TURN_BUILD) {
         result = ZC_MEMORY_BUILT;
         status = build_for_flight(tier, f, build, context, out);
+    } else if (next == TURN_NESTED) {
+        result = ZC_MEMORY_BUILT;
+        status = build(context, out);
+        if (status == ZC_OK && *out == NULL)
+            status = ZC_ERR_BUILD;
     }
     if (outcome != NULL)
         *outcome = result;
