@@ -87,9 +87,10 @@ static void race(void)
         cl_program first = from_source(first_source);
         build_twice_at_once(first);
         print_kernels("built", first);
-        clReleaseProgram(first);
         cl_program second = from_source(second_source);
         cl_int status = clCompileProgram(second, 1, &device, "", 0, NULL, NULL, NULL, NULL);
+        /* Released just before the link, which may get its memory. */
+        clReleaseProgram(first);
         cl_program linked = clLinkProgram(context, 1, &device, "", 1, &second, NULL, NULL, &status);
         printf("link %d\n", (int)status);
         if (linked != NULL) {
@@ -100,9 +101,17 @@ static void race(void)
     }
 }
 
-static void make_kernel(cl_program program, void *data)
+/* Each callback's program has a source of its own, so that a cold run
+ * builds it (a miss) and a warm run finds it (a hit). */
+static const char *const callback_sources[] = {
+    "kernel void ka(global int *out) { *out = 1; }\n",
+    "kernel void ka(global int *out) { *out = 2; }\n",
+    "kernel void ka(global int *out) { *out = 3; }\n",
+};
+
+static void make_kernel(cl_program program, void *source)
 {
-    (void)data;
+    (void)source;
     cl_int status;
     cl_kernel kernel = clCreateKernel(program, "ka", &status);
     printf("callback made a kernel: %d\n", (int)status);
@@ -110,29 +119,29 @@ static void make_kernel(cl_program program, void *data)
         clReleaseKernel(kernel);
 }
 
-static void build_same_source(cl_program program, void *data)
+static void build_same_source(cl_program program, void *source)
 {
     (void)program;
-    (void)data;
-    cl_program again = from_source(first_source);
+    cl_program again = from_source(source);
     printf("callback built the same source: %d\n",
            (int)clBuildProgram(again, 1, &device, "", NULL, NULL));
     clReleaseProgram(again);
 }
 
-static void release_program(cl_program program, void *data)
+static void release_program(cl_program program, void *source)
 {
-    (void)data;
+    (void)source;
     printf("callback released the program: %d\n", (int)clReleaseProgram(program));
 }
 
 static void callbacks(void)
 {
-    void(CL_CALLBACK *const notifies[])(cl_program, void *) = {make_kernel, build_same_source,
-                                                               release_program};
+    void(CL_CALLBACK *const notifies[])(cl_program, void *) = {release_program, make_kernel,
+                                                               build_same_source};
     for (size_t i = 0; i < sizeof(notifies) / sizeof(notifies[0]); i++) {
-        cl_program program = from_source(first_source);
-        printf("build %d\n", (int)clBuildProgram(program, 1, &device, "", notifies[i], NULL));
+        cl_program program = from_source(callback_sources[i]);
+        printf("build %d\n", (int)clBuildProgram(program, 1, &device, "", notifies[i],
+                                                 (void *)callback_sources[i]));
         if (notifies[i] != release_program)
             clReleaseProgram(program);
     }
@@ -158,6 +167,7 @@ static bool open_platform(const char *wanted)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IONBF, 0); /* all of it, should the layer crash */
     if (argc != 3 || !open_platform(argv[1]))
         return 2;
     if (strcmp(argv[2], "race") == 0)
