@@ -477,6 +477,45 @@ Test(memory_tier, get_or_build_builds_a_missing_key_once)
     zc_memory_tier_destroy(tier);
 }
 
+/* A build that asks for its own key from inside (a driver's callback
+ * building the same source) builds it apart: waiting would be forever. */
+static zc_status nested_build(void *context, zc_artifact **out)
+{
+    build_plan *plan = context;
+    unsigned call = atomic_fetch_add(&plan->calls, 1) + 1;
+    if (call == 1) {
+        zc_artifact *inner = NULL;
+        zc_memory_outcome outcome = ZC_MEMORY_HIT;
+        zc_status status = zc_memory_tier_get_or_build(plan->tier, &plan->key, nested_build, plan,
+                                                       &inner, &outcome);
+        if (status != ZC_OK || outcome != ZC_MEMORY_BUILT || made_by_call(inner) != 2)
+            status = ZC_ERR_IO;
+        zc_artifact_unref(inner);
+        if (status != ZC_OK)
+            return status;
+    }
+    uint8_t binary[2] = {plan->tag, (uint8_t)call};
+    *out = zc_artifact_create(binary, sizeof(binary), NULL, 0, NULL);
+    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+Test(memory_tier, get_or_build_inside_its_own_build_builds_apart, .timeout = 30)
+{
+    zc_memory_tier *tier = tier_with_budget(1 << 20);
+    build_plan plan = plan_for(tier, 5, 1);
+    zc_artifact *outer = NULL;
+    zc_memory_outcome outcome = ZC_MEMORY_HIT;
+    cr_assert_eq(
+        zc_memory_tier_get_or_build(tier, &plan.key, nested_build, &plan, &outer, &outcome), ZC_OK);
+    cr_assert_eq(outcome, ZC_MEMORY_BUILT);
+    cr_assert_eq(made_by_call(outer), 1);
+    cr_assert_eq(atomic_load(&plan.calls), 2);
+    cr_assert_eq(stats_of(tier).entries, 1);
+    cr_assert_eq(zc_memory_tier_waiting(tier, &plan.key), 0);
+    zc_artifact_unref(outer);
+    zc_memory_tier_destroy(tier);
+}
+
 Test(memory_tier, get_or_build_returns_a_put_artifact_without_building)
 {
     zc_memory_tier *tier = tier_with_budget(1 << 20);
