@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cl_find_platform.h"
+
 static const char *const first_source = "kernel void ka(global int *out) { *out = 111; }\n";
 static const char *const second_source = "kernel void kb(global int *out) { *out = 222; }\n";
 
@@ -149,20 +151,12 @@ static void callbacks(void)
 
 static bool open_platform(const char *wanted)
 {
-    cl_platform_id platforms[8];
-    cl_uint count = 0;
-    if (clGetPlatformIDs(8, platforms, &count) != CL_SUCCESS)
+    cl_platform_id platform = find_platform(wanted);
+    if (platform == NULL ||
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) != CL_SUCCESS)
         return false;
-    for (cl_uint i = 0; i < count && i < 8; i++) {
-        char name[256] = "";
-        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
-        if (strstr(name, wanted) != NULL &&
-            clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device, NULL) == CL_SUCCESS) {
-            context = clCreateContext(NULL, 1, &device, NULL, NULL, NULL);
-            return context != NULL;
-        }
-    }
-    return false;
+    context = clCreateContext(NULL, 1, &device, NULL, NULL, NULL);
+    return context != NULL;
 }
 
 int main(int argc, char **argv)

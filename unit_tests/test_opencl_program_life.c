@@ -11,6 +11,9 @@
 #include "e2e_probe_support.h"
 
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
+/* As zecache exec leaves them: the driver's own cache off (26.x would say
+ * on stdout that it is on), the layer's on. */
+#define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
 #define DEADLINE "120" /* seconds; each run takes a few */
 
 TestSuite(opencl_program_life, .init = scratch_create, .fini = scratch_remove, .timeout = 600);
@@ -20,7 +23,7 @@ static char alone[OUTPUT_MAX];
 static void life_run(bool with_layer, const char *platform, const char *scenario)
 {
     if (with_layer)
-        probe_run(true, ENV(LAYER, "POCL_KERNEL_CACHE=0", "MALLOC_PERTURB_=165"),
+        probe_run(true, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", "MALLOC_PERTURB_=165"),
                   ARGS(DEADLINE, ZC_LIFE_PROBE_PATH, platform, scenario));
     else
         probe_run(false, ENV("POCL_KERNEL_CACHE=0", "MALLOC_PERTURB_=165"),
