@@ -842,6 +842,41 @@ static void *run_held_build(void *context)
     return NULL;
 }
 
+/* A thread waits for another's build until the tier's deadline, then
+ * builds the key apart; the held build still lands. */
+Test(memory_tier, a_wait_past_its_deadline_builds_apart, .timeout = 30)
+{
+    zc_memory_tier *tier = tier_with_budget(1 << 20);
+    zc_memory_tier_set_wait_timeout(tier, 50);
+    held_build held;
+    cr_assert_eq(pipe(held.started), 0);
+    cr_assert_eq(pipe(held.release), 0);
+    build_thread thread = {tier, &held};
+    pthread_t builder;
+    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, &thread), 0);
+    char byte;
+    cr_assert_eq(read(held.started[0], &byte, 1), 1);
+
+    zc_key key = key_of(900);
+    zc_artifact *artifact = NULL;
+    zc_memory_outcome outcome = ZC_MEMORY_HIT;
+    cr_assert_eq(zc_memory_tier_get_or_build(tier, &key, build_at_once, NULL, &artifact, &outcome),
+                 ZC_OK);
+    cr_assert_eq(outcome, ZC_MEMORY_BUILT);
+    cr_assert_eq(zc_artifact_binary(artifact, NULL)[0], 2, "built apart, not the held build's");
+    zc_artifact_unref(artifact);
+
+    byte = 1;
+    cr_assert_eq(write(held.release[1], &byte, 1), 1);
+    pthread_join(builder, NULL);
+    cr_assert(is_present(tier, 900), "the held build still lands");
+    for (int i = 0; i < 2; i++) {
+        close(held.started[i]);
+        close(held.release[i]);
+    }
+    zc_memory_tier_destroy(tier);
+}
+
 /* The child has no thread to finish the parent's build: it builds the key
  * itself instead of waiting for ever (SIGALRM ends a child that waits). */
 Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
