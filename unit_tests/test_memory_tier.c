@@ -842,6 +842,31 @@ static void *run_held_build(void *context)
     return NULL;
 }
 
+/* A thread building key 900, held open until finish_held_build. */
+static pthread_t start_held_build(build_thread *thread)
+{
+    cr_assert_eq(pipe(thread->held->started), 0);
+    cr_assert_eq(pipe(thread->held->release), 0);
+    pthread_t builder;
+    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, thread), 0);
+    char byte;
+    cr_assert_eq(read(thread->held->started[0], &byte, 1), 1);
+    return builder;
+}
+
+/* Lets the held build finish, which still lands. */
+static void finish_held_build(build_thread *thread, pthread_t builder)
+{
+    char byte = 1;
+    cr_assert_eq(write(thread->held->release[1], &byte, 1), 1);
+    pthread_join(builder, NULL);
+    cr_assert(is_present(thread->tier, 900), "the held build lands");
+    for (int i = 0; i < 2; i++) {
+        close(thread->held->started[i]);
+        close(thread->held->release[i]);
+    }
+}
+
 /* A thread waits for another's build until the tier's deadline, then
  * builds the key apart; the held build still lands. */
 Test(memory_tier, a_wait_past_its_deadline_builds_apart, .timeout = 30)
@@ -849,13 +874,8 @@ Test(memory_tier, a_wait_past_its_deadline_builds_apart, .timeout = 30)
     zc_memory_tier *tier = tier_with_budget(1 << 20);
     zc_memory_tier_set_wait_timeout(tier, 50);
     held_build held;
-    cr_assert_eq(pipe(held.started), 0);
-    cr_assert_eq(pipe(held.release), 0);
     build_thread thread = {tier, &held};
-    pthread_t builder;
-    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, &thread), 0);
-    char byte;
-    cr_assert_eq(read(held.started[0], &byte, 1), 1);
+    pthread_t builder = start_held_build(&thread);
 
     zc_key key = key_of(900);
     zc_artifact *artifact = NULL;
@@ -866,14 +886,7 @@ Test(memory_tier, a_wait_past_its_deadline_builds_apart, .timeout = 30)
     cr_assert_eq(zc_artifact_binary(artifact, NULL)[0], 2, "built apart, not the held build's");
     zc_artifact_unref(artifact);
 
-    byte = 1;
-    cr_assert_eq(write(held.release[1], &byte, 1), 1);
-    pthread_join(builder, NULL);
-    cr_assert(is_present(tier, 900), "the held build still lands");
-    for (int i = 0; i < 2; i++) {
-        close(held.started[i]);
-        close(held.release[i]);
-    }
+    finish_held_build(&thread, builder);
     zc_memory_tier_destroy(tier);
 }
 
@@ -883,13 +896,8 @@ Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
 {
     zc_memory_tier *tier = tier_with_budget(1 << 20);
     held_build held;
-    cr_assert_eq(pipe(held.started), 0);
-    cr_assert_eq(pipe(held.release), 0);
     build_thread thread = {tier, &held};
-    pthread_t builder;
-    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, &thread), 0);
-    char byte;
-    cr_assert_eq(read(held.started[0], &byte, 1), 1);
+    pthread_t builder = start_held_build(&thread);
 
     pid_t child = fork();
     cr_assert_geq(child, 0);
@@ -906,13 +914,6 @@ Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
     cr_assert_eq(waitpid(child, &wstatus, 0), child);
     cr_assert(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0, "child status 0x%x", wstatus);
 
-    byte = 1;
-    cr_assert_eq(write(held.release[1], &byte, 1), 1);
-    pthread_join(builder, NULL);
-    cr_assert(is_present(tier, 900), "the parent's build still lands");
-    for (int i = 0; i < 2; i++) {
-        close(held.started[i]);
-        close(held.release[i]);
-    }
+    finish_held_build(&thread, builder);
     zc_memory_tier_destroy(tier);
 }
