@@ -18,9 +18,12 @@ static struct {
 bool zcc_hits_add(zcc_hit *hit)
 {
     zc_fork_guard_lock(&table.lock, &table.guarded);
+    /* One record per program: a stale one would answer for the new. */
+    zcc_hit *stale = zcc_program_list_take(&table.hits, hit->program);
     bool added = zcc_program_list_add(&table.hits, hit);
     atomic_store(&table.live, table.hits.count);
     pthread_mutex_unlock(&table.lock);
+    zcc_hit_free(stale);
     return added;
 }
 

@@ -72,6 +72,9 @@ static void hook(cl_icd_dispatch *table)
     HOOK(clCreateContext, zcc_create_context);
     HOOK(clCreateContextFromType, zcc_create_context_from_type);
     HOOK(clCreateProgramWithSource, zcc_create_program_with_source);
+    HOOK(clCreateProgramWithIL, zcc_create_program_with_il);
+    HOOK(clCreateProgramWithBinary, zcc_create_program_with_binary);
+    HOOK(clCreateProgramWithBuiltInKernels, zcc_create_program_with_built_in_kernels);
     HOOK(clBuildProgram, zcc_build_program);
     HOOK(clCompileProgram, zcc_compile_program);
     HOOK(clLinkProgram, zcc_link_program);

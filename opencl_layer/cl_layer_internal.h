@@ -64,6 +64,14 @@ void *zcc_program_list_find(const zcc_program_list *list, cl_program program);
 /* Removes program's record and returns it, or NULL. */
 void *zcc_program_list_take(zcc_program_list *list, cl_program program);
 
+/* ---- cl_building.c: programs the layer is building now ---- */
+
+/* CL_SUCCESS when this thread now holds program's build, after waiting for
+ * another thread's build of it when wait; else CL_INVALID_OPERATION when
+ * another build of it has not completed; CL_OUT_OF_HOST_MEMORY. */
+cl_int zcc_building_enter(cl_program program, bool wait);
+void zcc_building_leave(cl_program program);
+
 /* ---- cl_hits.c: programs built from the cache ---- */
 
 /* What the application's program (the driver's, created from source or IL,
@@ -81,8 +89,9 @@ typedef struct zcc_hit {
     size_t kernels_size;
 } zcc_hit;
 
-/* Takes hit (malloc'd, with its strings) into the table; false when memory
- * runs out (then nothing was taken). */
+/* Takes hit (malloc'd, with its strings) into the table, in place of any
+ * record of its program; false when memory runs out (then nothing was
+ * taken). */
 bool zcc_hits_add(zcc_hit *hit);
 /* Runs fn on the hit of program (the application's) under the table's
  * lock, and returns true; false when program is no hit. */
@@ -130,9 +139,23 @@ cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
                                         void(CL_CALLBACK *notify)(cl_program, void *),
                                         void *user_data, cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_release_program(cl_program program);
+/* Each way a program comes to exist forgets any record of a program that
+ * lived at the same address before. */
 cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
                                                       const char **strings, const size_t *lengths,
                                                       cl_int *errcode_ret);
+cl_program CL_API_CALL zcc_create_program_with_il(cl_context context, const void *il, size_t length,
+                                                  cl_int *errcode_ret);
+cl_program CL_API_CALL zcc_create_program_with_binary(cl_context context, cl_uint num_devices,
+                                                      const cl_device_id *device_list,
+                                                      const size_t *lengths,
+                                                      const unsigned char **binaries,
+                                                      cl_int *binary_status, cl_int *errcode_ret);
+cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context context,
+                                                                cl_uint num_devices,
+                                                                const cl_device_id *device_list,
+                                                                const char *kernel_names,
+                                                                cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
                                                            size_t spec_size,
                                                            const void *spec_value);

@@ -22,6 +22,11 @@ static struct {
     atomic_bool guarded; /* held across fork() (fork_guard.h) */
 } marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Held across reading a program's reference count and releasing it, so of
+ * two threads releasing its last two references one sees the last. */
+static pthread_mutex_t releasing = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool releasing_guarded;
+
 /* false when memory runs out: then the program cannot be told apart, and
  * hits go off for the process. */
 static bool mark(cl_program program, const char *reason)
@@ -48,6 +53,16 @@ static void forget_mark(cl_program program)
     free(zcc_program_list_take(&marked.programs, program));
     atomic_store(&marked.live, marked.programs.count);
     pthread_mutex_unlock(&marked.lock);
+}
+
+/* A new program: records of one released before at its address go. */
+static cl_program born(cl_program program)
+{
+    if (program != NULL && (!zcc_hits_empty() || atomic_load(&marked.live) > 0)) {
+        zcc_hit_free(zcc_hits_take(program));
+        forget_mark(program);
+    }
+    return program;
 }
 
 const char *zcc_unkeyable_reason(cl_program program)
@@ -77,8 +92,8 @@ cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uin
                                                       const char **strings, const size_t *lengths,
                                                       cl_int *errcode_ret)
 {
-    cl_program program =
-        zcc_layer.next.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret);
+    cl_program program = born(
+        zcc_layer.next.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret));
     bool nul = false;
     for (cl_uint i = 0; program != NULL && i < count && !nul; i++) {
         size_t length = lengths != NULL && lengths[i] > 0 ? lengths[i] : strlen(strings[i]);
@@ -89,19 +104,49 @@ cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uin
     return program;
 }
 
+cl_program CL_API_CALL zcc_create_program_with_il(cl_context context, const void *il, size_t length,
+                                                  cl_int *errcode_ret)
+{
+    return born(zcc_layer.next.clCreateProgramWithIL(context, il, length, errcode_ret));
+}
+
+cl_program CL_API_CALL zcc_create_program_with_binary(cl_context context, cl_uint num_devices,
+                                                      const cl_device_id *device_list,
+                                                      const size_t *lengths,
+                                                      const unsigned char **binaries,
+                                                      cl_int *binary_status, cl_int *errcode_ret)
+{
+    return born(zcc_layer.next.clCreateProgramWithBinary(context, num_devices, device_list, lengths,
+                                                         binaries, binary_status, errcode_ret));
+}
+
+cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context context,
+                                                                cl_uint num_devices,
+                                                                const cl_device_id *device_list,
+                                                                const char *kernel_names,
+                                                                cl_int *errcode_ret)
+{
+    return born(zcc_layer.next.clCreateProgramWithBuiltInKernels(context, num_devices, device_list,
+                                                                 kernel_names, errcode_ret));
+}
+
 cl_int CL_API_CALL zcc_release_program(cl_program program)
 {
+    if (zcc_hits_empty() && atomic_load(&marked.live) == 0)
+        return zcc_layer.next.clReleaseProgram(program);
+    zc_fork_guard_lock(&releasing, &releasing_guarded);
     cl_uint references = 0;
     bool last =
-        (!zcc_hits_empty() || atomic_load(&marked.live) > 0) &&
         zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_REFERENCE_COUNT, sizeof(references),
                                         &references, NULL) == CL_SUCCESS &&
         references == 1;
-    if (last) {
-        zcc_hit_free(zcc_hits_take(program));
+    zcc_hit *hit = last ? zcc_hits_take(program) : NULL;
+    if (last)
         forget_mark(program);
-    }
-    return zcc_layer.next.clReleaseProgram(program);
+    cl_int result = zcc_layer.next.clReleaseProgram(program);
+    pthread_mutex_unlock(&releasing);
+    zcc_hit_free(hit);
+    return result;
 }
 
 bool zcc_hits_drop(cl_program program)
@@ -122,7 +167,12 @@ cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
                                        void(CL_CALLBACK *notify)(cl_program, void *),
                                        void *user_data)
 {
-    if (!zcc_hits_drop(program))
+    cl_int entered = zcc_building_enter(program, false);
+    if (entered != CL_SUCCESS)
+        return entered;
+    bool dropped = zcc_hits_drop(program);
+    zcc_building_leave(program);
+    if (!dropped)
         return CL_INVALID_OPERATION;
     zc_cache_count_bypass(zcc_layer.cache, ZC_BYPASS_UNSUPPORTED_INPUT,
                           "clCompileProgram is not cached");
@@ -156,5 +206,5 @@ cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
         context, num_devices, device_list, options, num_input_programs,
         inputs != NULL ? inputs : input_programs, notify, user_data, errcode_ret);
     free(inputs);
-    return linked;
+    return born(linked);
 }

@@ -188,9 +188,6 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
         snprintf(detail, detail_size, "out of memory");
         return ZC_HIT_REFUSED;
     }
-    /* As the driver does at the end of a build: once, before returning. */
-    if (call->notify != NULL)
-        call->notify(call->program, call->user_data);
     call->result = CL_SUCCESS;
     return ZC_HIT_CREATED;
 }
@@ -319,6 +316,17 @@ static void build_through_cache(build_call *call)
     free(bytes);
 }
 
+/* The application's callback, as the driver calls it at the end of a build
+ * that ran (whether it succeeded or failed), and only after the layer is done
+ * with the program: the callback may release it, build it or another program
+ * again, or make kernels of it. */
+static void notify_application(cl_program program, cl_int result, zcc_notify notify,
+                               void *user_data)
+{
+    if (notify != NULL && (result == CL_SUCCESS || result == CL_BUILD_PROGRAM_FAILURE))
+        notify(program, user_data);
+}
+
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
                                      zcc_notify notify, void *user_data)
@@ -330,15 +338,33 @@ cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                        .notify = notify,
                        .user_data = user_data,
                        .result = CL_SUCCESS};
-    if (!zcc_hits_drop(program))
-        return CL_INVALID_OPERATION;
     zc_bypass_reason reason;
     char detail[256] = "";
-    if (cacheable(&call, &reason, detail, sizeof(detail))) {
-        build_through_cache(&call);
+    if (!cacheable(&call, &reason, detail, sizeof(detail))) {
+        zc_frontend_bypass(zcc_layer.cache, reason, detail);
+        if (!zcc_hits_drop(program))
+            return CL_INVALID_OPERATION;
+        build_alone(&call);
         return call.result;
     }
-    zc_frontend_bypass(zcc_layer.cache, reason, detail);
-    build_alone(&call);
+    /* Intel's driver (the one whose compiler is IGC) refuses a second build
+     * while one runs; PoCL's waits for it. */
+    zc_status described;
+    const zcc_device *device = zcc_device_of(call.device, &described, detail, sizeof(detail));
+    bool refuses = device != NULL && zcc_device_compiler(device) != NULL;
+    cl_int entered = zcc_building_enter(program, !refuses);
+    if (entered != CL_SUCCESS)
+        return entered;
+    if (zcc_hits_drop(program)) {
+        /* The driver builds synchronously, without the callback. */
+        call.notify = NULL;
+        call.user_data = NULL;
+        build_through_cache(&call);
+    } else {
+        call.result = CL_INVALID_OPERATION;
+    }
+    zcc_building_leave(program);
+    if (call.result != CL_INVALID_OPERATION)
+        notify_application(program, call.result, notify, user_data);
     return call.result;
 }

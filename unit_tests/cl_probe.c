@@ -41,6 +41,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cl_find_platform.h"
+
 #define MAX_DEVICES 8
 #define MAX_KERNELS 32
 #define MAX_RUN_ARGS 8
@@ -333,21 +335,6 @@ static void CL_CALLBACK notify(cl_program program, void *user_data)
     (void)program;
     (void)user_data;
     callback_calls++;
-}
-
-static cl_platform_id find_platform(const char *wanted)
-{
-    cl_platform_id platforms[8];
-    cl_uint count = 0;
-    if (clGetPlatformIDs(8, platforms, &count) != CL_SUCCESS)
-        return NULL;
-    for (cl_uint i = 0; i < count && i < 8; i++) {
-        char name[256] = "";
-        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
-        if (strstr(name, wanted) != NULL)
-            return platforms[i];
-    }
-    return NULL;
 }
 
 static cl_program create_program(cl_context context, const probe_options *options)

@@ -477,6 +477,45 @@ Test(memory_tier, get_or_build_builds_a_missing_key_once)
     zc_memory_tier_destroy(tier);
 }
 
+/* A build that asks for its own key from inside (a driver's callback
+ * building the same source) builds it apart: waiting would be forever. */
+static zc_status nested_build(void *context, zc_artifact **out)
+{
+    build_plan *plan = context;
+    unsigned call = atomic_fetch_add(&plan->calls, 1) + 1;
+    if (call == 1) {
+        zc_artifact *inner = NULL;
+        zc_memory_outcome outcome = ZC_MEMORY_HIT;
+        zc_status status = zc_memory_tier_get_or_build(plan->tier, &plan->key, nested_build, plan,
+                                                       &inner, &outcome);
+        if (status != ZC_OK || outcome != ZC_MEMORY_BUILT || made_by_call(inner) != 2)
+            status = ZC_ERR_IO;
+        zc_artifact_unref(inner);
+        if (status != ZC_OK)
+            return status;
+    }
+    uint8_t binary[2] = {plan->tag, (uint8_t)call};
+    *out = zc_artifact_create(binary, sizeof(binary), NULL, 0, NULL);
+    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+Test(memory_tier, get_or_build_inside_its_own_build_builds_apart, .timeout = 30)
+{
+    zc_memory_tier *tier = tier_with_budget(1 << 20);
+    build_plan plan = plan_for(tier, 5, 1);
+    zc_artifact *outer = NULL;
+    zc_memory_outcome outcome = ZC_MEMORY_HIT;
+    cr_assert_eq(
+        zc_memory_tier_get_or_build(tier, &plan.key, nested_build, &plan, &outer, &outcome), ZC_OK);
+    cr_assert_eq(outcome, ZC_MEMORY_BUILT);
+    cr_assert_eq(made_by_call(outer), 1);
+    cr_assert_eq(atomic_load(&plan.calls), 2);
+    cr_assert_eq(stats_of(tier).entries, 1);
+    cr_assert_eq(zc_memory_tier_waiting(tier, &plan.key), 0);
+    zc_artifact_unref(outer);
+    zc_memory_tier_destroy(tier);
+}
+
 Test(memory_tier, get_or_build_returns_a_put_artifact_without_building)
 {
     zc_memory_tier *tier = tier_with_budget(1 << 20);
@@ -803,19 +842,62 @@ static void *run_held_build(void *context)
     return NULL;
 }
 
+/* A thread building key 900, held open until finish_held_build. */
+static pthread_t start_held_build(build_thread *thread)
+{
+    cr_assert_eq(pipe(thread->held->started), 0);
+    cr_assert_eq(pipe(thread->held->release), 0);
+    pthread_t builder;
+    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, thread), 0);
+    char byte;
+    cr_assert_eq(read(thread->held->started[0], &byte, 1), 1);
+    return builder;
+}
+
+/* Lets the held build finish, which still lands. */
+static void finish_held_build(build_thread *thread, pthread_t builder)
+{
+    char byte = 1;
+    cr_assert_eq(write(thread->held->release[1], &byte, 1), 1);
+    pthread_join(builder, NULL);
+    cr_assert(is_present(thread->tier, 900), "the held build lands");
+    for (int i = 0; i < 2; i++) {
+        close(thread->held->started[i]);
+        close(thread->held->release[i]);
+    }
+}
+
+/* A thread waits for another's build until the tier's deadline, then
+ * builds the key apart; the held build still lands. */
+Test(memory_tier, a_wait_past_its_deadline_builds_apart, .timeout = 30)
+{
+    zc_memory_tier *tier = tier_with_budget(1 << 20);
+    zc_memory_tier_set_wait_timeout(tier, 50);
+    held_build held;
+    build_thread thread = {tier, &held};
+    pthread_t builder = start_held_build(&thread);
+
+    zc_key key = key_of(900);
+    zc_artifact *artifact = NULL;
+    zc_memory_outcome outcome = ZC_MEMORY_HIT;
+    cr_assert_eq(zc_memory_tier_get_or_build(tier, &key, build_at_once, NULL, &artifact, &outcome),
+                 ZC_OK);
+    cr_assert_eq(outcome, ZC_MEMORY_BUILT);
+    cr_assert_eq(zc_artifact_binary(artifact, NULL)[0], 2, "built apart, not the held build's");
+    zc_artifact_unref(artifact);
+
+    finish_held_build(&thread, builder);
+    zc_memory_tier_destroy(tier);
+}
+
 /* The child has no thread to finish the parent's build: it builds the key
  * itself instead of waiting for ever (SIGALRM ends a child that waits). */
 Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
 {
     zc_memory_tier *tier = tier_with_budget(1 << 20);
     held_build held;
-    cr_assert_eq(pipe(held.started), 0);
-    cr_assert_eq(pipe(held.release), 0);
     build_thread thread = {tier, &held};
-    pthread_t builder;
-    cr_assert_eq(pthread_create(&builder, NULL, run_held_build, &thread), 0);
-    char byte;
-    cr_assert_eq(read(held.started[0], &byte, 1), 1);
+    pthread_t builder = start_held_build(&thread);
 
     pid_t child = fork();
     cr_assert_geq(child, 0);
@@ -832,13 +914,6 @@ Test(memory_tier, a_forked_child_does_not_wait_for_the_parents_build)
     cr_assert_eq(waitpid(child, &wstatus, 0), child);
     cr_assert(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0, "child status 0x%x", wstatus);
 
-    byte = 1;
-    cr_assert_eq(write(held.release[1], &byte, 1), 1);
-    pthread_join(builder, NULL);
-    cr_assert(is_present(tier, 900), "the parent's build still lands");
-    for (int i = 0; i < 2; i++) {
-        close(held.started[i]);
-        close(held.release[i]);
-    }
+    finish_held_build(&thread, builder);
     zc_memory_tier_destroy(tier);
 }

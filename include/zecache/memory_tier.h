@@ -17,6 +17,10 @@ typedef struct zc_memory_tier zc_memory_tier;
  * single flight still works). */
 zc_status zc_memory_tier_create(size_t budget_bytes, zc_memory_tier **out);
 void zc_memory_tier_destroy(zc_memory_tier *tier);
+/* How long a thread waits for another thread's build of the same key before
+ * it builds the key apart (NEO_CACHE_WAIT_TIMEOUT_MS; 0: it never waits).
+ * Until set, a thread waits as long as the build takes. */
+void zc_memory_tier_set_wait_timeout(zc_memory_tier *tier, uint64_t milliseconds);
 
 /* Inserts (or replaces) key's artifact; takes its own reference. An artifact
  * larger than the whole budget is not kept. */

@@ -89,6 +89,7 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
         free(cache);
         return status;
     }
+    zc_memory_tier_set_wait_timeout(cache->memory, config->wait_timeout_ms);
     /* A disk tier that cannot be opened (unusable directory, persistence off)
      * leaves a memory-only cache: the application must not notice. */
     if (config->persistent && zc_disk_tier_open(config, &cache->disk) != ZC_OK)

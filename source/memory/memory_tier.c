@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "zecache/live_set.h"
 #include "zecache/log.h"
@@ -33,6 +34,7 @@ typedef struct flight {
     pthread_cond_t finished; /* signalled whenever building turns false */
     size_t waiters;
     bool building;
+    pthread_t builder; /* the thread building, while building */
     bool done;
     zc_artifact *result; /* a reference held for the waiters once done */
 } flight;
@@ -40,6 +42,8 @@ typedef struct flight {
 struct zc_memory_tier {
     pthread_mutex_t lock;
     size_t budget; /* never changes after creation, so read without the lock */
+    bool wait_bounded;
+    uint64_t wait_timeout_ms; /* when wait_bounded */
     entry **buckets;
     size_t bucket_count; /* a power of two */
     entry *most_recent;
@@ -322,7 +326,14 @@ zc_status zc_memory_tier_put(zc_memory_tier *tier, const zc_key *key, zc_artifac
 static flight *flight_new(void)
 {
     flight *f = calloc(1, sizeof(*f));
-    if (f != NULL && pthread_cond_init(&f->finished, NULL) != 0) {
+    pthread_condattr_t monotonic;
+    bool ready = f != NULL && pthread_condattr_init(&monotonic) == 0;
+    if (ready) {
+        ready = pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC) == 0 &&
+                pthread_cond_init(&f->finished, &monotonic) == 0;
+        pthread_condattr_destroy(&monotonic);
+    }
+    if (!ready) {
         free(f);
         f = NULL;
     }
@@ -386,25 +397,63 @@ static flight *hit_or_join_locked(zc_memory_tier *tier, const zc_key *key, fligh
     }
 }
 
-/* Returns true when this thread must build: the flight was idle (new, or its
- * last build failed). Otherwise waits for the flight's build and puts a new
- * reference to its result in *out. */
-static bool await_turn_locked(zc_memory_tier *tier, flight *f, zc_artifact **out)
+typedef enum turn {
+    TURN_BUILD,  /* this thread builds for the flight */
+    TURN_WAITED, /* another thread built it: *out holds the result */
+    TURN_APART,  /* this thread builds apart: the key's build is its own
+                    (asked for from inside it, e.g. by a driver callback), or
+                    the wait for another thread's passed its deadline */
+} turn;
+
+static turn take_turn_locked(flight *f)
 {
-    if (!f->building) {
-        f->building = true;
-        return true;
+    f->building = true;
+    f->builder = pthread_self();
+    return TURN_BUILD;
+}
+
+static struct timespec deadline_after(uint64_t milliseconds)
+{
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    uint64_t nanoseconds = (uint64_t)at.tv_nsec + (milliseconds % 1000) * 1000000;
+    at.tv_sec += (time_t)(milliseconds / 1000 + nanoseconds / 1000000000);
+    at.tv_nsec = (long)(nanoseconds % 1000000000);
+    return at;
+}
+
+/* Waits while f builds; false when the tier's deadline passed first. */
+static bool wait_for_build_locked(zc_memory_tier *tier, flight *f)
+{
+    struct timespec deadline = deadline_after(tier->wait_timeout_ms);
+    while (f->building) {
+        if (!tier->wait_bounded)
+            pthread_cond_wait(&f->finished, &tier->lock);
+        else if (pthread_cond_timedwait(&f->finished, &tier->lock, &deadline) == ETIMEDOUT &&
+                 f->building)
+            return false;
     }
+    return true;
+}
+
+/* Builds when the flight is idle (new, or its last build failed); otherwise
+ * waits for the flight's build and puts a new reference to its result in
+ * *out. Never waits for a build of its own thread, which would be forever. */
+static turn await_turn_locked(zc_memory_tier *tier, flight *f, zc_artifact **out)
+{
+    if (!f->building)
+        return take_turn_locked(f);
+    if (pthread_equal(f->builder, pthread_self()))
+        return TURN_APART;
     f->waiters++;
-    while (f->building)
-        pthread_cond_wait(&f->finished, &tier->lock);
+    bool finished = wait_for_build_locked(tier, f);
     f->waiters--;
-    if (!f->done) {
-        f->building = true; /* the build failed: this waiter is the one to retry */
-        return true;
-    }
+    if (!finished)
+        return TURN_APART;
+    if (!f->done)
+        return take_turn_locked(f); /* the build failed: this waiter retries */
     *out = zc_artifact_ref(f->result);
-    return false;
+    return TURN_WAITED;
 }
 
 /* A failed build leaves the flight to one waiter, or ends it if none wait. */
@@ -470,6 +519,16 @@ static zc_status build_for_flight(zc_memory_tier *tier, flight *f, zc_build_fn b
     return ZC_OK;
 }
 
+void zc_memory_tier_set_wait_timeout(zc_memory_tier *tier, uint64_t milliseconds)
+{
+    if (tier == NULL)
+        return;
+    pthread_mutex_lock(&tier->lock);
+    tier->wait_bounded = true;
+    tier->wait_timeout_ms = milliseconds;
+    pthread_mutex_unlock(&tier->lock);
+}
+
 zc_status zc_memory_tier_get_or_build(zc_memory_tier *tier, const zc_key *key, zc_build_fn build,
                                       void *context, zc_artifact **out, zc_memory_outcome *outcome)
 {
@@ -480,19 +539,24 @@ zc_status zc_memory_tier_get_or_build(zc_memory_tier *tier, const zc_key *key, z
     flight *f = hit_or_join_locked(tier, key, &spare, out);
     if (f == NULL && *out == NULL)
         return ZC_ERR_NOMEM; /* the lock was already dropped */
-    bool must_build = f != NULL && await_turn_locked(tier, f, out);
+    turn next = f != NULL ? await_turn_locked(tier, f, out) : TURN_WAITED;
     /* The last waiter out of a finished flight frees it; nobody else can
      * reach it once it left the list. */
-    bool last_out = f != NULL && !must_build && f->waiters == 0;
+    bool last_out = f != NULL && next == TURN_WAITED && f->waiters == 0;
     pthread_mutex_unlock(&tier->lock);
     flight_free(spare);
     if (last_out)
         flight_free(f);
     zc_memory_outcome result = f == NULL ? ZC_MEMORY_HIT : ZC_MEMORY_WAITED;
     zc_status status = ZC_OK;
-    if (must_build) {
+    if (next == TURN_BUILD) {
         result = ZC_MEMORY_BUILT;
         status = build_for_flight(tier, f, build, context, out);
+    } else if (next == TURN_APART) {
+        result = ZC_MEMORY_BUILT;
+        status = build(context, out);
+        if (status == ZC_OK && *out == NULL)
+            status = ZC_ERR_BUILD;
     }
     if (outcome != NULL)
         *outcome = result;
