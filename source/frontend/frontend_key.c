@@ -169,6 +169,9 @@ zc_status zc_frontend_key(const zc_build_request *request, const zc_device_descr
     if (builder == NULL)
         return status != ZC_OK ? status : ZC_ERR_NOMEM;
     if (status == ZC_OK)
+        status = zc_key_add_build_variables(builder, device->build_variables,
+                                            device->build_variable_count);
+    if (status == ZC_OK)
         status = zc_key_add_request(builder, request);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);

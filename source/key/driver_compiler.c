@@ -77,6 +77,24 @@ static const char *const not_code_variables[] = {
     "POCL_VECTORIZER_REMARKS",
 };
 
+/* Read by PoCL at every build (3.1 and 6.0: pocl_build.c, pocl_llvm_build.cc,
+ * pocl_llvm_wg.cc, common_driver.c, llvmopencl/'s passes and linker.cpp),
+ * not when it starts; POCL_WORK_GROUP_METHOD at both. */
+static const char *const pocl_build_variables[] = {
+    "POCL_EXTRA_BUILD_FLAGS",
+    "POCL_IGNORE_CL_STD",
+    "POCL_BUILDING",
+    "POCL_LLVM_VERIFY",
+    "POCL_LLVM_ALWAYS_INLINE",
+    "POCL_LLVM_MOVE_NONKERNELS",
+    "POCL_WORK_GROUP_METHOD",
+    "POCL_FULL_REPLICATION_THRESHOLD",
+    "POCL_WILOOPS_MAX_UNROLL_COUNT",
+    "POCL_FORCE_PARALLEL_OUTER_LOOP",
+    "POCL_BINARY_SPECIALIZE_WG",
+    "POCL_BITCODE_FINALIZER",
+};
+
 static bool spend(zc_driver_compiler *c)
 {
     if (c->budget == 0)
@@ -398,6 +416,12 @@ const char *zc_driver_compiler_path(const zc_driver_compiler *compiler)
 bool zc_driver_compiler_is_pocl(const zc_driver_compiler *compiler)
 {
     return compiler != NULL && compiler->pocl;
+}
+
+const char *const *zc_pocl_build_variables(size_t *count)
+{
+    *count = sizeof pocl_build_variables / sizeof pocl_build_variables[0];
+    return pocl_build_variables;
 }
 
 static void record_file(zc_key_builder *builder, const driver_file *f)
