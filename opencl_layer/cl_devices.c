@@ -99,11 +99,12 @@ static bool describe_properties(zcc_device *entry, size_t *used)
 
 /* A driver's own compiler and the host CPU, as one digest: the front end
  * keys a device's parts as bytes. */
-static zc_status own_compiler_digest(const void *function, uint8_t digest[ZC_KEY_SIZE],
+static zc_status own_compiler_digest(const void *function, uint8_t digest[ZC_KEY_SIZE], bool *pocl,
                                      char *reason, size_t reason_size)
 {
     zc_driver_compiler *compiler = NULL;
     zc_status status = zc_driver_compiler_identify(function, &compiler, reason, reason_size);
+    *pocl = zc_driver_compiler_is_pocl(compiler);
     zc_key_builder *builder = NULL;
     if (status == ZC_OK)
         status = zc_key_builder_create(false, &builder);
@@ -165,13 +166,15 @@ static zc_status describe(zcc_device *entry, char *reason, size_t reason_size)
         return ZC_ERR_INVALID_ARG;
     entry->parts[0] = (zc_device_part){"OpenCL device and platform", entry->properties, used};
     size_t part_count = 1;
+    bool pocl = false;
     if (is_intel_driver(entry->driver.path)) {
         entry->compiler = zc_compiler_identity_get(info.dli_fname);
         snprintf(reason, reason_size, "libigc not found (libigc.so.1, libigc.so.2)");
         if (entry->compiler == NULL)
             return ZC_NOT_CACHEABLE;
     } else {
-        zc_status status = own_compiler_digest(function, entry->own_compiler, reason, reason_size);
+        zc_status status =
+            own_compiler_digest(function, entry->own_compiler, &pocl, reason, reason_size);
         if (status != ZC_OK)
             return status;
         entry->parts[part_count++] =
@@ -185,6 +188,9 @@ static zc_status describe(zcc_device *entry, char *reason, size_t reason_size)
                                 .hardware = entry->parts,
                                 .hardware_count = part_count,
                                 .opencl_c_driver = opencl_c_driver_of(entry->driver.path)};
+    if (pocl)
+        entry->description.build_variables =
+            zc_pocl_build_variables(&entry->description.build_variable_count);
     describe_meta(entry);
     return ZC_OK;
 }

@@ -26,6 +26,8 @@
  *                     NULL)
  *   --time            print how long clBuildProgram took ("build time: N us"),
  *                     on stderr (the descriptions stay comparable)
+ *   --setenv NAME=VALUE  set NAME once the context is created, before the
+ *                     first build (repeat for several)
  *   --run K:SPEC      run kernel K with arguments SPEC, one letter each:
  *                     b a buffer of 256 ints (filled 0, 3, 6, ...), i the int
  *                     64; print the digest of every buffer afterwards; on
@@ -48,11 +50,15 @@
 #define MAX_RUN_ARGS 8
 #define RUN_INTS 256
 
+#define MAX_SETENV 4
+
 typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
     bool callback, no_binaries, rebuild, compile_link, time;
     const char *spec, *append, *devices;
+    char *setenv[MAX_SETENV];
+    int setenv_count;
 } probe_options;
 
 static uint64_t digest(const void *data, size_t size)
@@ -486,6 +492,9 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->global = argv[++i];
         else if (strcmp(arg, "--run") == 0)
             options->run = argv[++i];
+        else if (strcmp(arg, "--setenv") == 0 && strchr(next, '=') != NULL &&
+                 options->setenv_count < MAX_SETENV)
+            options->setenv[options->setenv_count++] = argv[++i];
         else if (strcmp(arg, "--repeat") == 0)
             options->repeat = atoi(argv[++i]);
         else
@@ -513,6 +522,12 @@ int main(int argc, char **argv)
     if (device_count > MAX_DEVICES)
         device_count = MAX_DEVICES;
     cl_context context = clCreateContext(NULL, device_count, devices, NULL, NULL, NULL);
+    for (int i = 0; i < options.setenv_count; i++) {
+        char *setting = options.setenv[i];
+        char *equals = strchr(setting, '=');
+        *equals = '\0';
+        setenv(setting, equals + 1, 1);
+    }
     for (int i = 0; i < options.repeat; i++) {
         printf("describe %d\n", i);
         probe_once(context, device_count, devices, &options);

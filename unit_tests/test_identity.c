@@ -265,7 +265,7 @@ Test(identity, files_that_are_not_elf)
 /* ---- synthetic libraries with a dynamic section ---- */
 
 typedef struct dyn_spec {
-    const char *soname, *rpath, *runpath;
+    const char *soname, *rpath, *runpath, *needed;
     bool nodeflib;
     uint8_t id_byte; /* tells copies apart through their build-id */
 } dyn_spec;
@@ -281,9 +281,9 @@ static void write_library(const char *path, const dyn_spec *spec)
     size_t strings_used = 1;
     Elf64_Dyn dyn[8];
     int n = 0;
-    const char *values[3] = {spec->soname, spec->rpath, spec->runpath};
-    const int64_t tags[3] = {DT_SONAME, DT_RPATH, DT_RUNPATH};
-    for (int i = 0; i < 3; i++) {
+    const char *values[4] = {spec->soname, spec->rpath, spec->runpath, spec->needed};
+    const int64_t tags[4] = {DT_SONAME, DT_RPATH, DT_RUNPATH, DT_NEEDED};
+    for (int i = 0; i < 4; i++) {
         if (values[i] == NULL)
             continue;
         dyn[n++] = (Elf64_Dyn){tags[i], {strings_used}};
@@ -387,7 +387,7 @@ static uint8_t found_copy(const zc_library_search *search, zc_search_step *step)
 Test(identity, dynamic_section_of_a_synthetic_library)
 {
     const char *path = make_path("dyn/libzc_dyn.so.1");
-    write_library(path, &(dyn_spec){"libzc_dyn.so.1", "$ORIGIN/r", "/run:/x", true, 1});
+    write_library(path, &(dyn_spec){"libzc_dyn.so.1", "$ORIGIN/r", "/run:/x", NULL, true, 1});
     zc_elf_dynamic dynamic;
     cr_assert(zc_elf_read_dynamic(path, &dynamic));
     cr_assert(dynamic.has_soname && dynamic.has_rpath && dynamic.has_runpath && dynamic.nodeflib);
@@ -422,7 +422,7 @@ Test(identity, dynamic_section_matches_readelf)
 Test(identity, truncated_libraries_are_read_safely)
 {
     const char *source = make_path("trunc/full.so");
-    write_library(source, &(dyn_spec){"libzc_t.so.1", "/r", "/u", false, 3});
+    write_library(source, &(dyn_spec){"libzc_t.so.1", "/r", "/u", NULL, false, 3});
     size_t size;
     uint8_t *bytes = t_read_bytes(source, &size);
     const char *cut = make_path("trunc/cut.so");
@@ -725,6 +725,48 @@ Test(identity, compiler_not_found_is_a_miss_and_a_found_front_end_alone_is_not_e
     cr_assert_str_eq(compiler.libraries[0].name, "libigdfcl.so.1");
     cr_assert_str_eq(compiler.libraries[1].name, "libigc.so.2");
     cr_assert_eq(compiler.libraries[1].build_id[0], 9);
+}
+
+/* What IGC needs is keyed, found as the dynamic linker finds it for IGC:
+ * a SPIR-V reader first in LD_LIBRARY_PATH is another compiler. */
+Test(identity, compiler_keys_the_libraries_it_needs_where_they_are_found)
+{
+    char system[PATH_MAX], first[PATH_MAX];
+    temp_path(system, "system");
+    temp_path(first, "first");
+    write_library(make_path("system/libigc.so.1"),
+                  &(dyn_spec){.soname = "libigc.so.1", .needed = "libzc_reader.so.14"});
+    write_library(
+        make_path("system/libzc_reader.so.14"),
+        &(dyn_spec){.soname = "libzc_reader.so.14", .needed = "libzc_base.so.1", .id_byte = 1});
+    write_library(make_path("system/libzc_base.so.1"),
+                  &(dyn_spec){.soname = "libzc_base.so.1", .id_byte = 3});
+    const char *dirs[] = {system, NULL};
+    zc_library_search search = {.default_dirs = dirs};
+    static zc_compiler_identity plain, changed, merged;
+    cr_assert_eq(zc_compiler_identity_predict(&search, &plain), ZC_OK);
+    cr_assert_eq(plain.count, 3);
+    cr_assert_str_eq(plain.libraries[1].name, "libzc_reader.so.14");
+    cr_assert_eq(plain.libraries[1].build_id[0], 1);
+    cr_assert_str_eq(plain.libraries[2].name, "libzc_base.so.1");
+    cr_assert_eq(plain.libraries[2].build_id[0], 3);
+    /* Another copy of the reader first in LD_LIBRARY_PATH. */
+    write_library(
+        make_path("first/libzc_reader.so.14"),
+        &(dyn_spec){.soname = "libzc_reader.so.14", .needed = "libzc_base.so.1", .id_byte = 2});
+    search.ld_library_path = first;
+    cr_assert_eq(zc_compiler_identity_predict(&search, &changed), ZC_OK);
+    cr_assert_eq(changed.count, 3);
+    cr_assert_eq(changed.libraries[1].build_id[0], 2);
+    cr_assert(!zc_library_identity_equal(&plain.libraries[1], &changed.libraries[1]));
+    cr_assert(zc_compiler_identity_merge(&plain, changed.libraries, changed.count, &merged));
+    /* A needed library that is nowhere is keyed by its name alone. */
+    unlink(make_path("system/libzc_base.so.1"));
+    search.ld_library_path = NULL;
+    cr_assert_eq(zc_compiler_identity_predict(&search, &changed), ZC_OK);
+    cr_assert_eq(changed.count, 3);
+    cr_assert_str_eq(changed.libraries[2].name, "libzc_base.so.1");
+    cr_assert_str_eq(changed.libraries[2].path, "");
 }
 
 /* The driver of this machine: its IGC where ldconfig -p puts it. */

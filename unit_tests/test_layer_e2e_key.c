@@ -11,6 +11,7 @@
  * variant's binary), and with the layer again (must hit). Compiles and hits
  * are counted from the layer's PrintDebugMessages lines. */
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "e2e_probe_support.h"
 
@@ -169,5 +170,38 @@ Test(e2e_key, driver_settings_file_gets_the_drivers_own_binary)
     check_variant(&variants[1]);
     cr_assert(driver_binaries_differ(&variants[0], &variants[1]),
               "the settings file did not change the driver's binary: the test shows nothing");
+    cr_assert_eq(entries_in(sc.cache), 2);
+}
+
+/* A library IGC loads, upgraded without IGC, is another compiler: a copy
+ * with one byte more, first in LD_LIBRARY_PATH, gets an entry of its own,
+ * and the system's copy hits its own entry again. The SPIR-V reader on IGC
+ * 1.x; IGC 2.x links LLVM and the reader in, and needs zlib. */
+Test(e2e_key, a_changed_library_the_compiler_loads_is_another_compiler)
+{
+    const char *igc = t_system_igc_name();
+    const char *name = strcmp(igc, "libigc.so.1") == 0 ? "libLLVMSPIRVLib.so.14" : "libz.so.1";
+    char system[PATH_MAX], copy[PATH_MAX], search[2 * PATH_MAX + 32];
+    snprintf(system, sizeof system, "%s/%s", T_SYSTEM_LIB_DIR, name);
+    const char *dir = in_scratch("changed_lib");
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(copy, sizeof copy, "%s/%s", dir, name);
+    FILE *in = fopen(system, "rb"), *out = fopen(copy, "wb");
+    cr_assert(in != NULL && out != NULL, "cannot copy %s to %s", system, copy);
+    char buffer[65536];
+    for (size_t got; (got = fread(buffer, 1, sizeof buffer, in)) > 0;)
+        cr_assert_eq(fwrite(buffer, 1, got, out), got);
+    /* A byte after every section: the loader never reads it. */
+    cr_assert_eq(fputc(0, out), 0);
+    fclose(in);
+    cr_assert_eq(fclose(out), 0);
+    snprintf(search, sizeof search, "LD_LIBRARY_PATH=%s:%s", dir, ZC_LAYER_DIR);
+    variant plain = {"plain", NULL, {NULL}, NULL};
+    variant changed = {"changed_library", NULL, {search, NULL}, NULL};
+    check_variant(&plain);
+    check_variant(&changed);
+    run_variant(&plain, true, "again");
+    assert_counts(&plain, 0, 1);
+    assert_binary_is_the_drivers(&plain, "again");
     cr_assert_eq(entries_in(sc.cache), 2);
 }

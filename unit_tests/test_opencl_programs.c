@@ -163,3 +163,33 @@ Test(opencl_programs, exec_keeps_the_drivers_own_cache_off)
     /* The cache directory holds the entry and zecache's side files only. */
     cr_assert_eq(driver_entries_in(sc.cache), 0);
 }
+
+/* PoCL reads POCL_EXTRA_BUILD_FLAGS at every build: set once the context
+ * exists, it is the build's, and a run without it is another build. */
+Test(opencl_programs, pocl_build_variables_are_read_per_build)
+{
+#define MACRO_PROBE                                                                                \
+    ZC_CL_PROBE_PATH " --platform Portable --no-binaries --source " ZC_CL_SOURCE_DIR               \
+                     "/cl_probe_macro.cl --run store_x:b"
+#define SET_LATE " --setenv POCL_EXTRA_BUILD_FLAGS=-DX=5"
+    static char alone_late[OUTPUT_MAX];
+    shell_run(false, MACRO_PROBE SET_LATE, alone_late);
+    shell_run(false, MACRO_PROBE, alone);
+    cr_assert_str_neq(alone, alone_late, "the variable changed nothing: %s", alone);
+    shell_run(true, MACRO_PROBE SET_LATE, cold);
+    assert_lookups(1, 0);
+    cr_assert_str_eq(cold, alone_late);
+    shell_run(true, MACRO_PROBE, cold);
+    assert_lookups(1, 0);
+    cr_assert_str_eq(cold, alone);
+    shell_run(true, MACRO_PROBE SET_LATE, warm);
+    assert_lookups(0, 1);
+    /* The kernel computes what the driver's does. (A hit answers the
+     * build options the application gave; PoCL answers them with the
+     * variable's flags appended.) */
+    const char *run_line = strstr(alone_late, "run store_x:");
+    cr_assert_not_null(run_line);
+    cr_assert_not_null(strstr(warm, run_line), "%s", warm);
+#undef SET_LATE
+#undef MACRO_PROBE
+}

@@ -52,6 +52,10 @@ const char *zc_driver_compiler_path(const zc_driver_compiler *compiler);
 /* Whether it is PoCL (its directories and POCL_* variables are keyed). */
 bool zc_driver_compiler_is_pocl(const zc_driver_compiler *compiler);
 
+/* The variables PoCL reads at every build, not once (count written): the
+ * key has their values at each build (zc_key_add_build_variables). */
+const char *const *zc_pocl_build_variables(size_t *count);
+
 /* Adds the identity: every library, then every data file, then the
  * variables, in a fixed order (ZC_ERR_INVALID_ARG for NULL). */
 zc_status zc_key_add_driver_compiler(zc_key_builder *builder, const zc_driver_compiler *compiler);

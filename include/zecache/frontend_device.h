@@ -36,6 +36,10 @@ typedef struct zc_device_description {
     uint8_t driver_uuid[16];
     const zc_device_part *hardware; /* keyed in this order */
     size_t hardware_count;
+    /* Variables the driver reads at every build: keyed with each request
+     * as they are then (zc_key_add_build_variables), never kept. */
+    const char *const *build_variables;
+    size_t build_variable_count;
     zc_artifact_meta meta; /* device name and driver version, for entries */
     /* Whose front end compiles OpenCL C for it (where it finds headers);
      * zero, ZC_OPENCL_C_ANY_DRIVER, when not known. */

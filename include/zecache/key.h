@@ -119,6 +119,13 @@ zc_status zc_key_add_hardware(zc_key_builder *builder, const char *name, const v
  * read. Not cacheable when the snapshot could not be taken. */
 zc_status zc_key_add_environment(zc_key_builder *builder);
 
+/* The variables names[0..count), which a driver reads at every build, as
+ * this process has them now: name=value, or the name alone when unset. Not
+ * cacheable when one differs from the first value this process was seen to
+ * have for it (PoCL 3.1 keeps the first value it reads; 6.0 reads again). */
+zc_status zc_key_add_build_variables(zc_key_builder *builder, const char *const *names,
+                                     size_t count);
+
 /* Finishes the record and writes the key, of kind ZC_ENTRY_LEVEL_ZERO (an
  * OpenCL caller sets key->kind after). Fails with ZC_NOT_CACHEABLE if any
  * part was refused. */

@@ -180,6 +180,9 @@ zc_status zc_frontend_key_files(const zc_build_request *request,
     if (builder == NULL)
         return status != ZC_OK ? status : ZC_ERR_NOMEM;
     if (status == ZC_OK)
+        status = zc_key_add_build_variables(builder, device->build_variables,
+                                            device->build_variable_count);
+    if (status == ZC_OK)
         status = zc_key_add_request(builder, request, device->opencl_c_driver);
     if (status == ZC_OK)
         status = zc_key_finish(builder, key);

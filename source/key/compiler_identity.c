@@ -16,15 +16,20 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler_identity_internal.h"
+#include "elf_file.h"
+#include "library_closure.h"
 #include "zecache/fork_guard.h"
 #include "zecache/log.h"
 
-static const char *const compiler_names[ZC_COMPILER_LIBRARY_MAX] = {
-    "libigc.so.1", "libigdfcl.so.1", "libigc.so.2", "libigdfcl.so.2"};
+#define COMPILER_NAMES 4
+
+static const char *const compiler_names[COMPILER_NAMES] = {"libigc.so.1", "libigdfcl.so.1",
+                                                           "libigc.so.2", "libigdfcl.so.2"};
 
 /* ---- what is mapped ---- */
 
@@ -132,9 +137,73 @@ static bool has_library(const zc_compiler_identity *identity, const char *stem)
 }
 
 typedef struct library_lists {
-    zc_library_identity mapped[ZC_COMPILER_LIBRARY_MAX];
-    zc_library_identity searched[ZC_COMPILER_LIBRARY_MAX];
+    zc_library_identity mapped[COMPILER_NAMES];
+    zc_library_identity searched[COMPILER_NAMES];
 } library_lists;
+
+/* ---- the libraries they load ---- */
+
+typedef struct needed_walk {
+    zc_compiler_identity *identity;
+    const zc_library_search *search;
+    const char *needed_by;
+    bool full;
+} needed_walk;
+
+static bool in_identity(const zc_compiler_identity *identity, const char *name, const char *path)
+{
+    for (size_t i = 0; i < identity->count; i++)
+        if (strcmp(identity->libraries[i].name, name) == 0 ||
+            (path != NULL && strcmp(identity->libraries[i].path, path) == 0))
+            return true;
+    return false;
+}
+
+/* A name the dynamic linker already loaded for an earlier object is that
+ * object again; one it cannot find is keyed as missing (loading the
+ * compiler then fails for the driver too). */
+static bool on_needed(void *context, const char *name)
+{
+    needed_walk *walk = context;
+    zc_compiler_identity *identity = walk->identity;
+    char path[ZC_LIBRARY_PATH_SIZE];
+    if (in_identity(identity, name, NULL))
+        return true;
+    bool found = zc_library_resolve_needed(name, walk->needed_by, walk->search, path);
+    if (found && in_identity(identity, name, path))
+        return true;
+    if (identity->count == ZC_COMPILER_LIBRARY_MAX) {
+        walk->full = true;
+        return false;
+    }
+    zc_library_identity *slot = &identity->libraries[identity->count++];
+    if (!found || zc_library_identity_describe(path, name, slot) != ZC_OK) {
+        memset(slot, 0, sizeof *slot);
+        snprintf(slot->name, sizeof slot->name, "%s", name);
+    }
+    return true;
+}
+
+/* Adds what the compiler libraries need, all the way down (DT_NEEDED), each
+ * resolved for the object that needs it: a front end or SPIR-V reader is a
+ * package of its own, upgraded without IGC. */
+static zc_status add_needed(const zc_library_search *search, zc_compiler_identity *identity)
+{
+    for (size_t i = 0; i < identity->count; i++) {
+        if (identity->libraries[i].path[0] == '\0')
+            continue;
+        char needed_by[ZC_LIBRARY_PATH_SIZE];
+        snprintf(needed_by, sizeof needed_by, "%s", identity->libraries[i].path);
+        needed_walk walk = {identity, search, needed_by, false};
+        (void)zc_elf_read_needed(needed_by, on_needed, &walk);
+        if (walk.full) {
+            zc_log_info("the compiler loads more than %d libraries: not caching",
+                        ZC_COMPILER_LIBRARY_MAX);
+            return ZC_MISS;
+        }
+    }
+    return ZC_OK;
+}
 
 zc_status zc_compiler_identity_predict(const zc_library_search *search,
                                        zc_compiler_identity *identity)
@@ -144,8 +213,8 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
     if (lists == NULL)
         return ZC_ERR_NOMEM;
     zc_library_identity *mapped = lists->mapped, *searched = lists->searched;
-    size_t mapped_count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
-                                              ZC_COMPILER_LIBRARY_MAX);
+    size_t mapped_count =
+        zc_mapped_libraries(compiler_names, COMPILER_NAMES, mapped, COMPILER_NAMES);
     /* Only what is not loaded yet is searched, and a search that finds
      * nothing looks everywhere. A loaded library is what dlopen returns and
      * what the driver compiles with; once one is loaded, the driver is of
@@ -153,20 +222,20 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
      * beside libigc.so.2), so the other generation's files are not read.
      * Drivers 22.43 and 26.27 load libigc at zeInit, so hits see it. */
     const char *generation = generation_loaded(mapped, mapped_count);
-    const char *unloaded[ZC_COMPILER_LIBRARY_MAX];
+    const char *unloaded[COMPILER_NAMES];
     size_t unloaded_count = 0;
-    for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++)
+    for (size_t i = 0; i < COMPILER_NAMES; i++)
         if (identity_named(mapped, mapped_count, compiler_names[i]) == NULL &&
             (generation == NULL || strcmp(version_of(compiler_names[i]), generation) == 0))
             unloaded[unloaded_count++] = compiler_names[i];
-    bool unloaded_found[ZC_COMPILER_LIBRARY_MAX] = {false};
+    bool unloaded_found[COMPILER_NAMES] = {false};
     if (zc_library_search_find_each(search, unloaded, unloaded_count, searched, NULL,
                                     unloaded_found) != ZC_OK)
         memset(unloaded_found, 0, sizeof unloaded_found);
     /* Back to each name's own slot, from the end: slot j <= i is read
      * before slot i is written. */
-    bool found[ZC_COMPILER_LIBRARY_MAX] = {false};
-    for (size_t i = ZC_COMPILER_LIBRARY_MAX, j = unloaded_count; i-- > 0;) {
+    bool found[COMPILER_NAMES] = {false};
+    for (size_t i = COMPILER_NAMES, j = unloaded_count; i-- > 0;) {
         if (j > 0 && unloaded[j - 1] == compiler_names[i]) {
             j--;
             found[i] = unloaded_found[j];
@@ -174,7 +243,7 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
         }
     }
     identity->count = 0;
-    for (size_t i = 0; i < ZC_COMPILER_LIBRARY_MAX; i++) {
+    for (size_t i = 0; i < COMPILER_NAMES; i++) {
         /* A library already loaded under the name is what dlopen returns. */
         const zc_library_identity *loaded = identity_named(mapped, mapped_count, compiler_names[i]);
         if (loaded != NULL || found[i])
@@ -186,7 +255,7 @@ zc_status zc_compiler_identity_predict(const zc_library_search *search,
         zc_log_info("compiler library libigdfcl not found (libigdfcl.so.1, libigdfcl.so.2): "
                     "keyed without it");
     if (has_library(identity, "libigc.so."))
-        return ZC_OK;
+        return add_needed(search, identity);
     zc_log_info("compiler library libigc not found (libigc.so.1, libigc.so.2): not caching");
     return ZC_MISS;
 }
@@ -228,13 +297,18 @@ static _Atomic(const zc_compiler_identity *) current;
 static atomic_bool unidentified, checked, changed;
 static bool search_overridden;
 static zc_library_search search_override;
+/* The search of the prediction, again for the check. */
+static zc_library_search search_used;
+static char executable[ZC_LIBRARY_PATH_SIZE], caller[ZC_LIBRARY_PATH_SIZE];
 
 static void predict_once(const char *driver_path)
 {
-    char executable[ZC_LIBRARY_PATH_SIZE];
-    zc_library_search search =
-        search_overridden ? search_override : zc_library_search_of_process(driver_path, executable);
-    if (zc_compiler_identity_predict(&search, &predicted) == ZC_OK)
+    snprintf(caller, sizeof caller, "%s", driver_path != NULL ? driver_path : "");
+    search_used =
+        search_overridden
+            ? search_override
+            : zc_library_search_of_process(driver_path != NULL ? caller : NULL, executable);
+    if (zc_compiler_identity_predict(&search_used, &predicted) == ZC_OK)
         atomic_store_explicit(&current, &predicted, memory_order_release);
     else
         atomic_store(&unidentified, true);
@@ -259,29 +333,31 @@ bool zc_compiler_identity_check_loaded(void)
     const zc_compiler_identity *identity = atomic_load_explicit(&current, memory_order_acquire);
     if (identity == NULL || atomic_load(&checked))
         return false;
-    library_lists *lists = malloc(sizeof *lists);
-    if (lists == NULL)
+    /* Not on the stack of the application's thread: 290 KB. */
+    zc_compiler_identity *now = malloc(sizeof *now);
+    if (now == NULL)
         return false; /* checked after a later compile */
-    zc_library_identity *mapped = lists->mapped;
-    size_t count = zc_mapped_libraries(compiler_names, ZC_COMPILER_LIBRARY_MAX, mapped,
-                                       ZC_COMPILER_LIBRARY_MAX);
-    bool differs = false;
-    if (identity_named(mapped, count, "libigc.so.1") == NULL &&
-        identity_named(mapped, count, "libigc.so.2") == NULL) {
-        free(lists);
+    now->count =
+        zc_mapped_libraries(compiler_names, COMPILER_NAMES, now->libraries, COMPILER_NAMES);
+    if (identity_named(now->libraries, now->count, "libigc.so.1") == NULL &&
+        identity_named(now->libraries, now->count, "libigc.so.2") == NULL) {
+        free(now);
         return false; /* not loaded yet: check after a later compile */
     }
+    /* Identified again, now that the compiler is loaded: its libraries and
+     * everything they needed are what the dynamic linker really took. */
+    bool differs = false;
     zc_fork_guard_lock(&state_lock, &state_lock_guarded);
-    if (!atomic_load(&checked)) {
+    if (!atomic_load(&checked) && zc_compiler_identity_predict(&search_used, now) == ZC_OK) {
         atomic_store(&checked, true);
-        differs = zc_compiler_identity_merge(&predicted, mapped, count, &loaded);
+        differs = zc_compiler_identity_merge(&predicted, now->libraries, now->count, &loaded);
         if (differs) {
             atomic_store_explicit(&current, &loaded, memory_order_release);
             atomic_store(&changed, true);
         }
     }
     pthread_mutex_unlock(&state_lock);
-    free(lists);
+    free(now);
     return differs;
 }
 

@@ -36,6 +36,7 @@
 #include "byte_order.h"
 #include "elf_file.h"
 #include "key_record.h"
+#include "library_closure.h"
 #include "library_search.h"
 
 extern char **environ;
@@ -74,6 +75,24 @@ static const char *const not_code_variables[] = {
     "POCL_TRACING_OPT",
     "POCL_STARTUP_DELAY",
     "POCL_VECTORIZER_REMARKS",
+};
+
+/* Read by PoCL at every build (3.1 and 6.0: pocl_build.c, pocl_llvm_build.cc,
+ * pocl_llvm_wg.cc, common_driver.c, llvmopencl/'s passes and linker.cpp),
+ * not when it starts; POCL_WORK_GROUP_METHOD at both. */
+static const char *const pocl_build_variables[] = {
+    "POCL_EXTRA_BUILD_FLAGS",
+    "POCL_IGNORE_CL_STD",
+    "POCL_BUILDING",
+    "POCL_LLVM_VERIFY",
+    "POCL_LLVM_ALWAYS_INLINE",
+    "POCL_LLVM_MOVE_NONKERNELS",
+    "POCL_WORK_GROUP_METHOD",
+    "POCL_FULL_REPLICATION_THRESHOLD",
+    "POCL_WILOOPS_MAX_UNROLL_COUNT",
+    "POCL_FORCE_PARALLEL_OUTER_LOOP",
+    "POCL_BINARY_SPECIALIZE_WG",
+    "POCL_BITCODE_FINALIZER",
 };
 
 static bool spend(zc_driver_compiler *c)
@@ -115,30 +134,6 @@ static zc_status add_library(zc_driver_compiler *c, const char *path, const char
     return ZC_OK;
 }
 
-/* Where the object loaded under name is, or where it would be found for
- * the object at needed_by; false when neither knows. */
-static bool resolve_needed(const char *name, const char *needed_by, char path[PATH_MAX])
-{
-    void *handle = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle != NULL) {
-        struct link_map *map = NULL;
-        bool known = dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != NULL &&
-                     map->l_name != NULL && realpath(map->l_name, path) != NULL;
-        dlclose(handle);
-        if (known)
-            return true;
-    }
-    char executable[PATH_MAX];
-    zc_library_search search = zc_library_search_of_process(needed_by, executable);
-    zc_library_identity found;
-    if (strchr(name, '/') != NULL)
-        return realpath(name, path) != NULL;
-    if (zc_library_search_find(&search, name, &found, NULL) != ZC_OK)
-        return false;
-    snprintf(path, PATH_MAX, "%s", found.path);
-    return true;
-}
-
 typedef struct needed_walk {
     zc_driver_compiler *compiler;
     const char *needed_by;
@@ -149,7 +144,7 @@ static bool on_needed(void *context, const char *name)
 {
     needed_walk *walk = context;
     char path[PATH_MAX];
-    if (!resolve_needed(name, walk->needed_by, path))
+    if (!zc_library_resolve_needed(name, walk->needed_by, NULL, path))
         walk->status =
             zc_explain(ZC_NOT_CACHEABLE, walk->compiler->reason, walk->compiler->reason_size,
                        "%s, needed by %s, is not found", name, walk->needed_by);
@@ -421,6 +416,12 @@ const char *zc_driver_compiler_path(const zc_driver_compiler *compiler)
 bool zc_driver_compiler_is_pocl(const zc_driver_compiler *compiler)
 {
     return compiler != NULL && compiler->pocl;
+}
+
+const char *const *zc_pocl_build_variables(size_t *count)
+{
+    *count = sizeof pocl_build_variables / sizeof pocl_build_variables[0];
+    return pocl_build_variables;
 }
 
 static void record_file(zc_key_builder *builder, const driver_file *f)
