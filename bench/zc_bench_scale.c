@@ -12,6 +12,10 @@
  *                                    limit set to what DIR holds: the time of
  *                                    that store (scan, eviction, blob census)
  *                                    and what the eviction kept
+ *   zc_bench_scale stores DIR SIZE K K stores in a row with the limit set to
+ *                                    what DIR holds: each one's time (lock,
+ *                                    eviction, write), max and median, and the
+ *                                    directory entries the worst one listed
  *
  * Keys, binaries and SPIR-V come from a fixed seed, so "hits" finds what
  * "fill" wrote. The binaries compress about as native code does (to a third
@@ -235,6 +239,39 @@ static int evict(const char *dir, size_t size)
     return 0;
 }
 
+static int stores(const char *dir, size_t size, uint64_t count)
+{
+    uint64_t limit = 0;
+    zc_disk_tier *probe = open_tier(dir, 0);
+    if (zc_disk_tier_repair_accounting(probe, &limit) != ZC_OK)
+        die("cannot measure", dir);
+    zc_disk_tier_close(probe);
+    zc_disk_tier *tier = open_tier(dir, limit);
+    uint8_t *binary = malloc(size);
+    uint64_t *took = calloc(count, sizeof *took), most_listed = 0;
+    if (binary == NULL || took == NULL || count == 0)
+        die("out of memory, or no stores", NULL);
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t listed = zc_disk_tier_dirents_read(tier), start = now_ns();
+        zc_status status = store_one(tier, (UINT64_C(1) << 51) + i, binary, size);
+        took[i] = now_ns() - start;
+        listed = zc_disk_tier_dirents_read(tier) - listed;
+        most_listed = listed > most_listed ? listed : most_listed;
+        if (status != ZC_OK)
+            die("a store at the limit failed", zc_status_name(status));
+    }
+    double median = median_us(took, count) / 1000.0;
+    printf("%llu stores at the limit (%llu bytes): max %.1f ms, median %.2f ms, evicted %llu "
+           "entries, at most %llu directory entries listed by one store\n",
+           (unsigned long long)count, (unsigned long long)limit, (double)took[count - 1] / 1e6,
+           median, (unsigned long long)zc_disk_tier_evictions(tier),
+           (unsigned long long)most_listed);
+    free(took);
+    free(binary);
+    zc_disk_tier_close(tier);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "fill") == 0)
@@ -243,6 +280,9 @@ int main(int argc, char **argv)
         return hits(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 4 && strcmp(argv[1], "evict") == 0)
         return evict(argv[2], strtoull(argv[3], NULL, 10));
-    fprintf(stderr, "usage: zc_bench_scale fill DIR N SIZE | hits DIR N | evict DIR SIZE\n");
+    if (argc == 5 && strcmp(argv[1], "stores") == 0)
+        return stores(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+    fprintf(stderr, "usage: zc_bench_scale fill DIR N SIZE | hits DIR N | evict DIR SIZE | "
+                    "stores DIR SIZE K\n");
     return 2;
 }
