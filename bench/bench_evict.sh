@@ -2,7 +2,7 @@
 # Eviction and `zecache stats` against the number of entries (no driver
 # needed): for N in ENTRIES (default "1000 10000 100000"), a directory filled
 # with N entries of 1000-byte binaries, each with a recipe, every 4 sharing
-# one SPIR-V blob (bin/zc_bench_scale fill); then `zecache stats` timed;
+# one SPIR-V blob (bin/zc_bench_scale fill), synced; then `zecache stats` timed;
 # STORES (default 50) stores in a row at the limit (each one's time, max and
 # median, and the directory entries one store listed); and, when OLD_BUILD
 # names another build (e.g. main's), its one store at the limit
@@ -32,6 +32,7 @@ for n in $entries; do
   dir=$work/cache-$n
   mkdir "$dir"
   "$build/bin/zc_bench_scale" fill "$dir" "$n" 1000
+  sync # settled: a store must not meet the write-back of what fill wrote
   echo "N=$n: zecache stats $(stats_seconds "$build/bin/zecache" "$dir") s"
   [[ -z $old ]] || echo "N=$n: old zecache stats $(stats_seconds "$old/bin/zecache" "$dir") s"
   "$build/bin/zc_bench_scale" stores "$dir" 1000 "$stores"

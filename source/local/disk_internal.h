@@ -269,6 +269,12 @@ typedef struct zc_census {
     bool unsure; /* a recipe could be neither read nor removed: what it names is unknown */
 } zc_census;
 
+/* Grows *buffer to hold needed items of item_size (doubling); false when
+ * out of memory, *buffer then unchanged. */
+bool zc_disk_grow(void **buffer, size_t *capacity, size_t needed, size_t item_size);
+/* Orders two last-use times, older first. */
+int zc_disk_compare_times(const struct timespec *x, const struct timespec *y);
+
 /* Under the lock, after zc_disk_begin_change: scans, removing garbage
  * (stale temp files, locks and marks, orphaned sidecars, damaged recipes). */
 zc_status zc_census_take(zc_disk_tier *tier, zc_census *census);

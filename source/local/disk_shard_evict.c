@@ -34,14 +34,8 @@ static bool add_shard_file(zc_disk_tier *tier, shard_list *list, int dir_fd, con
         tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         !zc_disk_trace_size(tier, dir_fd, name, &trace_size))
         return true; /* gone, or not ours to count: the full sweep decides */
-    if (list->count == list->capacity) {
-        size_t capacity = list->capacity > 0 ? 2 * list->capacity : 64;
-        shard_file *grown = realloc(list->files, capacity * sizeof *grown);
-        if (grown == NULL)
-            return false;
-        list->files = grown;
-        list->capacity = capacity;
-    }
+    if (!zc_disk_grow((void **)&list->files, &list->capacity, list->count + 1, sizeof *list->files))
+        return false;
     shard_file *file = &list->files[list->count++];
     file->last_use = st.st_mtim;
     file->size = (uint64_t)st.st_size + trace_size;
@@ -69,11 +63,8 @@ static bool list_shard(zc_disk_tier *tier, int fd, shard_list *list)
 static int oldest_first(const void *a, const void *b)
 {
     const shard_file *x = a, *y = b;
-    if (x->last_use.tv_sec != y->last_use.tv_sec)
-        return x->last_use.tv_sec < y->last_use.tv_sec ? -1 : 1;
-    if (x->last_use.tv_nsec != y->last_use.tv_nsec)
-        return x->last_use.tv_nsec < y->last_use.tv_nsec ? -1 : 1;
-    return strcmp(x->name, y->name);
+    int by_time = zc_disk_compare_times(&x->last_use, &y->last_use);
+    return by_time != 0 ? by_time : strcmp(x->name, y->name);
 }
 
 /* Removes shard's least recently used entries until lock->total is at most
