@@ -12,6 +12,10 @@
  *                                    limit set to what DIR holds: the time of
  *                                    that store (scan, eviction, blob census)
  *                                    and what the eviction kept
+ *   zc_bench_scale stores DIR SIZE K K stores in a row with the limit set to
+ *                                    what DIR holds: max and median time of
+ *                                    those that evicted and of the others, and
+ *                                    the directory entries one store listed
  *
  * Keys, binaries and SPIR-V come from a fixed seed, so "hits" finds what
  * "fill" wrote. The binaries compress about as native code does (to a third
@@ -235,6 +239,63 @@ static int evict(const char *dir, size_t size)
     return 0;
 }
 
+typedef struct store_times {
+    uint64_t *ns;
+    size_t count;
+} store_times;
+
+static void print_times(const char *what, store_times *times)
+{
+    if (times->count == 0) {
+        printf("  %s: none\n", what);
+        return;
+    }
+    double median = median_us(times->ns, times->count) / 1000.0; /* sorts */
+    printf("  %s: %zu, max %.1f ms, median %.2f ms\n", what, times->count,
+           (double)times->ns[times->count - 1] / 1e6, median);
+}
+
+/* The stores that evicted apart from the others: a store's own write can
+ * meet the file system's write-back, whatever eviction does. */
+static int stores(const char *dir, size_t size, uint64_t count)
+{
+    uint64_t limit = 0;
+    zc_disk_tier *probe = open_tier(dir, 0);
+    if (zc_disk_tier_repair_accounting(probe, &limit) != ZC_OK)
+        die("cannot measure", dir);
+    zc_disk_tier_close(probe);
+    zc_disk_tier *tier = open_tier(dir, limit);
+    uint8_t *binary = malloc(size);
+    store_times evicting = {calloc(count, sizeof(uint64_t)), 0};
+    store_times plain = {calloc(count, sizeof(uint64_t)), 0};
+    uint64_t most_listed = 0;
+    if (binary == NULL || evicting.ns == NULL || plain.ns == NULL)
+        die("out of memory", NULL);
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t listed = zc_disk_tier_dirents_read(tier), evicted = zc_disk_tier_evictions(tier);
+        uint64_t start = now_ns();
+        zc_status status = store_one(tier, (UINT64_C(1) << 51) + i, binary, size);
+        uint64_t took = now_ns() - start;
+        if (status != ZC_OK)
+            die("a store at the limit failed", zc_status_name(status));
+        listed = zc_disk_tier_dirents_read(tier) - listed;
+        most_listed = listed > most_listed ? listed : most_listed;
+        store_times *times = zc_disk_tier_evictions(tier) != evicted ? &evicting : &plain;
+        times->ns[times->count++] = took;
+    }
+    printf("%llu stores at the limit (%llu bytes): evicted %llu entries, at most %llu directory "
+           "entries listed by one store\n",
+           (unsigned long long)count, (unsigned long long)limit,
+           (unsigned long long)zc_disk_tier_evictions(tier), (unsigned long long)most_listed);
+    print_times("stores that evicted", &evicting);
+    print_times("stores that did not", &plain);
+    free(evicting.ns);
+    free(plain.ns);
+    free(binary);
+    zc_disk_tier_close(tier);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "fill") == 0)
@@ -243,6 +304,9 @@ int main(int argc, char **argv)
         return hits(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 4 && strcmp(argv[1], "evict") == 0)
         return evict(argv[2], strtoull(argv[3], NULL, 10));
-    fprintf(stderr, "usage: zc_bench_scale fill DIR N SIZE | hits DIR N | evict DIR SIZE\n");
+    if (argc == 5 && strcmp(argv[1], "stores") == 0)
+        return stores(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+    fprintf(stderr, "usage: zc_bench_scale fill DIR N SIZE | hits DIR N | evict DIR SIZE | "
+                    "stores DIR SIZE K\n");
     return 2;
 }

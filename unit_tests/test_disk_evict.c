@@ -552,3 +552,65 @@ Test(evict, an_unreadable_unremovable_recipe_stops_eviction_and_empties_nothing)
     zc_disk_tier_close(tier);
     tier_ops = NULL;
 }
+
+/* ---- eviction from one shard ---- */
+
+enum { SHARDED_ENTRIES = 2048 };
+
+static void shard_of(uint64_t seed, char *shard)
+{
+    zc_key key = t_key(seed);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(&key, hex);
+    snprintf(shard, 4, "%c/%c", hex[0], hex[1]);
+}
+
+static size_t files_in(const char *shard)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", cache_dir, shard);
+    return t_count_files_ending(path, "") - 1; /* find names the directory too */
+}
+
+/* 2048 entries spread over the 256 shards, entry i used at time i; at the
+ * limit, one more store lists only its own shard's directory and evicts
+ * that shard's least recently used entries, and nothing elsewhere. */
+Test(evict, a_store_at_the_limit_lists_and_evicts_one_shard_only)
+{
+    zc_disk_tier *tier = open_tier(0);
+    char path[PATH_MAX];
+    for (uint64_t i = 1; i <= SHARDED_ENTRIES; i++) {
+        store_entry(tier, i, 200);
+        entry_file(i, ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    zc_disk_tier_close(tier);
+    uint64_t limit = config_file_value();
+    tier = open_tier(limit);
+    uint64_t incoming = SHARDED_ENTRIES + 1;
+    char shard[4], other[4];
+    shard_of(incoming, shard);
+    size_t listed = files_in(shard) + 2; /* with "." and ".." */
+    uint64_t read_before = zc_disk_tier_dirents_read(tier);
+    store_entry(tier, incoming, 200);
+    uint64_t read = zc_disk_tier_dirents_read(tier) - read_before;
+    cr_assert_leq(read, listed, "the store listed %llu directory entries, its shard has %zu",
+                  (unsigned long long)read, listed);
+    cr_assert_gt(zc_disk_tier_evictions(tier), 0);
+    bool kept_newer = false; /* in the shard, once one stays every newer one does */
+    for (uint64_t i = 1; i <= SHARDED_ENTRIES; i++) {
+        shard_of(i, other);
+        entry_file(i, ".l0_cache", path);
+        bool present = t_exists(path);
+        if (strcmp(other, shard) != 0)
+            cr_assert(present, "entry %llu outside the evicting shard went", (unsigned long long)i);
+        else if (present)
+            kept_newer = true;
+        else
+            cr_assert_not(kept_newer, "entry %llu went while an older one in its shard stayed",
+                          (unsigned long long)i);
+    }
+    walk_census census = assert_accounting_exact("after the store at the limit");
+    zc_disk_tier_close(tier);
+    cr_assert_leq(census.total, limit);
+}

@@ -62,6 +62,10 @@ zc_status zc_disk_tier_store(zc_disk_tier *tier, const zc_key *key, const zc_art
 /* How many entries this tier's stores have evicted to make room. */
 uint64_t zc_disk_tier_evictions(zc_disk_tier *tier);
 
+/* How many directory entries this tier's scans and evictions have listed:
+ * the work eviction does under the lock, for tests and benchmarks. */
+uint64_t zc_disk_tier_dirents_read(zc_disk_tier *tier);
+
 /* How many operations this tier skipped (ZC_ERR_BUSY) because another process
  * held config.file's or the stats file's lock past NEO_CACHE_LOCK_TIMEOUT_MS.
  * After one such timeout, later operations try the lock once instead of

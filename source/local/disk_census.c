@@ -13,7 +13,7 @@
 #include "zecache/log.h"
 #include "zecache/recipe.h"
 
-static bool grow(void **buffer, size_t *capacity, size_t needed, size_t item_size)
+bool zc_disk_grow(void **buffer, size_t *capacity, size_t needed, size_t item_size)
 {
     if (needed <= *capacity)
         return true;
@@ -32,7 +32,8 @@ static bool grow(void **buffer, size_t *capacity, size_t needed, size_t item_siz
 static bool keep_name(zc_census *census, const char *rel, size_t *offset)
 {
     size_t size = strlen(rel) + 1;
-    if (!grow((void **)&census->names, &census->names_capacity, census->names_used + size, 1))
+    if (!zc_disk_grow((void **)&census->names, &census->names_capacity, census->names_used + size,
+                      1))
         return false;
     memcpy(census->names + census->names_used, rel, size);
     *offset = census->names_used;
@@ -42,8 +43,8 @@ static bool keep_name(zc_census *census, const char *rel, size_t *offset)
 
 static bool add_uses(zc_census *census, const zc_recipe *inputs)
 {
-    if (!grow((void **)&census->uses, &census->use_capacity,
-              census->use_count + inputs->input_count, sizeof *census->uses))
+    if (!zc_disk_grow((void **)&census->uses, &census->use_capacity,
+                      census->use_count + inputs->input_count, sizeof *census->uses))
         return false;
     for (uint32_t i = 0; i < inputs->input_count; i++)
         memcpy(census->uses[census->use_count++].sha256, inputs->inputs[i].spirv_sha256, 32);
@@ -71,8 +72,8 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
                     item->rel);
         census->unsure = true;
     }
-    if (!grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
-              sizeof *census->entries)) {
+    if (!zc_disk_grow((void **)&census->entries, &census->entry_capacity, census->entry_count + 1,
+                      sizeof *census->entries)) {
         zc_recipe_free(&inputs);
         return false;
     }
@@ -102,8 +103,8 @@ static bool add_blob(zc_census *census, const zc_scan_item *item)
         census->total += item->size;
         return true;
     }
-    if (!grow((void **)&census->blobs, &census->blob_capacity, census->blob_count + 1,
-              sizeof *census->blobs))
+    if (!zc_disk_grow((void **)&census->blobs, &census->blob_capacity, census->blob_count + 1,
+                      sizeof *census->blobs))
         return false;
     zc_census_blob *blob = &census->blobs[census->blob_count];
     *blob = (zc_census_blob){.size = item->size};
@@ -150,14 +151,20 @@ static int visit(void *context, const zc_scan_item *item)
     return census->out_of_memory;
 }
 
+int zc_disk_compare_times(const struct timespec *x, const struct timespec *y)
+{
+    if (x->tv_sec != y->tv_sec)
+        return x->tv_sec < y->tv_sec ? -1 : 1;
+    if (x->tv_nsec != y->tv_nsec)
+        return x->tv_nsec < y->tv_nsec ? -1 : 1;
+    return 0;
+}
+
 static int compare_last_use(const void *a, const void *b)
 {
     const zc_census_entry *x = a, *y = b;
-    if (x->last_use.tv_sec != y->last_use.tv_sec)
-        return x->last_use.tv_sec < y->last_use.tv_sec ? -1 : 1;
-    if (x->last_use.tv_nsec != y->last_use.tv_nsec)
-        return x->last_use.tv_nsec < y->last_use.tv_nsec ? -1 : 1;
-    return strcmp(x->rel, y->rel); /* deterministic among equal times */
+    int by_time = zc_disk_compare_times(&x->last_use, &y->last_use);
+    return by_time != 0 ? by_time : strcmp(x->rel, y->rel); /* deterministic among equal times */
 }
 
 static int compare_sha(const void *a, const void *b)

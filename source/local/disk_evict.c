@@ -131,11 +131,17 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
     return status;
 }
 
-zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming)
+zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                            const char *shard)
 {
     uint64_t max = tier->max_size;
     if (max == 0 || lock->total + incoming <= max)
         return ZC_OK;
+    if (shard != NULL && incoming <= max) {
+        zc_status status = zc_disk_evict_from_shards(tier, lock, incoming, shard);
+        if (status != ZC_MISS)
+            return status;
+    }
     /* As the driver does, free a third of the limit at once, so that the
      * next stores do not each pay for a scan; counted in what really goes
      * (blobs too), so that two thirds stay whatever the mix. */

@@ -6,6 +6,7 @@
  *   disk_accounting.c  the lock and config.file's total
  *   disk_scan.c        walking the directory (and the public foreach)
  *   disk_evict.c       removal: bad entries, eviction, trim, clear
+ *   disk_shard_evict.c eviction from one k0/k1 shard at a time
  *   disk_claim.c       per-key build locks: cross-process single flight
  *   disk_fork.c        fork(): locked sections and build locks around it
  */
@@ -36,7 +37,8 @@ struct zc_disk_tier {
      * serialises them with other processes (ours and the driver). Held
      * across fork() (disk_fork.c): taken through zc_disk_section_enter. */
     pthread_mutex_t mutex;
-    atomic_uint_least64_t evictions; /* entries this tier's stores evicted */
+    atomic_uint_least64_t evictions;    /* entries this tier's stores evicted */
+    atomic_uint_least64_t dirents_read; /* directory entries scans listed: the work eviction does */
     /* Modes for what the tier creates (the umask applies on top): 0700 and
      * 0600, or with NEO_CACHE_SHARED=1 02775 and 0664, never world-writable. */
     mode_t dir_mode, file_mode;
@@ -206,8 +208,25 @@ zc_orphan zc_disk_remove_orphan_sidecar(zc_disk_tier *tier, const zc_scan_item *
 bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name,
                           uint64_t *trace_size);
 /* Under the lock: evicts least recently used entries when incoming bytes do
- * not fit, first repairing the total from a scan. ZC_ERR_IO if still no room. */
-zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming);
+ * not fit: first from shard ("k0/k1", the incoming entry's; NULL: none) and
+ * the few after it, then, when that was not enough, by a full sweep that
+ * repairs the total from a scan. ZC_ERR_IO if still no room. */
+zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                            const char *shard);
+
+/* ---- disk_shard_evict.c ---- */
+
+enum {
+    ZC_SHARD_COUNT = 256,    /* k0/k1: two levels of one hex digit */
+    ZC_SHARD_VISITS_MAX = 4, /* shards one store may list before the full sweep */
+};
+/* Under the lock, incoming <= max_size: removes the least recently used
+ * entries of first_shard, then of the shards after it (at most
+ * ZC_SHARD_VISITS_MAX), until incoming fits with a third of a shard's share
+ * to spare. ZC_OK when it fits, ZC_MISS when the shards could not free
+ * enough, ZC_ERR_IO when the total became unknown. */
+zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                                    const char *first_shard);
 
 /* ---- disk_census.c ---- */
 
@@ -249,6 +268,12 @@ typedef struct zc_census {
     bool out_of_memory;
     bool unsure; /* a recipe could be neither read nor removed: what it names is unknown */
 } zc_census;
+
+/* Grows *buffer to hold needed items of item_size (doubling); false when
+ * out of memory, *buffer then unchanged. */
+bool zc_disk_grow(void **buffer, size_t *capacity, size_t needed, size_t item_size);
+/* Orders two last-use times, older first. */
+int zc_disk_compare_times(const struct timespec *x, const struct timespec *y);
 
 /* Under the lock, after zc_disk_begin_change: scans, removing garbage
  * (stale temp files, locks and marks, orphaned sidecars, damaged recipes). */

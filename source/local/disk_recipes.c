@@ -111,7 +111,7 @@ static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent
      * more missing, so there are at most blob_count + 1. */
     while (status == ZC_OK && blob_bytes + call->recipe_size > room) {
         room = blob_bytes + call->recipe_size;
-        status = zc_disk_make_room(tier, lock, room);
+        status = zc_disk_make_room(tier, lock, room, NULL);
         if (status == ZC_OK)
             status = file_present(tier, parent_fd, entry_name);
         if (status == ZC_OK)

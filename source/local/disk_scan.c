@@ -119,6 +119,7 @@ static zc_status scan_dir(scan_walk *walk, int fd, const char *rel_prefix, int d
                 status = ZC_ERR_IO;
             break;
         }
+        atomic_fetch_add_explicit(&walk->tier->dirents_read, 1, memory_order_relaxed);
         if (strcmp(dirent->d_name, ".") != 0 && strcmp(dirent->d_name, "..") != 0)
             status = scan_entry(walk, dirfd(dir), dirent, rel_prefix, depth);
     }

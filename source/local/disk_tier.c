@@ -206,7 +206,7 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
     if (trace != NULL &&
         !zc_disk_sidecar_name(name, ZC_TRACE_SUFFIX, trace_name, sizeof trace_name))
         trace = NULL, trace_size = 0;
-    status = zc_disk_make_room(tier, lock, entry_size + trace_size);
+    status = zc_disk_make_room(tier, lock, entry_size + trace_size, dir);
     if (status != ZC_OK)
         goto done;
     zc_disk_begin_change(tier, lock);

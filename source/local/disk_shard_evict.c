@@ -1,0 +1,147 @@
+/* Eviction from one shard (one k0/k1 directory of the 256) at a time, so
+ * that a store at the limit lists one directory, not the whole cache: the
+ * entries' keys are hashes, so every shard holds about 1/256 of them and of
+ * their bytes, and its oldest entries are about the cache's oldest. What a
+ * shard pass cannot do (blobs no recipe names, the driver's flat files in
+ * the root, a shard too small to free enough) is left to the full sweep
+ * (disk_evict.c), which zc_disk_make_room falls back to. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disk_internal.h"
+#include "zecache/log.h"
+
+typedef struct shard_file {
+    struct timespec last_use;
+    uint64_t size; /* with its .trace and .recipe, as config.file counts it */
+    char name[NAME_MAX + 1];
+} shard_file;
+
+typedef struct shard_list {
+    shard_file *files;
+    size_t count, capacity;
+} shard_list;
+
+static bool add_shard_file(zc_disk_tier *tier, shard_list *list, int dir_fd, const char *name)
+{
+    struct stat st;
+    uint64_t trace_size;
+    if (!zc_disk_is_entry_file_name(name) ||
+        tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        !zc_disk_trace_size(tier, dir_fd, name, &trace_size))
+        return true; /* gone, or not ours to count: the full sweep decides */
+    if (!zc_disk_grow((void **)&list->files, &list->capacity, list->count + 1, sizeof *list->files))
+        return false;
+    shard_file *file = &list->files[list->count++];
+    file->last_use = st.st_mtim;
+    file->size = (uint64_t)st.st_size + trace_size;
+    snprintf(file->name, sizeof file->name, "%s", name);
+    return true;
+}
+
+/* Takes ownership of fd. */
+static bool list_shard(zc_disk_tier *tier, int fd, shard_list *list)
+{
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        tier->ops->close(fd);
+        return false;
+    }
+    bool ok = true;
+    for (struct dirent *dirent; ok && (dirent = readdir(dir)) != NULL;) {
+        atomic_fetch_add_explicit(&tier->dirents_read, 1, memory_order_relaxed);
+        ok = add_shard_file(tier, list, dirfd(dir), dirent->d_name);
+    }
+    closedir(dir);
+    return ok;
+}
+
+static int oldest_first(const void *a, const void *b)
+{
+    const shard_file *x = a, *y = b;
+    int by_time = zc_disk_compare_times(&x->last_use, &y->last_use);
+    return by_time != 0 ? by_time : strcmp(x->name, y->name);
+}
+
+/* Removes shard's least recently used entries until lock->total is at most
+ * keep_at_most; the entries removed, or -1 when the total became unknown. */
+static int64_t evict_from_shard(zc_disk_tier *tier, zc_disk_lock *lock, const char *shard,
+                                uint64_t keep_at_most)
+{
+    int fd = zc_disk_open_dir(tier, shard, false);
+    if (fd < 0)
+        return 0; /* no such shard yet: nothing to free there */
+    shard_list list = {NULL, 0, 0};
+    int dir_fd = tier->ops->openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int64_t removed = 0;
+    if (dir_fd >= 0 && list_shard(tier, dir_fd, &list) && list.count > 0) {
+        qsort(list.files, list.count, sizeof *list.files, oldest_first);
+        zc_disk_begin_change(tier, lock);
+        for (size_t i = 0; i < list.count && lock->total > keep_at_most && removed >= 0; i++) {
+            uint64_t trace_size; /* already in size, from the listing */
+            if (!zc_disk_unlink_entry(tier, fd, list.files[i].name, &trace_size))
+                continue; /* it still counts; the next one may go */
+            removed =
+                zc_disk_account_removed(tier, lock, list.files[i].size) == ZC_OK ? removed + 1 : -1;
+        }
+        if (removed >= 0)
+            zc_disk_set_total(tier, lock, lock->total);
+    }
+    free(list.files);
+    tier->ops->close(fd);
+    return removed;
+}
+
+static void shard_name(unsigned index, char shard[ZC_ENTRY_DIR_SIZE])
+{
+    static const char hex[] = "0123456789abcdef";
+    shard[0] = hex[(index / 16) % 16];
+    shard[1] = '/';
+    shard[2] = hex[index % 16];
+    shard[3] = '\0';
+}
+
+static unsigned shard_index(const char *shard)
+{
+    unsigned index = 0;
+    for (int i = 0; i < 3; i += 2) {
+        char c = shard[i];
+        unsigned digit = c >= 'a' ? (unsigned)(c - 'a' + 10) : (unsigned)(c - '0');
+        index = index * 16 + (digit & 15);
+    }
+    return index;
+}
+
+zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                                    const char *first_shard)
+{
+    /* Freeing a third of a shard's share beyond the need, as the driver
+     * frees a third of the limit, so the next stores do not each evict. */
+    uint64_t spare = tier->max_size / (3 * ZC_SHARD_COUNT);
+    uint64_t keep_at_most = tier->max_size - incoming > spare ? tier->max_size - incoming - spare
+                                                              : tier->max_size - incoming;
+    unsigned first = shard_index(first_shard);
+    uint64_t evicted = 0;
+    for (unsigned visit = 0; visit < ZC_SHARD_VISITS_MAX && lock->total > keep_at_most; visit++) {
+        char shard[ZC_ENTRY_DIR_SIZE];
+        shard_name((first + visit) % ZC_SHARD_COUNT, shard);
+        int64_t removed = evict_from_shard(tier, lock, shard, keep_at_most);
+        if (removed < 0)
+            return ZC_ERR_IO;
+        evicted += (uint64_t)removed;
+    }
+    atomic_fetch_add_explicit(&tier->evictions, evicted, memory_order_relaxed);
+    if (evicted > 0)
+        zc_log_info("evicted %llu entries from the shards from %s on in %s",
+                    (unsigned long long)evicted, first_shard, tier->dir);
+    return lock->total + incoming <= tier->max_size ? ZC_OK : ZC_MISS;
+}
+
+uint64_t zc_disk_tier_dirents_read(zc_disk_tier *tier)
+{
+    return atomic_load_explicit(&tier->dirents_read, memory_order_relaxed);
+}
