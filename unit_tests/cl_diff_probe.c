@@ -329,6 +329,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: see cl_diff_probe.c\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* what came before a crash or a hang */
     if (args.deadline > 0)
         alarm((unsigned)args.deadline);
     for (int i = 0; i < args.source_count; i++)

@@ -102,19 +102,23 @@ typedef struct diff_allowed {
 
 static inline bool diff_location_allowed(const diff_allowed *allowed, int location)
 {
-    if (location == LOC_W1 || location == LOC_W2)
-        return allowed->classes[CLASS_CWD];
-    if (location == LOC_W2_I1)
+    if (location == LOC_W1 || location == LOC_W2 || location == LOC_W2_I1)
         return allowed->classes[CLASS_CWD];
     return true;
 }
 
-static inline int diff_random_location(diff_random *r, const diff_allowed *allowed)
+/* A location a change is made in: one the current working directory sees
+ * rather than the other's (which only a change of directory brings in). */
+static inline int diff_random_location(diff_random *r, const diff_allowed *allowed, int cwd)
 {
     int location;
     do
         location = (int)diff_next(r, DIFF_LOCATIONS);
     while (!diff_location_allowed(allowed, location));
+    if ((location == LOC_W1 || location == LOC_W2) && diff_chance(r, 80))
+        return cwd == 0 ? LOC_W1 : LOC_W2;
+    if ((location == LOC_W1_I1 || location == LOC_W2_I1) && diff_chance(r, 80))
+        return cwd == 0 ? LOC_W1_I1 : LOC_W2_I1;
     return location;
 }
 
@@ -142,13 +146,14 @@ static inline int diff_random_pattern(diff_random *r, const diff_allowed *allowe
     } choices[] = {{PATTERN_REBUILD, CLASS_PATTERNS},      {PATTERN_LINK, CLASS_PATTERNS},
                    {PATTERN_THREADS, CLASS_THREADS},       {PATTERN_SHARED, CLASS_SHARED},
                    {PATTERN_CB_RELEASE, CLASS_CB_RELEASE}, {PATTERN_CB_BUILD, CLASS_CB_BUILD}};
-    int pattern = PATTERN_BUILD;
-    for (int tries = 0; tries < 4; tries++) {
+    /* Mostly a plain build: compile and link pass the layer by, and a
+     * seed's steps must reach it to mean anything. */
+    for (int tries = 0; tries < 8 && diff_chance(r, 50); tries++) {
         size_t i = diff_next(r, sizeof choices / sizeof choices[0]);
         if (allowed->classes[choices[i].needs])
-            pattern = choices[i].pattern;
+            return choices[i].pattern;
     }
-    return pattern;
+    return PATTERN_BUILD;
 }
 
 static inline void diff_random_sources(diff_scenario *s, diff_random *r)
@@ -163,15 +168,18 @@ static inline void diff_generate(diff_scenario *s, diff_random *r, const diff_al
 {
     memset(s, 0, sizeof *s);
     memset(s->nested, -1, sizeof s->nested);
-    /* Every name in the absolute directory, mostly searched, so that most
-     * programs build; some shadowed elsewhere. */
-    for (int location = 0; location < DIFF_LOCATIONS; location++)
-        for (int name = 0; name < DIFF_NAMES; name++)
-            if (diff_location_allowed(allowed, location) &&
-                (location == LOC_ABS || diff_chance(r, 35)))
-                diff_place_header(s, r, location, name);
-    diff_random_sources(s, r);
     s->cwd = allowed->classes[CLASS_CWD] ? (int)diff_next(r, 2) : 0;
+    /* Every name at home in the absolute directory (mostly searched, so
+     * that most programs build) or in the working directory; some shadowed
+     * elsewhere. */
+    for (int name = 0; name < DIFF_NAMES; name++) {
+        int home = allowed->classes[CLASS_CWD] && diff_chance(r, 50) ? s->cwd : LOC_ABS;
+        for (int location = 0; location < DIFF_LOCATIONS; location++)
+            if (diff_location_allowed(allowed, location) &&
+                (location == home || diff_chance(r, 35)))
+                diff_place_header(s, r, location, name);
+    }
+    diff_random_sources(s, r);
     s->use_i1 = diff_chance(r, 80);
     s->use_abs = diff_chance(r, 90);
     s->use_sys = diff_chance(r, 5);
@@ -199,7 +207,7 @@ static inline bool diff_find_header(const diff_scenario *s, diff_random *r,
                                     const diff_allowed *allowed, int *location, int *name)
 {
     for (int tries = 0; tries < 32; tries++) {
-        *location = diff_random_location(r, allowed);
+        *location = diff_random_location(r, allowed, s->cwd);
         *name = (int)diff_next(r, DIFF_NAMES);
         if (s->header[*location][*name] != 0)
             return true;
@@ -222,7 +230,7 @@ static inline void diff_change_headers(diff_scenario *s, diff_random *r,
         /* nothing to edit: add one */
         /* fall through */
     case 1:
-        location = diff_random_location(r, allowed);
+        location = diff_random_location(r, allowed, s->cwd);
         name = (int)diff_next(r, DIFF_NAMES);
         diff_place_header(s, r, location, name);
         snprintf(what, size, "added %s/h%d.h", diff_location_dirs[location], name);
@@ -254,16 +262,31 @@ static inline void diff_change_headers(diff_scenario *s, diff_random *r,
     }
 }
 
+/* How often a class's changes come, 0 for one not enabled: the changes to
+ * the files the program includes, which most programs meet, more often. */
+static inline int diff_class_weight(const diff_allowed *allowed, diff_class c)
+{
+    if (!allowed->classes[c] || (c == CLASS_POCL_ENV && !allowed->pocl))
+        return 0;
+    return c == CLASS_HEADERS ? 6 : c == CLASS_CWD ? 4 : 1;
+}
+
 /* One random change of an enabled class, described into what. */
 static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allowed *allowed,
                                char *what, size_t size)
 {
-    /* Half the changes to headers and options, which most programs meet. */
+    int total = 0;
+    for (int i = 0; i < CLASS_COUNT; i++)
+        total += diff_class_weight(allowed, (diff_class)i);
+    int pick = (int)diff_next(r, (uint32_t)total);
     diff_class chosen = CLASS_HEADERS;
-    if (!allowed->classes[CLASS_HEADERS] || diff_chance(r, 50))
-        do
-            chosen = (diff_class)diff_next(r, CLASS_COUNT);
-        while (!allowed->classes[chosen] || (chosen == CLASS_POCL_ENV && !allowed->pocl));
+    for (int i = 0; i < CLASS_COUNT; i++) {
+        if (pick < diff_class_weight(allowed, (diff_class)i)) {
+            chosen = (diff_class)i;
+            break;
+        }
+        pick -= diff_class_weight(allowed, (diff_class)i);
+    }
     switch (chosen) {
     case CLASS_CWD:
         if (diff_chance(r, 30)) {
@@ -271,10 +294,15 @@ static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allo
             snprintf(what, size, "working directory now w%d", s->cwd + 1);
         } else {
             /* A name the sources include, so that the change matters. */
-            int include = s->includes[diff_next(r, (uint32_t)s->source_count)][0];
+            int include =
+                s->includes[diff_next(r, (uint32_t)s->source_count)][diff_next(r, DIFF_INCLUDES)];
             int name = include >= 0 ? include / 2 : (int)diff_next(r, DIFF_NAMES);
             diff_place_header(s, r, s->cwd, name);
-            snprintf(what, size, "wrote w%d/h%d.h", s->cwd + 1, name);
+            bool moved = diff_chance(r, 50);
+            /* Moved from the include directories: found only here now. */
+            for (int location = LOC_W1_I1; moved && location <= LOC_ABS; location++)
+                s->header[location][name] = 0;
+            snprintf(what, size, "%s w%d/h%d.h", moved ? "moved to" : "wrote", s->cwd + 1, name);
         }
         return;
     case CLASS_TIME:
@@ -333,7 +361,7 @@ static inline void diff_header_text(const diff_scenario *s, int location, int na
 static inline void diff_source_text(const diff_scenario *s, int i, char *text, size_t size)
 {
     static const char *const specials[] = {
-        "", "v += __TIME__[7];\n", "v += __DATE__[5] + __DATE__[0];\n", "v += sizeof(__FILE__);\n"};
+        "", "v += __TIME__[6];\n", "v += __DATE__[5] + __DATE__[0];\n", "v += __FILE__[0];\n"};
     text[0] = '\0';
     bool kernel = i == s->source_count - 1;
     if (kernel)
