@@ -55,11 +55,12 @@ typedef enum diff_class {
     CLASS_SHARED,     /* two threads building one program */
     CLASS_CB_RELEASE, /* the build callback releases the program */
     CLASS_CB_BUILD,   /* the build callback builds the same source */
+    CLASS_LIBS,       /* Intel's compiler library swapped (LD_LIBRARY_PATH) */
     CLASS_COUNT
 } diff_class;
 static const char *const diff_class_names[CLASS_COUNT] = {
-    "headers", "patterns", "threads", "cwd",        "time",
-    "file",    "poclenv",  "shared",  "cb-release", "cb-build"};
+    "headers", "patterns", "threads",    "cwd",      "time", "file",
+    "poclenv", "shared",   "cb-release", "cb-build", "libs"};
 
 typedef struct diff_scenario {
     int header[DIFF_LOCATIONS][DIFF_NAMES]; /* 0: absent, else its constant */
@@ -70,7 +71,8 @@ typedef struct diff_scenario {
     bool use_i1, use_abs, use_sys, fast_math;
     int define; /* -D M=define when > 0 */
     int extra_flag;
-    bool extra_after; /* POCL_EXTRA_BUILD_FLAGS set after clCreateContext */
+    bool extra_after;  /* POCL_EXTRA_BUILD_FLAGS set after clCreateContext */
+    bool patched_libs; /* a copy of libopencl-clang whose FLT_DIG is 7 */
     int special, pattern, repeat;
 } diff_scenario;
 
@@ -266,7 +268,8 @@ static inline void diff_change_headers(diff_scenario *s, diff_random *r,
  * the files the program includes, which most programs meet, more often. */
 static inline int diff_class_weight(const diff_allowed *allowed, diff_class c)
 {
-    if (!allowed->classes[c] || (c == CLASS_POCL_ENV && !allowed->pocl))
+    if (!allowed->classes[c] || (c == CLASS_POCL_ENV && !allowed->pocl) ||
+        (c == CLASS_LIBS && allowed->pocl))
         return 0;
     return c == CLASS_HEADERS ? 6 : c == CLASS_CWD ? 4 : 1;
 }
@@ -319,6 +322,10 @@ static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allo
         s->extra_after = diff_chance(r, 50);
         snprintf(what, size, "POCL_EXTRA_BUILD_FLAGS=-DX=%d %s clCreateContext", s->extra_flag,
                  s->extra_after ? "after" : "before");
+        return;
+    case CLASS_LIBS:
+        s->patched_libs = !s->patched_libs;
+        snprintf(what, size, "compiler library: %s", s->patched_libs ? "patched" : "installed");
         return;
     case CLASS_HEADERS:
         diff_change_headers(s, r, allowed, what, size);
@@ -377,7 +384,8 @@ static inline void diff_source_text(const diff_scenario *s, int i, char *text, s
     }
     for (int j = 0; j < s->source_count - 1; j++)
         diff_append(text, size, " v = f%d(v);\n", j);
-    diff_append(text, size, "#ifdef M\n v += M;\n#endif\n#ifdef X\n v += X * %d;\n#endif\n", 7);
+    diff_append(text, size,
+                " v += FLT_DIG;\n#ifdef M\n v += M;\n#endif\n#ifdef X\n v += X * %d;\n#endif\n", 7);
     size_t length = strlen(text);
     snprintf(text + length, size - length, "%s out[get_global_id(0)] = v;\n}\n",
              specials[s->special]);

@@ -24,6 +24,7 @@
  * scenario's files and options, both outputs and the command that replays
  * the seed. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <string.h>
 
 #include "diff_scenario.h"
@@ -32,7 +33,7 @@
 /* The classes the layer on main gets right. Once a fix lands, its class
  * moves here from DIFF_PENDING_CLASSES (listed for the record only). */
 #define DIFF_PASSING_CLASSES "headers,patterns,threads"
-#define DIFF_PENDING_CLASSES "cwd,time,file,poclenv,shared,cb-release,cb-build"
+#define DIFF_PENDING_CLASSES "cwd,time,file,poclenv,shared,cb-release,cb-build,libs"
 
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
 #define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
@@ -142,7 +143,7 @@ static void print_scenario(const diff_scenario *s, const char *options)
 
 typedef struct step_command {
     char options[TEXT_MAX], cwd[PATH_MAX], sources[DIFF_SOURCES][PATH_MAX], repeat[8];
-    char extra[64], setenv_value[64];
+    char extra[64], setenv_value[64], library_path[PATH_MAX + 32];
     const char *argv[32];
 } step_command;
 
@@ -165,6 +166,9 @@ static void build_command(const diff_run *dr, const diff_scenario *s, step_comma
     if (dr->allowed.pocl)
         c->argv[argc++] = "--run";
     c->extra[0] = c->setenv_value[0] = '\0';
+    snprintf(c->library_path, sizeof c->library_path, "%s%s",
+             s->patched_libs ? "LD_LIBRARY_PATH=" : "POCL_KERNEL_CACHE=0",
+             s->patched_libs ? in_scratch("libs") : "");
     if (s->extra_flag > 0) {
         snprintf(c->setenv_value, sizeof c->setenv_value, "POCL_EXTRA_BUILD_FLAGS=-DX=%d",
                  s->extra_flag);
@@ -184,9 +188,10 @@ static void run_step(const step_command *c, bool with_layer, char *output)
 {
     const char *extra = c->extra[0] != '\0' ? c->extra : "POCL_KERNEL_CACHE=0";
     if (with_layer)
-        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", extra), c->argv);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", extra, c->library_path),
+                  c->argv);
     else
-        probe_run(false, ENV("POCL_KERNEL_CACHE=0", extra), c->argv);
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0", extra, c->library_path), c->argv);
     snprintf(output, RESULT_MAX, "exit %d\n%s", run.exit_status, run.out);
 }
 
@@ -281,6 +286,29 @@ static void run_seed(diff_run *dr)
     }
 }
 
+/* The libs class: a copy of Intel's libopencl-clang in <scratch>/libs
+ * with one predefined macro (FLT_DIG, which every program adds) changed to
+ * another of the same length, so that a build with it differs. */
+static void make_patched_compiler(void)
+{
+    static const char search[] = "#define FLT_DIG 6", patched[] = "#define FLT_DIG 7";
+    glob_t found;
+    cr_assert_eq(glob(ZC_SYSTEM_LIB_DIR "/libopencl-clang.so.*", 0, NULL, &found), 0,
+                 "no libopencl-clang in " ZC_SYSTEM_LIB_DIR);
+    const char *library = found.gl_pathv[found.gl_pathc - 1];
+    size_t size = 0;
+    uint8_t *bytes = t_read_bytes(library, &size);
+    uint8_t *at = memmem(bytes, size, search, strlen(search));
+    cr_assert_not_null(at, "no \"%s\" in %s", search, library);
+    memcpy(at, patched, strlen(patched));
+    mkdir(in_scratch("libs"), 0700);
+    char copy[PATH_MAX];
+    snprintf(copy, sizeof copy, "%s/libs/%s", sc.root, strrchr(library, '/') + 1);
+    t_write_file(copy, bytes, size);
+    free(bytes);
+    globfree(&found);
+}
+
 static void run_seeds(const char *platform, bool pocl)
 {
     static diff_run dr;
@@ -288,6 +316,8 @@ static void run_seeds(const char *platform, bool pocl)
     dr.platform = platform;
     dr.allowed.pocl = pocl;
     parse_classes(&dr);
+    if (dr.allowed.classes[CLASS_LIBS] && !pocl)
+        make_patched_compiler();
     unsigned long first = env_number("ZC_DIFF_SEED", 1);
     unsigned long count = env_number("ZC_DIFF_SEEDS", 3);
     for (dr.seed = first; dr.seed < first + count; dr.seed++) {
