@@ -265,13 +265,16 @@ static inline void diff_change_headers(diff_scenario *s, diff_random *r,
 }
 
 /* How often a class's changes come, 0 for one not enabled: the changes to
- * the files the program includes, which most programs meet, more often. */
+ * the files the program includes, which most programs meet, more often;
+ * the rarer classes' more often than the call patterns every run meets. */
 static inline int diff_class_weight(const diff_allowed *allowed, diff_class c)
 {
     if (!allowed->classes[c] || (c == CLASS_POCL_ENV && !allowed->pocl) ||
         (c == CLASS_LIBS && allowed->pocl))
         return 0;
-    return c == CLASS_HEADERS ? 6 : c == CLASS_CWD ? 4 : 1;
+    if (c == CLASS_PATTERNS || c == CLASS_THREADS)
+        return 1;
+    return c == CLASS_HEADERS ? 6 : c == CLASS_CWD ? 4 : 3;
 }
 
 /* One random change of an enabled class, described into what. */
