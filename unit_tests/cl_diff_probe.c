@@ -30,6 +30,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cl_platform.h"
+
 #define MAX_SOURCES 8
 #define OUTPUT_INTS 8
 
@@ -147,23 +149,15 @@ static void describe(cl_program program)
         print_binary(program);
 }
 
-static void build_and_describe(void)
+/* Builds a new program `builds` times (a rebuild from the second). */
+static void build_times(int builds)
 {
     cl_program program = create_program();
     if (program == NULL)
         return;
-    printf("build: %d\n", clBuildProgram(program, 0, NULL, args.options, NULL, NULL));
-    describe(program);
-    clReleaseProgram(program);
-}
-
-static void rebuild(void)
-{
-    cl_program program = create_program();
-    if (program == NULL)
-        return;
-    printf("build: %d\n", clBuildProgram(program, 0, NULL, args.options, NULL, NULL));
-    printf("rebuild: %d\n", clBuildProgram(program, 0, NULL, args.options, NULL, NULL));
+    for (int i = 0; i < builds; i++)
+        printf("%s: %d\n", i == 0 ? "build" : "rebuild",
+               clBuildProgram(program, 0, NULL, args.options, NULL, NULL));
     describe(program);
     clReleaseProgram(program);
 }
@@ -233,7 +227,7 @@ static void CL_CALLBACK build_in_callback(cl_program program, void *user_data)
     (void)program;
     (void)user_data;
     printf("callback builds\n");
-    build_and_describe();
+    build_times(1);
 }
 
 static void with_callback(bool release)
@@ -254,7 +248,7 @@ static void run_pattern(void)
 {
     const char *pattern = args.pattern;
     if (strcmp(pattern, "rebuild") == 0)
-        rebuild();
+        build_times(2);
     else if (strcmp(pattern, "link") == 0)
         compile_and_link();
     else if (strcmp(pattern, "threads") == 0 || strcmp(pattern, "shared") == 0)
@@ -262,7 +256,7 @@ static void run_pattern(void)
     else if (strcmp(pattern, "cb-release") == 0 || strcmp(pattern, "cb-build") == 0)
         with_callback(strcmp(pattern, "cb-release") == 0);
     else
-        build_and_describe();
+        build_times(1);
 }
 
 static bool parse(int argc, char **argv)
@@ -299,17 +293,9 @@ static bool parse(int argc, char **argv)
 
 static bool find_device(void)
 {
-    cl_platform_id platforms[8];
-    cl_uint count = 0;
-    if (clGetPlatformIDs(8, platforms, &count) != CL_SUCCESS)
-        return false;
-    for (cl_uint i = 0; i < count && i < 8; i++) {
-        char name[256] = "";
-        clGetPlatformInfo(platforms[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-        if (strstr(name, args.platform) != NULL)
-            return clGetDeviceIDs(platforms[i], CL_DEVICE_TYPE_ALL, 1, &device, NULL) == CL_SUCCESS;
-    }
-    return false;
+    cl_platform_id platform = cl_find_platform(args.platform);
+    return platform != NULL &&
+           clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) == CL_SUCCESS;
 }
 
 static void set_after_context(void)
