@@ -316,15 +316,16 @@ static void build_through_cache(build_call *call)
     free(bytes);
 }
 
-/* The application's callback, as the driver calls it at the end of a build
- * that ran (whether it succeeded or failed), and only after the layer is done
- * with the program: the callback may release it, build it or another program
- * again, or make kernels of it. */
-static void notify_application(cl_program program, cl_int result, zcc_notify notify,
-                               void *user_data)
+/* The layer's stand-in for the application's callback, given to the driver
+ * on the cached path: it only notes that the driver called it (both drivers
+ * call it before clBuildProgram returns), so that the application's is
+ * called exactly when the driver would have called it, and only after the
+ * layer is done with the program: the callback may release it, build it or
+ * another program again, or make kernels of it. */
+static void CL_CALLBACK note_notified(cl_program program, void *notified)
 {
-    if (notify != NULL && (result == CL_SUCCESS || result == CL_BUILD_PROGRAM_FAILURE))
-        notify(program, user_data);
+    (void)program;
+    *(bool *)notified = true;
 }
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
@@ -355,16 +356,17 @@ cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
     cl_int entered = zcc_building_enter(program, !refuses);
     if (entered != CL_SUCCESS)
         return entered;
-    if (zcc_hits_drop(program)) {
-        /* The driver builds synchronously, without the callback. */
-        call.notify = NULL;
-        call.user_data = NULL;
+    bool built = zcc_hits_drop(program), notified = false;
+    if (built) {
+        call.notify = notify != NULL ? note_notified : NULL;
+        call.user_data = notify != NULL ? &notified : NULL;
         build_through_cache(&call);
     } else {
         call.result = CL_INVALID_OPERATION;
     }
     zcc_building_leave(program);
-    if (call.result != CL_INVALID_OPERATION)
-        notify_application(program, call.result, notify, user_data);
+    /* A hit is a build that succeeded, which both drivers report. */
+    if (notify != NULL && built && (notified || call.result == CL_SUCCESS))
+        notify(program, user_data);
     return call.result;
 }

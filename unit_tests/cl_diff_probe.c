@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cl_platform.h"
+#include "cl_find_platform.h"
 
 #define MAX_SOURCES 8
 #define OUTPUT_INTS 8
@@ -293,7 +293,7 @@ static bool parse(int argc, char **argv)
 
 static bool find_device(void)
 {
-    cl_platform_id platform = cl_find_platform(args.platform);
+    cl_platform_id platform = find_platform(args.platform);
     return platform != NULL &&
            clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) == CL_SUCCESS;
 }

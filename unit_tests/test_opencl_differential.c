@@ -17,7 +17,7 @@
  *   ZC_DIFF_SEEDS     how many seeds from it (default 3)
  *   ZC_DIFF_STEPS     steps per seed (default 8)
  *   ZC_DIFF_CLASSES   the classes of change (diff_scenario.h), comma
- *                     separated, or "all" (default: DIFF_PASSING_CLASSES)
+ *                     separated, or "all" (the default)
  *   ZC_DIFF_VERBOSE   1: print every step as a failing one is printed
  *
  * A failing step prints the seed, the step, the changes that led to it, the
@@ -30,10 +30,8 @@
 #include "diff_scenario.h"
 #include "e2e_probe_support.h"
 
-/* The classes the layer on main gets right. Once a fix lands, its class
- * moves here from DIFF_PENDING_CLASSES (listed for the record only). */
-#define DIFF_PASSING_CLASSES "headers,patterns,threads"
-#define DIFF_PENDING_CLASSES "cwd,time,file,poclenv,shared,cb-release,cb-build,libs"
+/* Every class of change and call pattern (diff_scenario.h). */
+#define DIFF_CLASSES "headers,patterns,threads,cwd,time,file,poclenv,shared,cb-release,cb-build,libs"
 
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
 #define LAYER_SETTINGS "NEO_CACHE_PERSISTENT=00", "ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT=1"
@@ -68,10 +66,8 @@ static unsigned long env_number(const char *name, unsigned long fallback)
 static void parse_classes(diff_run *dr)
 {
     const char *chosen = getenv("ZC_DIFF_CLASSES");
-    if (chosen == NULL || *chosen == '\0')
-        chosen = DIFF_PASSING_CLASSES;
-    if (strcmp(chosen, "all") == 0)
-        chosen = DIFF_PASSING_CLASSES "," DIFF_PENDING_CLASSES;
+    if (chosen == NULL || *chosen == '\0' || strcmp(chosen, "all") == 0)
+        chosen = DIFF_CLASSES;
     snprintf(dr->classes, sizeof dr->classes, "%s", chosen);
     char list[256];
     snprintf(list, sizeof list, "%s", chosen);
