@@ -32,7 +32,7 @@
 #include "../source/key/compiler_identity_internal.h"
 #include "../source/key/environment_internal.h"
 #include "../source/local/fs_ops.h"
-#include "../source/remote/redis_connection.h"
+#include "../source/remote/redis/redis_connection.h"
 #include "disk_test_support.h"
 #include "redis_storage_support.h"
 #include "redis_test_support.h"

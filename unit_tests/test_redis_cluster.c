@@ -13,7 +13,7 @@
 
 #include "disk_test_support.h"
 #include "redis_cluster_support.h"
-#include "redis_key_slot.h"
+#include "redis/redis_key_slot.h"
 #include "redis_storage_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_recipes.h"

@@ -22,7 +22,7 @@
 
 #include "send_test_support.h"
 #include "cache_test_support.h"
-#include "redis_key_slot.h"
+#include "redis/redis_key_slot.h"
 #include "redis_test_support.h"
 #include "zecache/cache.h"
 #include "zecache/log.h"

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../source/remote/dav_listing.h"
+#include "../source/remote/http/dav_listing.h"
 #include "disk_test_support.h"
 #include "nginx_test_support.h"
 #include "zecache/disk_recipes.h"

@@ -89,7 +89,10 @@ zc_status zc_cache_open(const zc_config *config, zc_cache **out)
         free(cache);
         return status;
     }
-    zc_memory_tier_set_wait_timeout(cache->memory, config->wait_timeout_ms);
+    /* Threads of one process always share one build of a key; 0 only stops
+     * the waits for other processes. */
+    if (config->wait_timeout_ms > 0)
+        zc_memory_tier_set_wait_timeout(cache->memory, config->wait_timeout_ms);
     /* A disk tier that cannot be opened (unusable directory, persistence off)
      * leaves a memory-only cache: the application must not notice. */
     if (config->persistent && zc_disk_tier_open(config, &cache->disk) != ZC_OK)

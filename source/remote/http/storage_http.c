@@ -20,7 +20,7 @@
 #include "dav_listing.h"
 #include "disk_internal.h"
 #include "http_client.h"
-#include "redis_value_file.h"
+#include "../redis/redis_value_file.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/entry.h"
 #include "zecache/log.h"

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "monotonic_clock.h"
-#include "tls_socket.h"
+#include "../tls/tls_socket.h"
 #include "zecache/live_set.h"
 #include "zecache/log.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "curl_api.h"
-#include "trust_store.h"
+#include "../tls/trust_store.h"
 
 /* Idle handles kept: each keeps its connection open for the next request. */
 enum { IDLE_HANDLES = 4 };

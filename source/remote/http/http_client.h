@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redis_connection.h" /* zc_redis_sink, ZC_REDIS_IN_MEMORY_MAX */
+#include "../redis/redis_connection.h" /* zc_redis_sink, ZC_REDIS_IN_MEMORY_MAX */
 #include "zecache/remote_spec.h"
 #include "zecache/status.h"
 
