@@ -12,28 +12,29 @@
 #include <stdio.h>
 #include <zstd.h>
 
-/* A function of a shared library loaded for the asking; NULL when the
+/* A function of a shared library loaded for the asking (and left loaded:
+ * what it allocates when asked stays its own until exit); NULL when the
  * library or the function is not there. */
-static void *library_function(const char *file, const char *name, void **handle)
+static void *library_function(const char *file, const char *name)
 {
-    *handle = dlopen(file, RTLD_LAZY | RTLD_LOCAL);
-    return *handle == NULL ? NULL : dlsym(*handle, name);
+    void *handle = dlopen(file, RTLD_LAZY | RTLD_LOCAL);
+    return handle == NULL ? NULL : dlsym(handle, name);
 }
 
-static const char *libssl_version(void **handle)
+static const char *libssl_version(void)
 {
     const char *(*version)(int) = NULL;
-    void *symbol = library_function("libssl.so.3", "OpenSSL_version", handle);
+    void *symbol = library_function("libssl.so.3", "OpenSSL_version");
     if (symbol == NULL)
         return "not found";
     __builtin_memcpy(&version, &symbol, sizeof symbol); /* POSIX: dlsym's result is callable */
     return version(OPENSSL_VERSION);
 }
 
-static const char *libcurl_version(void **handle)
+static const char *libcurl_version(void)
 {
     const char *(*version)(void) = NULL;
-    void *symbol = library_function("libcurl.so.4", "curl_version", handle);
+    void *symbol = library_function("libcurl.so.4", "curl_version");
     if (symbol == NULL)
         return "not found";
     __builtin_memcpy(&version, &symbol, sizeof symbol);
@@ -47,12 +48,7 @@ int tool_print_version(void)
     printf("zstd %s\n", ZSTD_versionString());
     printf("hiredis %d.%d.%d (built with)\n", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
     printf("libcrypto: %s (linked in)\n", OpenSSL_version(OPENSSL_VERSION));
-    void *ssl = NULL, *curl = NULL;
-    printf("libssl.so.3: %s (loaded by rediss:// storages)\n", libssl_version(&ssl));
-    printf("libcurl.so.4: %s (loaded by http(s):// storages)\n", libcurl_version(&curl));
-    if (ssl != NULL)
-        dlclose(ssl);
-    if (curl != NULL)
-        dlclose(curl);
+    printf("libssl.so.3: %s (loaded by rediss:// storages)\n", libssl_version());
+    printf("libcurl.so.4: %s (loaded by http(s):// storages)\n", libcurl_version());
     return TOOL_EXIT_OK;
 }
