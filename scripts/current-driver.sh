@@ -35,6 +35,7 @@ build_packages=(
     python3 redis-server libhiredis-dev
     openssl redis-tools libcurl4-openssl-dev nginx-core libnginx-mod-http-dav-ext
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo python3-pyopencl
+    clblast-tests python3-gpyfft clpeak
 )
 driver_packages=(intel-opencl-icd libze-intel-gpu1 libigc2 libigdfcl2)
 recipe="trixie+sid 1 ${build_packages[*]} / ${driver_packages[*]}"
