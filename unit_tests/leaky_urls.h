@@ -19,6 +19,7 @@ static const char *const leaky[] __attribute__((unused)) = {
     "redis://:" SECRET_A "%40" SECRET_B "@127.0.0.1:1|connect-timeout=100",
     "redis://" SECRET_A "%40" SECRET_B "%40127.0.0.1:1",
     "redis://u:" SECRET_A "@" SECRET_B "@127.0.0.1:1?db=1",
+    "redis://" SECRET_A "@" SECRET_B ":x@127.0.0.1:1",
     "redis://127.0.0.1:1|password=" SECRET_A SECRET_B,
     "redis+unix:///tmp/zc-none.sock?password=" SECRET_A SECRET_B,
     "http://pw-" SECRET_A "%40" SECRET_B "%40127.0.0.1:1/x",

@@ -271,8 +271,15 @@ static void name_server(zc_remote_kind kind, zc_remote_server *server)
     /* Sized so that no part is ever cut (gcc's -Wformat-truncation checks
      * it in every build type): user 60, host or path 200, numbers 10. */
     char auth[72] = "";
+    /* A user name with other characters than these may hold a password's
+     * part: with a user@password@host typed, the parser takes what comes
+     * before the last '@' as the user. */
+    size_t user_length = strlen(server->user);
+    bool plain_user =
+        strspn(server->user, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+        user_length;
     if (server->password[0] != '\0')
-        snprintf(auth, sizeof auth, "%.60s:***@", server->user);
+        snprintf(auth, sizeof auth, "%.60s:***@", plain_user ? server->user : "***");
     if (kind == ZC_REMOTE_REDIS_UNIX) {
         snprintf(server->name, sizeof server->name, "redis+unix://%s%.200s?db=%u", auth,
                  server->path, server->db);
