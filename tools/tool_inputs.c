@@ -148,13 +148,6 @@ const zc_bundle_signer *tool_bundle_signer(const zc_config *config, zc_remote_se
                                            zc_bundle_signer *signer, bool *failed, char *reason,
                                            size_t reason_size)
 {
-    *failed = false;
-    if (config->remote_secret_file[0] == '\0')
-        return NULL;
-    if (zc_remote_secret_read(config->remote_secret_file, secret, reason, reason_size) != ZC_OK) {
-        *failed = true;
-        return NULL;
-    }
-    *signer = (zc_bundle_signer){zc_hmac_sha256, secret->bytes, secret->size};
-    return signer;
+    return zc_remote_secret_signer(config->remote_secret_file, secret, signer, failed, reason,
+                                   reason_size);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zecache/bundle.h"
 #include "zecache/entry.h"
 #include "zecache/status.h"
 
@@ -35,6 +36,14 @@ typedef struct zc_remote_secret {
  * ZC_ERR_IO / ZC_ERR_INVALID_ARG with the reason. */
 zc_status zc_remote_secret_read(const char *path, zc_remote_secret *secret, char *reason,
                                 size_t reason_size);
+
+/* The signer of the secret in NEO_CACHE_REMOTE_SECRET_FILE (secret_file;
+ * "" none), for bundles and packs: NULL without a file; NULL with *failed
+ * and the reason when it is named but cannot be read. secret holds the key
+ * the signer points to. */
+const zc_bundle_signer *zc_remote_secret_signer(const char *secret_file, zc_remote_secret *secret,
+                                                zc_bundle_signer *signer, bool *failed,
+                                                char *reason, size_t reason_size);
 
 /* HMAC-SHA-256 (RFC 2104) over the low-level SHA-256 of sha256.c: OpenSSL's
  * HMAC() goes through EVP, whose first use costs its whole start-up (2.6 to

@@ -44,25 +44,6 @@ static void add_pack(zc_pack_set *set, const char *path, const zc_bundle_signer 
     set->names[set->count++] = name;
 }
 
-/* The signer of NEO_CACHE_REMOTE_SECRET_FILE's secret; NULL without one.
- * *unusable when the file is named but cannot be read: then no pack is
- * used, as no remote is. */
-static const zc_bundle_signer *secret_verifier(const zc_config *config, zc_remote_secret *secret,
-                                               zc_bundle_signer *signer, bool *unusable)
-{
-    *unusable = false;
-    if (config->remote_secret_file[0] == '\0')
-        return NULL;
-    char reason[REASON_SIZE];
-    if (zc_remote_secret_read(config->remote_secret_file, secret, reason, sizeof reason) != ZC_OK) {
-        zc_log_info("packs: NEO_CACHE_REMOTE_SECRET_FILE: %s; no pack used", reason);
-        *unusable = true;
-        return NULL;
-    }
-    *signer = (zc_bundle_signer){zc_hmac_sha256, secret->bytes, secret->size};
-    return signer;
-}
-
 zc_pack_set *zc_pack_set_open(const zc_config *config, zc_cache_counters *counters)
 {
     if (config->packs[0] == '\0')
@@ -72,8 +53,14 @@ zc_pack_set *zc_pack_set_open(const zc_config *config, zc_cache_counters *counte
     zc_remote_secret secret;
     zc_bundle_signer signer;
     bool unusable = false;
+    char reason[REASON_SIZE];
     const zc_bundle_signer *verifier =
-        set != NULL && paths != NULL ? secret_verifier(config, &secret, &signer, &unusable) : NULL;
+        set != NULL && paths != NULL
+            ? zc_remote_secret_signer(config->remote_secret_file, &secret, &signer, &unusable,
+                                      reason, sizeof reason)
+            : NULL;
+    if (unusable) /* as no remote is used */
+        zc_log_info("packs: NEO_CACHE_REMOTE_SECRET_FILE: %s; no pack used", reason);
     if (set != NULL && paths != NULL && !unusable) {
         set->counters = counters;
         char *rest = paths;

@@ -232,3 +232,18 @@ zc_status zc_remote_tag_check_fd(const zc_remote_secret *secret, int fd, uint64_
     }
     return ZC_OK;
 }
+
+const zc_bundle_signer *zc_remote_secret_signer(const char *secret_file, zc_remote_secret *secret,
+                                                zc_bundle_signer *signer, bool *failed,
+                                                char *reason, size_t reason_size)
+{
+    *failed = false;
+    if (secret_file[0] == '\0')
+        return NULL;
+    if (zc_remote_secret_read(secret_file, secret, reason, reason_size) != ZC_OK) {
+        *failed = true;
+        return NULL;
+    }
+    *signer = (zc_bundle_signer){zc_hmac_sha256, secret->bytes, secret->size};
+    return signer;
+}
