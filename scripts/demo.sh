@@ -8,10 +8,17 @@
 #
 #   scripts/demo.sh               install what is missing, build into build/, run
 #   scripts/demo.sh BUILD-DIR     run from an existing build
+#   scripts/demo.sh --installed BUILD-DIR
+#                                 run the installed zecache (PATH) and the layers
+#                                 it finds (zecache exec), with BUILD-DIR's programs
 set -euo pipefail
 scripts=$(cd "$(dirname "$0")" && pwd)
 
-if [[ $# -eq 0 ]]; then
+installed=0
+if [[ ${1:-} == --installed ]]; then
+  installed=1
+  shift
+elif [[ $# -eq 0 ]]; then
   cd "$(dirname "$0")/.."
   bash scripts/install-deps.sh
   cmake -S . -B build >/dev/null
@@ -21,9 +28,19 @@ fi
 build=$(cd "${1:-build}" && pwd)
 sample=$build/samples/ze_sample
 layers=$build/layers
-if [[ ! -x $sample || ! -e $layers/libze_validation_layer.so.1 ]]; then
-  echo "demo: build first: cmake --build $build --target ze_sample ze_cache_layer" >&2
-  exit 1
+cl_bench=$build/bin/cl_bench
+if [[ $installed == 1 ]]; then
+  zecache=$(command -v zecache) || { echo "demo: no zecache on PATH: install it first" >&2; exit 1; }
+  # Both programs through zecache exec, which finds the installed layers
+  # beside the installed tool.
+  through_layer=("$zecache" exec --)
+else
+  zecache=$build/bin/zecache
+  if [[ ! -x $sample || ! -e $layers/libze_validation_layer.so.1 ]]; then
+    echo "demo: build first: cmake --build $build --target ze_sample ze_cache_layer" >&2
+    exit 1
+  fi
+  through_layer=()
 fi
 
 work=$(mktemp -d)
@@ -32,18 +49,23 @@ mkdir "$work/cache"
 cd "$work" # the driver writes a small .aub file into the current directory
 
 source "$scripts/pretend-device.sh"
-# Every loader (1.8 to 1.2x) finds the layer in the validation layer's slot
-# through LD_LIBRARY_PATH; ZEL_LIBRARY_PATH would make 1.2x look for its
-# tracing layer only there.
-export LD_LIBRARY_PATH=$layers${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export ZE_ENABLE_VALIDATION_LAYER=1
+if [[ $installed == 0 ]]; then
+  # Every loader (1.8 to 1.2x) finds the layer in the validation layer's slot
+  # through LD_LIBRARY_PATH; ZEL_LIBRARY_PATH would make 1.2x look for its
+  # tracing layer only there.
+  export LD_LIBRARY_PATH=$layers${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export ZE_ENABLE_VALIDATION_LAYER=1
+fi
 export NEO_CACHE_DIR=$work/cache
 unset l0_cache_dir
 
-"$sample" > cold.txt
-PrintDebugMessages=1 "$sample" > warm.txt 2> warm.log
+"${through_layer[@]}" "$sample" > cold.txt
+PrintDebugMessages=1 "${through_layer[@]}" "$sample" > warm.txt 2> warm.log
 
 echo "zecache demo: ze_sample through the layer, $ProductFamilyOverride, cache in a new directory"
+if [[ $installed == 1 ]]; then
+  "$zecache" exec -- sh -c 'echo "installed: $0, layers from ${LD_LIBRARY_PATH%%:*}"' "$zecache"
+fi
 # times_table WORD FIELD COLD WARM: the lines "WORD <name> ..." of both runs,
 # their times in field FIELD, side by side with the speed-up.
 times_table() {
@@ -70,8 +92,6 @@ grep -o 'summary: .*' warm.log | sed 's/^/warm run /' || true
 # `zecache exec`, which enables the OpenCL layer (OPENCL_LAYERS) and keeps the
 # driver's own OpenCL cache off; the same cache directory holds .cl_cache
 # entries beside the .l0_cache ones.
-cl_bench=$build/bin/cl_bench
-zecache=$build/bin/zecache
 if [[ -x $cl_bench && -x $zecache ]]; then
   kernels=$(cd "$scripts/../samples/kernels" && pwd)
   "$zecache" exec -- "$cl_bench" --platform Intel "$kernels" > cl_cold.txt
