@@ -52,12 +52,24 @@ set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # zecache_VERSION_ARCH.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
-# dpkg-shlibdeps: libc6, libstdc++6, libzstd1, libze1 (zecache-build) and
-# the release's hiredis (libhiredis0.14 on 12, libhiredis1.1.0 on 13). The
-# OpenCL layer links no loader, so the one that reads OPENCL_LAYERS is named.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The OpenCL layer links no loader, so the one that reads OPENCL_LAYERS is
+# named; the libraries linked are added when cpack runs, as dpkg-shlibdeps
+# finds them (cmake/ZcPackageDepends.cmake): libc6, libstdc++6, libzstd1,
+# libze1 (zecache-build) and the release's hiredis (libhiredis0.14 on 12,
+# libhiredis1.1.0 on 13), each at the version the build needs.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "ocl-icd-libopencl1 (>= 2.3.0) | khronos-opencl-icd-libopencl1")
+set(ZC_PACKAGE_ELF_TARGETS)
+foreach(target zecache_tool zecache_build ze_cache_layer zecache_opencl_layer)
+  if(TARGET ${target})
+    list(APPEND ZC_PACKAGE_ELF_TARGETS "$<TARGET_FILE:${target}>")
+  endif()
+endforeach()
+set(CPACK_ZC_ELF_FILES_LIST ${CMAKE_BINARY_DIR}/package_elf_files.cmake)
+file(GENERATE OUTPUT ${CPACK_ZC_ELF_FILES_LIST}
+     CONTENT "set(ZC_PACKAGE_ELF_FILES \"${ZC_PACKAGE_ELF_TARGETS}\")\n")
+set(CPACK_ZC_SHLIBDEPS_DIR ${CMAKE_BINARY_DIR}/package_shlibdeps)
+set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/ZcPackageDepends.cmake)
 # A driver to cache for: Intel's (Debian 12's intel-opencl-icd holds both
 # APIs; newer releases split Level Zero into libze-intel-gpu1) or PoCL.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "intel-opencl-icd | libze-intel-gpu1 | pocl-opencl-icd")

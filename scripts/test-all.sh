@@ -9,6 +9,10 @@
 #      1.20) in a Debian 13 root with sid's Intel packages, built or reused by
 #      scripts/current-driver.sh (needs root or sudo; ZC_CURRENT_DRIVER=0
 #      skips it, for a quick local run only: CI runs it)
+#   6. the Debian package, built on each leg, installed by apt into a clean
+#      Debian 12 root and a clean Debian 13 root with sid's driver, and the
+#      demo run there from the installed files (scripts/package-test.sh; the
+#      Debian 12 leg only with ZC_CURRENT_DRIVER=0)
 # Each step prints its summary; the script fails if any step fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,14 +44,21 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
 bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || status=1
 
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 if [ "${ZC_CURRENT_DRIVER:-1}" != 0 ]; then
     echo "==== current driver: scripts/current-driver.sh test"
-    sudo_cmd=()
-    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
     start=$SECONDS
     "${sudo_cmd[@]}" bash scripts/current-driver.sh test || status=1
     echo "==== current driver: $((SECONDS - start)) s"
 fi
+
+legs=all
+[ "${ZC_CURRENT_DRIVER:-1}" != 0 ] || legs=bookworm
+echo "==== package: scripts/package-test.sh $legs"
+start=$SECONDS
+"${sudo_cmd[@]}" bash scripts/package-test.sh "$legs" || status=1
+echo "==== package: $((SECONDS - start)) s"
 
 if [ "$status" -eq 0 ]; then
     echo "test-all: every step passed"
