@@ -49,7 +49,7 @@ fi
 }
 # shellcheck source=scripts/debian-root.sh
 source "$repo/scripts/debian-root.sh"
-trap unmount_all EXIT
+trap leave_root EXIT
 
 # The minimal root of SUITE, made once per recipe (with its package lists);
 # the current leg's also lists sid, pinned low, for the driver.
@@ -130,13 +130,25 @@ leave_root() {
     fi
 }
 
-# Installs the package alone, checks its libraries, installs the driver.
+# The man page and the completion are where man and bash-completion look.
+check_documentation() {
+    in_root sh -c 'gzip -dc /usr/share/man/man1/zecache.1.gz | grep -q "^\.TH ZECACHE 1"' &&
+        in_root bash -c 'source /usr/share/bash-completion/completions/zecache &&
+            complete -p zecache' | grep -qx 'complete -F _zecache zecache' || {
+        echo "package-test: no man page or bash completion installed" >&2
+        return 1
+    }
+}
+
+# Installs the package alone, checks its libraries and documentation,
+# installs the driver.
 install_all() { # <apt-get install arguments of the driver...>
     in_root apt-get update -q &&
         in_root sh -c 'apt-get install -y -q --no-install-recommends /tmp/zecache_*.deb' &&
-        check_libraries &&
+        check_libraries && check_documentation &&
         in_root apt-get install -y -q --no-install-recommends "$@" &&
-        in_root dpkg-query -W -f='     ${Package} ${Version}\n' zecache libze1 intel-opencl-icd
+        in_root dpkg-query -W -f='     ${Package} ${Version}\n' zecache libze1 intel-opencl-icd &&
+        in_root zecache --version | sed -n '1s/^/     /p'
 }
 
 leg() { # <suite> <build dir, relative> <apt-get install arguments of the driver...>
