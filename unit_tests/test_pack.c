@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache_test_support.h"
 #include "zecache/entry.h"
@@ -78,16 +79,17 @@ static void assert_serves_every_entry(const zc_pack *pack)
     cr_assert_eq(zc_pack_entry_count(pack), ENTRIES);
     for (uint64_t seed = 1; seed <= ENTRIES; seed++) {
         zc_key key = t_key(seed);
-        const uint8_t *entry;
+        uint8_t *entry = NULL;
         size_t size, expected_size;
         cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, NULL, 0), ZC_OK);
         uint8_t *expected = encoded(seed, &expected_size);
         cr_assert_eq(size, expected_size);
         cr_assert_eq(memcmp(entry, expected, size), 0);
         free(expected);
+        free(entry);
     }
     zc_key absent = t_key(ENTRIES + 1);
-    const uint8_t *entry;
+    uint8_t *entry;
     size_t size;
     cr_assert_eq(zc_pack_find(pack, &absent, &entry, &size, NULL, 0), ZC_MISS);
     /* The same bytes as another kind's key: not the same key. */
@@ -204,7 +206,7 @@ Test(pack, signed_packs_need_their_secret)
     free(bytes);
     cr_assert_eq(zc_pack_open(pack_path, &a, &pack, NULL, 0), ZC_OK);
     zc_key key = t_key(ENTRIES);
-    const uint8_t *entry;
+    uint8_t *entry;
     char reason[256] = "";
     cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, reason, sizeof reason), ZC_MISS);
     cr_assert_not_null(strstr(reason, "do not match"), "%s", reason);
@@ -276,5 +278,30 @@ Test(pack, a_damaged_entry_is_a_counted_miss_with_the_right_artifact)
     zc_cache_stats stats = t_cache_stats(cache);
     cr_assert_eq(stats.pack_rejected, 1);
     cr_assert_eq(stats.pack_hits, 1);
+    zc_cache_close(cache);
+}
+
+/* A pack cut in place while a process has it open (`cp` over it truncates
+ * the file it names first): every entry past the new end is a counted miss,
+ * compiled, never a SIGBUS; rewritten in place with other bytes, a counted
+ * miss again. */
+Test(pack, a_pack_cut_or_rewritten_while_open_is_a_counted_miss)
+{
+    write_pack(NULL);
+    zc_cache *cache = open_cache(pack_path);
+    cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 3);
+    uint8_t noise[1 << 16];
+    t_fill_random(noise, sizeof noise, 11);
+    t_write_file(pack_path, noise, sizeof noise);
+    for (uint64_t seed = 4; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, ENTRIES);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.pack_hits, 0);
+    cr_assert_eq(stats.pack_rejected, ENTRIES);
     zc_cache_close(cache);
 }

@@ -92,12 +92,13 @@ zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_pay
                            zc_artifact **out, const char **pack_name)
 {
     for (size_t i = 0; i < set->count; i++) {
-        const uint8_t *entry;
+        uint8_t *entry = NULL;
         size_t size;
         char reason[REASON_SIZE] = "";
         zc_status status = zc_pack_find(set->packs[i], key, &entry, &size, reason, sizeof reason);
         if (status == ZC_OK)
             status = zc_entry_decode(entry, size, key, max_payload, out, reason, sizeof reason);
+        free(entry);
         if (status == ZC_OK) {
             *pack_name = set->names[i];
             return ZC_OK;
