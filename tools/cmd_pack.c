@@ -74,8 +74,9 @@ static int pack_into(tool_context *tool, const char *file, pack_filler fill, voi
     if (!written) {
         int saved = errno;
         unlink(temporary);
-        return tool_fail(tool, "cannot write %s: %s", file,
-                         reason[0] != '\0' ? reason : strerror(saved));
+        if (reason[0] != '\0')
+            return tool_fail(tool, "%s", reason);
+        return tool_fail(tool, "cannot write %s: %s", file, strerror(saved));
     }
     fprintf(stderr, "packed %llu entries%s, skipped %llu bad", (unsigned long long)tally->kept,
             sign != NULL ? " (signed)" : "", (unsigned long long)tally->bad);
@@ -153,18 +154,26 @@ static bool pack_bundle_entry(zc_pack_writer *writer, const zc_key *key, const u
     return status != ZC_ERR_NOMEM;
 }
 
+typedef struct bundle_source {
+    zc_bundle_reader reader;
+    const char *name;
+} bundle_source;
+
 /* A bundle that is cut, malformed or (with a secret) not signed with it
  * makes no pack: its end, read last, is what vouches for its items. */
 static bool fill_from_bundle(void *context, zc_pack_writer *writer, pack_tally *tally,
                              char *problem, size_t problem_size)
 {
-    zc_bundle_reader *reader = context;
+    bundle_source *source = context;
     for (;;) {
         zc_key key;
         uint8_t *bytes = NULL;
         size_t size = 0;
+        char reason[REASON_SIZE] = "";
         zc_bundle_item item =
-            zc_bundle_read_next(reader, &key, &bytes, &size, problem, problem_size);
+            zc_bundle_read_next(&source->reader, &key, &bytes, &size, reason, sizeof reason);
+        if (item == ZC_BUNDLE_BAD)
+            snprintf(problem, problem_size, "%s: %s; no pack made", source->name, reason);
         if (item != ZC_BUNDLE_ENTRY)
             return item == ZC_BUNDLE_END;
         bool going = true;
@@ -193,13 +202,13 @@ static int pack_bundle(tool_context *tool, const char *file, const char *bundle)
     FILE *in = fopen(bundle, "rb");
     if (in == NULL)
         return tool_fail(tool, "cannot open %s: %s", bundle, strerror(errno));
-    zc_bundle_reader reader = {0};
+    bundle_source source = {.name = bundle};
     pack_tally tally = {0};
     int exit_status =
-        zc_bundle_read_start_signed(&reader, in, verifier, reason, sizeof reason) == ZC_OK
-            ? pack_into(tool, file, fill_from_bundle, &reader, &tally)
-            : tool_fail(tool, "%s: %s", bundle, reason);
-    zc_bundle_reader_close(&reader);
+        zc_bundle_read_start_signed(&source.reader, in, verifier, reason, sizeof reason) == ZC_OK
+            ? pack_into(tool, file, fill_from_bundle, &source, &tally)
+            : tool_fail(tool, "%s: %s; no pack made", bundle, reason);
+    zc_bundle_reader_close(&source.reader);
     fclose(in);
     return exit_status;
 }
