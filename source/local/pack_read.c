@@ -56,11 +56,12 @@ static zc_status check_header(const uint8_t *header, uint64_t size, zc_pack *pac
     return ZC_OK;
 }
 
-/* Every record within the entries' part, with room for an entry's header,
- * in strictly increasing key order. */
-static zc_status check_records(const zc_pack *pack, char *reason, size_t reason_size)
+/* Records [first, end) within the entries' part, with room for an entry's
+ * header, in strictly increasing key order. */
+static zc_status check_records(const zc_pack *pack, uint64_t first, uint64_t end, char *reason,
+                               size_t reason_size)
 {
-    for (uint64_t i = 0; i < pack->count; i++) {
+    for (uint64_t i = first; i < end; i++) {
         const uint8_t *record = pack->index + i * ZC_PACK_RECORD_SIZE;
         uint64_t offset = zc_get_le64(record + RECORD_OFFSET);
         uint64_t size = zc_get_le64(record + RECORD_SIZE);
@@ -94,28 +95,45 @@ static zc_status check_tag(const zc_pack *pack, const zc_bundle_signer *verifier
                                        : "the pack's checksum does not match: damaged");
 }
 
+enum { RECORDS_PER_READ = 1024 };
+
+/* The header, then the index a part at a time, each part's records checked
+ * before the next is read: a damaged or planted index (a sparse file
+ * declaring gigabytes of records) is refused at its first bad record, having
+ * cost no more memory than the records read. Then the tag. */
 static zc_status read_index(zc_pack *pack, char *reason, size_t reason_size)
 {
-    uint8_t header[ZC_PACK_HEADER_SIZE];
-    if (!zc_pread_whole(pack->fd, header, sizeof header, 0))
+    if (!zc_pread_whole(pack->fd, pack->header, ZC_PACK_HEADER_SIZE, 0))
         return zc_explain(ZC_MISS, reason, reason_size, "not a zecache pack (cut)");
-    zc_status status = check_header(header, pack->file_size, pack, reason, reason_size);
+    zc_status status = check_header(pack->header, pack->file_size, pack, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    size_t tail_size = (size_t)(pack->count * ZC_PACK_RECORD_SIZE + ZC_PACK_TAG_SIZE);
-    pack->index = malloc(tail_size);
+    pack->index = malloc((size_t)(pack->count * ZC_PACK_RECORD_SIZE + ZC_PACK_TAG_SIZE));
     if (pack->index == NULL)
         return ZC_ERR_NOMEM;
-    if (!zc_pread_whole(pack->fd, pack->index, tail_size, pack->index_offset))
-        return zc_explain(ZC_MISS, reason, reason_size, "the pack's index cannot be read: %s",
+    for (uint64_t first = 0; status == ZC_OK && first < pack->count; first += RECORDS_PER_READ) {
+        uint64_t end =
+            pack->count - first > RECORDS_PER_READ ? first + RECORDS_PER_READ : pack->count;
+        uint64_t at = first * ZC_PACK_RECORD_SIZE;
+        if (!zc_pread_whole(pack->fd, pack->index + at,
+                            (size_t)((end - first) * ZC_PACK_RECORD_SIZE), pack->index_offset + at))
+            return zc_explain(ZC_MISS, reason, reason_size, "the pack's index cannot be read: %s",
+                              errno != 0 ? strerror(errno) : "cut");
+        status = check_records(pack, first, end, reason, reason_size);
+    }
+    uint64_t tag_at = pack->count * ZC_PACK_RECORD_SIZE;
+    if (status == ZC_OK && !zc_pread_whole(pack->fd, pack->index + tag_at, ZC_PACK_TAG_SIZE,
+                                           pack->index_offset + tag_at))
+        return zc_explain(ZC_MISS, reason, reason_size, "the pack's tag cannot be read: %s",
                           errno != 0 ? strerror(errno) : "cut");
-    memcpy(pack->header, header, sizeof header);
-    return ZC_OK;
+    return status;
 }
 
+/* O_NONBLOCK: a FIFO planted at the pack's name opens without a writer (and
+ * is then refused); reads of a regular file ignore it. */
 static zc_status open_file(const char *path, zc_pack *pack, char *reason, size_t reason_size)
 {
-    pack->fd = open(path, O_RDONLY | O_CLOEXEC);
+    pack->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (pack->fd < 0)
         return zc_explain(ZC_ERR_IO, reason, reason_size, "cannot open: %s", strerror(errno));
     struct stat st;
@@ -145,8 +163,6 @@ zc_status zc_pack_open(const char *path, const zc_bundle_signer *verifier, zc_pa
                                 ? "a signed pack, and no NEO_CACHE_REMOTE_SECRET_FILE to check it"
                                 : "an unsigned pack, and NEO_CACHE_REMOTE_SECRET_FILE asks for "
                                   "signed ones");
-    if (status == ZC_OK)
-        status = check_records(pack, reason, reason_size);
     if (status == ZC_OK)
         status = check_tag(pack, verifier, reason, reason_size);
     if (status != ZC_OK) {
