@@ -218,16 +218,30 @@ Test(pack, signed_packs_need_their_secret)
 
 /* ---- the cache's pack tier ---- */
 
-static zc_cache *open_cache(const char *packs)
+/* A cache on an empty directory of its own, with NEO_CACHE_PACKS, NEO_CACHE_REMOTE
+ * and the secret (NULL: none). */
+static zc_cache *open_cache_with(const char *packs, const char *remote, const uint8_t *secret)
 {
+    static int caches;
     char dir[256];
-    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    snprintf(dir, sizeof dir, "%s/cache%d", scratch, caches++);
     zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
     config.memory_size = 4 << 20;
     snprintf(config.packs, sizeof config.packs, "%s", packs);
+    snprintf(config.remote, sizeof config.remote, "%s", remote);
+    if (secret != NULL) {
+        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret%d",
+                 scratch, caches);
+        t_write_secret(config.remote_secret_file, (const char *)secret);
+    }
     zc_cache *cache = NULL;
     cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
+}
+
+static zc_cache *open_cache(const char *packs)
+{
+    return open_cache_with(packs, "", NULL);
 }
 
 static zc_lookup_outcome look_up(zc_cache *cache, uint64_t seed, t_counted_compile *compile)
@@ -303,5 +317,76 @@ Test(pack, a_pack_cut_or_rewritten_while_open_is_a_counted_miss)
     zc_cache_stats stats = t_cache_stats(cache);
     cr_assert_eq(stats.pack_hits, 0);
     cr_assert_eq(stats.pack_rejected, ENTRIES);
+    zc_cache_close(cache);
+}
+
+/* ---- a pack as a storage: NEO_CACHE_REMOTE=file:///PATH.zcp ---- */
+
+/* Every entry a remote hit, never a store into the pack (whose bytes stay
+ * as they were), a module the pack lacks compiled. */
+Test(pack, a_pack_storage_serves_hits_and_is_never_written)
+{
+    write_pack(NULL);
+    size_t size;
+    uint8_t *before = read_pack(&size);
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    zc_cache *cache = open_cache_with("", remote, NULL);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_REMOTE_HIT);
+    cr_assert_eq(look_up(cache, ENTRIES + 1, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 1);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.remote_hits, ENTRIES);
+    cr_assert_eq(stats.remote_stores, 0);
+    cr_assert_eq(stats.remote_errors, 0);
+    zc_cache_close(cache);
+    size_t after_size;
+    uint8_t *after = read_pack(&after_size);
+    cr_assert(after_size == size && memcmp(before, after, size) == 0, "the pack is unchanged");
+    free(before);
+    free(after);
+}
+
+/* With a secret, a pack signed with it serves (its entries carry no tag of
+ * their own: the pack's signature vouches for them); one signed with
+ * another secret, or unsigned, is not used. */
+Test(pack, a_pack_storage_takes_the_secrets_signature)
+{
+    zc_bundle_signer a;
+    write_pack(signer_of(secret_a, &a));
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    t_counted_compile compile = {0};
+    zc_cache *cache = open_cache_with("", remote, secret_a);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_REMOTE_HIT);
+    zc_cache_close(cache);
+    cache = open_cache_with("", remote, secret_b);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_COMPILED);
+    zc_cache_close(cache);
+    write_pack(NULL);
+    cache = open_cache_with("", remote, secret_a);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_COMPILED);
+    zc_cache_close(cache);
+    cr_assert_eq(compile.calls, 2);
+}
+
+/* Cut in place while the storage has it open: a counted error and a
+ * compile, never a SIGBUS; after three the storage is left alone. */
+Test(pack, a_pack_storage_cut_while_open_fails_like_a_lost_server)
+{
+    write_pack(NULL);
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    zc_cache *cache = open_cache_with("", remote, NULL);
+    cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, ENTRIES);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.remote_hits, 0);
+    cr_assert_eq(stats.remote_errors, 3, "then the storage is left alone");
     zc_cache_close(cache);
 }
