@@ -179,14 +179,11 @@ static int list_entries(tool_context *tool, const zc_config *config, zc_disk_tie
 static int list_pack(tool_context *tool, const ls_args *args)
 {
     zc_pack *pack = NULL;
-    int exit_status = tool_open_pack(tool, args->pack, &pack);
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, args->pack, &pack, &list);
     if (exit_status != TOOL_EXIT_OK)
         return exit_status;
-    tool_entry_list list;
-    zc_status status = tool_list_pack_entries(args->pack, pack, &list);
     zc_pack_close(pack);
-    if (status != ZC_OK)
-        return tool_fail(tool, "cannot list %s (%s)", args->pack, zc_status_name(status));
     print_list(args, "pack", args->pack, &list);
     return TOOL_EXIT_OK;
 }

@@ -56,17 +56,13 @@ static bool write_temporary(pack_filler fill, void *source, const char *temporar
 static int pack_into(tool_context *tool, const char *file, pack_filler fill, void *source,
                      pack_tally *tally)
 {
-    zc_config config;
-    zc_config_from_env(&config);
     static zc_remote_secret secret;
     zc_bundle_signer signer;
-    bool failed;
-    char reason[REASON_SIZE] = "";
-    const zc_bundle_signer *sign =
-        tool_bundle_signer(&config, &secret, &signer, &failed, reason, sizeof reason);
-    if (failed)
-        return tool_fail(tool, "NEO_CACHE_REMOTE_SECRET_FILE: %s", reason);
-    char temporary[PATH_MAX];
+    const zc_bundle_signer *sign;
+    int exit_status = tool_secret_signer(tool, &secret, &signer, &sign);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
+    char temporary[PATH_MAX], reason[REASON_SIZE] = "";
     snprintf(temporary, sizeof temporary, "%s.tmp.%ld", file, (long)getpid());
     errno = 0;
     bool written = write_temporary(fill, source, temporary, sign, tally, reason, sizeof reason) &&
@@ -189,22 +185,19 @@ static bool fill_from_bundle(void *context, zc_pack_writer *writer, pack_tally *
 
 static int pack_bundle(tool_context *tool, const char *file, const char *bundle)
 {
-    zc_config config;
-    zc_config_from_env(&config);
     static zc_remote_secret secret;
     zc_bundle_signer signer;
-    bool failed;
+    const zc_bundle_signer *verifier;
+    int exit_status = tool_secret_signer(tool, &secret, &signer, &verifier);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
     char reason[REASON_SIZE] = "";
-    const zc_bundle_signer *verifier =
-        tool_bundle_signer(&config, &secret, &signer, &failed, reason, sizeof reason);
-    if (failed)
-        return tool_fail(tool, "NEO_CACHE_REMOTE_SECRET_FILE: %s", reason);
     FILE *in = fopen(bundle, "rb");
     if (in == NULL)
         return tool_fail(tool, "cannot open %s: %s", bundle, strerror(errno));
     bundle_source source = {.name = bundle};
     pack_tally tally = {0};
-    int exit_status =
+    exit_status =
         zc_bundle_read_start_signed(&source.reader, in, verifier, reason, sizeof reason) == ZC_OK
             ? pack_into(tool, file, fill_from_bundle, &source, &tally)
             : tool_fail(tool, "%s: %s; no pack made", bundle, reason);

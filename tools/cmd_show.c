@@ -281,15 +281,12 @@ static void show_pack_entry(void *context, const tool_entry *entry)
 static int show_in_pack(tool_context *tool, const char *file, const char *prefix)
 {
     zc_pack *pack = NULL;
-    int exit_status = tool_open_pack(tool, file, &pack);
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, file, &pack, &list);
     if (exit_status != TOOL_EXIT_OK)
         return exit_status;
-    tool_entry_list list;
-    zc_status status = tool_list_pack_entries(file, pack, &list);
     pack_place place = {file, pack};
-    exit_status = status == ZC_OK
-                      ? show_matching(tool, list, prefix, show_pack_entry, &place)
-                      : tool_fail(tool, "cannot list %s (%s)", file, zc_status_name(status));
+    exit_status = show_matching(tool, list, prefix, show_pack_entry, &place);
     zc_pack_close(pack);
     return exit_status;
 }

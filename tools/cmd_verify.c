@@ -102,15 +102,10 @@ static int verify_cache(tool_context *tool, const zc_config *config, zc_disk_tie
 int tool_verify_pack(tool_context *tool, const char *file)
 {
     zc_pack *pack = NULL;
-    int exit_status = tool_open_pack(tool, file, &pack);
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, file, &pack, &list);
     if (exit_status != TOOL_EXIT_OK)
         return exit_status;
-    tool_entry_list list;
-    zc_status status = tool_list_pack_entries(file, pack, &list);
-    if (status != ZC_OK) {
-        zc_pack_close(pack);
-        return tool_fail(tool, "cannot list %s (%s)", file, zc_status_name(status));
-    }
     uint64_t bad = 0;
     for (size_t i = 0; i < list.count; i++) {
         char reason[256] = "";

@@ -24,6 +24,7 @@
 #include "zecache/disk_tier.h"
 #include "zecache/entry.h"
 #include "zecache/pack.h"
+#include "zecache/remote_tag.h"
 
 /* Exit statuses. exec passes the program's own status through; its own
  * failures use the shell's conventions. */
@@ -174,10 +175,18 @@ int tool_verify_pack(tool_context *tool, const char *file);
 
 /* ---- tool_pack.c ---- */
 
-/* Opens file as a process serving it would, with the secret
- * NEO_CACHE_REMOTE_SECRET_FILE names: TOOL_EXIT_OK, or the exit status
- * after printing why not. */
+/* The signer of the secret NEO_CACHE_REMOTE_SECRET_FILE names (secret holds
+ * its key) in *sign, NULL without one: TOOL_EXIT_OK, or the exit status
+ * after printing why it cannot be used. For bundles and packs. */
+int tool_secret_signer(const tool_context *tool, zc_remote_secret *secret, zc_bundle_signer *signer,
+                       const zc_bundle_signer **sign);
+/* Opens file as a process serving it would, with that secret: TOOL_EXIT_OK,
+ * or the exit status after printing why not. */
 int tool_open_pack(const tool_context *tool, const char *file, zc_pack **pack);
+/* Opens file so and lists its entries (tool_list_pack_entries): the caller
+ * closes *pack and frees *list after TOOL_EXIT_OK. */
+int tool_read_pack(const tool_context *tool, const char *file, zc_pack **pack,
+                   tool_entry_list *list);
 /* The pack's entries in key order, as tool_list_entries lists a
  * directory's: named <64 hex>.l0_cache or .cl_cache, last used when file was
  * last changed, each header read and checked. */

@@ -1,6 +1,7 @@
 /* The tool's one reader of packs: a pack opened as a process serving it
- * opens it, and its entries as tool_entry, so that ls, show, verify and
- * pack --list/--verify read a pack as they read a directory. */
+ * opens it (with the secret that signs and checks bundles and packs), and
+ * its entries as tool_entry, so that ls, show, verify and pack
+ * --list/--verify read a pack as they read a directory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +13,44 @@
 
 enum { REASON_SIZE = 512 };
 
-int tool_open_pack(const tool_context *tool, const char *file, zc_pack **pack)
+int tool_secret_signer(const tool_context *tool, zc_remote_secret *secret, zc_bundle_signer *signer,
+                       const zc_bundle_signer **sign)
 {
     zc_config config;
     zc_config_from_env(&config);
-    static zc_remote_secret secret;
-    zc_bundle_signer signer;
     bool failed;
     char reason[REASON_SIZE];
-    const zc_bundle_signer *verifier =
-        tool_bundle_signer(&config, &secret, &signer, &failed, reason, sizeof reason);
+    *sign = tool_bundle_signer(&config, secret, signer, &failed, reason, sizeof reason);
     if (failed)
         return tool_fail(tool, "NEO_CACHE_REMOTE_SECRET_FILE: %s", reason);
-    if (zc_pack_open(file, verifier, pack, reason, sizeof reason) != ZC_OK)
-        return tool_fail(tool, "%s: %s", file, reason);
     return TOOL_EXIT_OK;
+}
+
+int tool_open_pack(const tool_context *tool, const char *file, zc_pack **pack)
+{
+    static zc_remote_secret secret;
+    zc_bundle_signer signer;
+    const zc_bundle_signer *verifier;
+    int exit_status = tool_secret_signer(tool, &secret, &signer, &verifier);
+    char reason[REASON_SIZE];
+    if (exit_status == TOOL_EXIT_OK &&
+        zc_pack_open(file, verifier, pack, reason, sizeof reason) != ZC_OK)
+        exit_status = tool_fail(tool, "%s: %s", file, reason);
+    return exit_status;
+}
+
+int tool_read_pack(const tool_context *tool, const char *file, zc_pack **pack,
+                   tool_entry_list *list)
+{
+    int exit_status = tool_open_pack(tool, file, pack);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
+    zc_status status = tool_list_pack_entries(file, *pack, list);
+    if (status == ZC_OK)
+        return TOOL_EXIT_OK;
+    zc_pack_close(*pack);
+    *pack = NULL;
+    return tool_fail(tool, "cannot list %s (%s)", file, zc_status_name(status));
 }
 
 /* Named as the directory would name it, sized and with its header read;

@@ -103,6 +103,15 @@ static void write_bundle(const zc_bundle_signer *signer, size_t cut)
     free(bytes);
 }
 
+/* zecache show --pack of the i'th entry, by the first 10 digits of its key
+ * (in hex). */
+static int show(uint64_t i, char hex[ZC_KEY_HEX_SIZE])
+{
+    zc_key key = key_of(i);
+    zc_key_to_hex(&key, hex);
+    return tool("show --pack '%s' %.10s", pack_path, hex);
+}
+
 static void assert_pack_serves_the_good_entries(const zc_bundle_signer *verifier)
 {
     zc_pack *pack = NULL;
@@ -144,9 +153,7 @@ Test(tool_pack, a_pack_from_a_bundle_holds_its_good_entries_and_reads_like_a_dir
     cr_assert_not_null(strstr(out, "\"pack\": "), "%s", out);
 
     char hex[ZC_KEY_HEX_SIZE];
-    zc_key key = t_key(101);
-    zc_key_to_hex(&key, hex);
-    cr_assert_eq(tool("show --pack '%s' %.10s", pack_path, hex), 0, "%s", out);
+    cr_assert_eq(show(1, hex), 0, "%s", out);
     cr_assert_not_null(strstr(out, "verification     ok"), "%s", out);
     cr_assert_not_null(strstr(out, hex), "%s", out);
 
@@ -173,9 +180,7 @@ Test(tool_pack, verify_and_show_name_a_damaged_entry_of_a_pack)
     cr_assert_eq(count_of(out, "bad      "), 1, "%s", out);
     cr_assert_not_null(strstr(out, "checked 3 entries: 1 bad\n"), "%s", out);
     char hex[ZC_KEY_HEX_SIZE];
-    zc_key key = t_key(100);
-    zc_key_to_hex(&key, hex);
-    cr_assert_eq(tool("show --pack '%s' %.10s", pack_path, hex), 0, "%s", out);
+    cr_assert_eq(show(0, hex), 0, "%s", out);
     cr_assert_not_null(strstr(out, "verification     FAILED: "), "%s", out);
     cr_assert_eq(tool("ls --pack '%s'", pack_path), 0, "%s", out);
     cr_assert_eq(count_of(out, "\n"), 1 + ENTRIES, "%s", out);
