@@ -4,6 +4,8 @@
 # together warm, for P in PROCS (default "1 8 32"), through Intel's real
 # driver with a pretend GPU. Prints the wall time of each P, and for one
 # process of each kind the files it opened and the stats it made (strace -c),
+# and how often a pack process opened the pack (once: the pack is read with
+# pread through the one descriptor, however many modules it serves),
 # side by side:
 #   directory   the layer, hits from NEO_CACHE_DIR
 #   pack        the layer, an empty NEO_CACHE_DIR and NEO_CACHE_PACKS=one pack
@@ -78,8 +80,18 @@ for p in $procs; do
   printf '%-4s %14s %14s %14s %10.2f\n' "$p" "${ms[directory]}" "${ms[pack]}" "${ms[driver]}" \
     "$(echo "${ms[pack]} / ${ms[directory]}" | bc -l)"
 done
+pack_opens() { # opens of the pack by one warm pack process (strace -f)
+  local settings
+  settings=$(settings_of pack)
+  # shellcheck disable=SC2086
+  (cd "$(mktemp -d "$work/scratch.XXXXXX")" && env $settings strace -f -o "$work/strace.opens" \
+    -e trace=open,openat "$bench" "$kernels" >/dev/null 2>&1)
+  grep -c 'modules\.zcp"' "$work/strace.opens" || true
+}
+
 echo
 echo "system calls of one warm process (opens, stats; strace -f -c, the loader and driver included)"
 for kind in directory pack driver; do
   printf '%-10s %s\n' "$kind" "$(syscalls "$kind")"
 done
+echo "opens of the pack by one warm pack process: $(pack_opens) (of $modules modules)"

@@ -392,3 +392,42 @@ Test(pack, a_pack_storage_cut_while_open_fails_like_a_lost_server)
     cr_assert_eq(stats.remote_errors, 3, "then the storage is left alone");
     zc_cache_close(cache);
 }
+
+/* An index read in parts (1024 records each) and grown as it is read:
+ * every record of a pack of some thousands found, each entry exact. */
+Test(pack, a_pack_of_thousands_serves_each_entry)
+{
+    enum { MANY = 2100 };
+    FILE *out = fopen(pack_path, "wb");
+    zc_pack_writer *writer = NULL;
+    cr_assert_eq(zc_pack_write_start(out, NULL, &writer), ZC_OK);
+    zc_artifact *artifact = t_artifact(64, 1);
+    for (uint64_t seed = 1; seed <= MANY; seed++) {
+        zc_key key = t_key(seed);
+        uint8_t *entry = NULL;
+        size_t size;
+        cr_assert_eq(zc_entry_encode(&key, artifact, 1, &entry, &size), ZC_OK);
+        cr_assert_eq(zc_pack_write_entry(writer, &key, entry, size), ZC_OK);
+        free(entry);
+    }
+    cr_assert_eq(zc_pack_write_end(writer, NULL), ZC_OK);
+    zc_pack_writer_free(writer);
+    cr_assert_eq(fclose(out), 0);
+    zc_pack *pack = NULL;
+    cr_assert_eq(zc_pack_open(pack_path, NULL, &pack, NULL, 0), ZC_OK);
+    cr_assert_eq(zc_pack_entry_count(pack), MANY);
+    for (uint64_t seed = 1; seed <= MANY; seed++) {
+        zc_key key = t_key(seed);
+        uint8_t *entry = NULL;
+        size_t size;
+        zc_artifact *found = NULL;
+        cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, NULL, 0), ZC_OK, "%llu",
+                     (unsigned long long)seed);
+        cr_assert_eq(zc_entry_decode(entry, size, &key, 0, &found, NULL, 0), ZC_OK);
+        t_assert_same_artifact(found, artifact);
+        zc_artifact_unref(found);
+        free(entry);
+    }
+    zc_pack_close(pack);
+    zc_artifact_unref(artifact);
+}

@@ -97,6 +97,23 @@ static zc_status check_tag(const zc_pack *pack, const zc_bundle_signer *verifier
 
 enum { RECORDS_PER_READ = 1024 };
 
+/* Room for the records before end and the tag after them: the index grows
+ * (doubling) only as its records are read. */
+static bool make_room(zc_pack *pack, uint64_t end, uint64_t *capacity)
+{
+    if (pack->index != NULL && end <= *capacity)
+        return true;
+    uint64_t wanted = *capacity * 2 > end ? *capacity * 2 : end;
+    wanted = wanted < pack->count ? wanted : pack->count;
+    uint8_t *index =
+        realloc(pack->index, (size_t)(wanted * ZC_PACK_RECORD_SIZE + ZC_PACK_TAG_SIZE));
+    if (index == NULL)
+        return false;
+    pack->index = index;
+    *capacity = wanted;
+    return true;
+}
+
 /* The header, then the index a part at a time, each part's records checked
  * before the next is read: a damaged or planted index (a sparse file
  * declaring gigabytes of records) is refused at its first bad record, having
@@ -106,26 +123,23 @@ static zc_status read_index(zc_pack *pack, char *reason, size_t reason_size)
     if (!zc_pread_whole(pack->fd, pack->header, ZC_PACK_HEADER_SIZE, 0))
         return zc_explain(ZC_MISS, reason, reason_size, "not a zecache pack (cut)");
     zc_status status = check_header(pack->header, pack->file_size, pack, reason, reason_size);
-    if (status != ZC_OK)
-        return status;
-    pack->index = malloc((size_t)(pack->count * ZC_PACK_RECORD_SIZE + ZC_PACK_TAG_SIZE));
-    if (pack->index == NULL)
-        return ZC_ERR_NOMEM;
-    for (uint64_t first = 0; status == ZC_OK && first < pack->count; first += RECORDS_PER_READ) {
+    uint64_t capacity = 0;
+    for (uint64_t first = 0; status == ZC_OK && first <= pack->count; first += RECORDS_PER_READ) {
         uint64_t end =
             pack->count - first > RECORDS_PER_READ ? first + RECORDS_PER_READ : pack->count;
+        if (!make_room(pack, end, &capacity))
+            return ZC_ERR_NOMEM;
         uint64_t at = first * ZC_PACK_RECORD_SIZE;
-        if (!zc_pread_whole(pack->fd, pack->index + at,
-                            (size_t)((end - first) * ZC_PACK_RECORD_SIZE), pack->index_offset + at))
+        /* The last part takes the tag with it. */
+        size_t size = (size_t)((end - first) * ZC_PACK_RECORD_SIZE) +
+                      (end == pack->count ? ZC_PACK_TAG_SIZE : 0);
+        if (!zc_pread_whole(pack->fd, pack->index + at, size, pack->index_offset + at))
             return zc_explain(ZC_MISS, reason, reason_size, "the pack's index cannot be read: %s",
                               errno != 0 ? strerror(errno) : "cut");
         status = check_records(pack, first, end, reason, reason_size);
+        if (end == pack->count)
+            break;
     }
-    uint64_t tag_at = pack->count * ZC_PACK_RECORD_SIZE;
-    if (status == ZC_OK && !zc_pread_whole(pack->fd, pack->index + tag_at, ZC_PACK_TAG_SIZE,
-                                           pack->index_offset + tag_at))
-        return zc_explain(ZC_MISS, reason, reason_size, "the pack's tag cannot be read: %s",
-                          errno != 0 ? strerror(errno) : "cut");
     return status;
 }
 
