@@ -58,7 +58,7 @@ syscalls() { # KIND: "opens stats" of one warm process
   settings=$(settings_of "$1")
   # shellcheck disable=SC2086
   (cd "$(mktemp -d "$work/scratch.XXXXXX")" && env $settings strace -f -c -o "$work/strace" \
-    -e trace=open,openat,stat,lstat,fstat,newfstatat,statx "$bench" "$kernels" >/dev/null 2>&1)
+    -e trace=open,openat,openat2,stat,lstat,fstat,newfstatat,statx "$bench" "$kernels" >/dev/null 2>&1)
   awk '$NF ~ /^open/ { o += $4 } $NF ~ /stat/ { s += $4 } END { print o + 0, s + 0 }' "$work/strace"
 }
 
@@ -85,7 +85,7 @@ pack_opens() { # opens of the pack by one warm pack process (strace -f)
   settings=$(settings_of pack)
   # shellcheck disable=SC2086
   (cd "$(mktemp -d "$work/scratch.XXXXXX")" && env $settings strace -f -o "$work/strace.opens" \
-    -e trace=open,openat "$bench" "$kernels" >/dev/null 2>&1)
+    -e trace=open,openat,openat2 "$bench" "$kernels" >/dev/null 2>&1)
   grep -c 'modules\.zcp"' "$work/strace.opens" || true
 }
 

@@ -313,7 +313,7 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
 static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
-    /* Packs first: a mapped index costs no system call. */
+    /* Packs first: their index is in memory, so a miss costs no system call. */
     if (cache->packs != NULL && load_from_pack(lookup, out))
         return ZC_OK;
     if (cache->disk != NULL && load_from_disk(lookup, out))
