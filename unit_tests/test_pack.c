@@ -431,3 +431,34 @@ Test(pack, a_pack_of_thousands_serves_each_entry)
     zc_pack_close(pack);
     zc_artifact_unref(artifact);
 }
+
+/* The prefetch loads a program's entries from the packs as a lookup would
+ * (before the directory): once it has, they are pack hits even with the
+ * pack cut in place since. */
+Test(pack, the_prefetch_loads_from_the_packs)
+{
+    write_pack(NULL);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/prefetched", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    config.memory_size = 4 << 20;
+    snprintf(config.packs, sizeof config.packs, "%s", pack_path);
+    config.prefetch = true;
+    t_counted_compile compile = {0};
+    for (int run = 0; run < 2; run++) {
+        zc_cache *cache = NULL;
+        cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
+        cr_assert_eq(zc_cache_prefetch_start(cache, "the program"), ZC_OK);
+        zc_cache_prefetch_wait(cache);
+        if (run == 1)
+            cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+        for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+            cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_DISK_HIT, "run %d", run);
+        zc_cache_stats stats = t_cache_stats(cache);
+        cr_assert_eq(stats.pack_hits, ENTRIES);
+        cr_assert_eq(stats.pack_rejected, 0);
+        zc_cache_prefetch_save(cache);
+        zc_cache_close(cache);
+    }
+    cr_assert_eq(compile.calls, 0);
+}

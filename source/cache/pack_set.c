@@ -88,8 +88,8 @@ void zc_pack_set_close(zc_pack_set *set)
     free(set);
 }
 
-zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
-                           zc_artifact **out, const char **pack_name)
+static zc_status load(zc_pack_set *set, const zc_key *key, uint64_t max_payload, zc_artifact **out,
+                      const char **pack_name, bool report)
 {
     for (size_t i = 0; i < set->count; i++) {
         uint8_t *entry = NULL;
@@ -103,7 +103,7 @@ zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_pay
             *pack_name = set->names[i];
             return ZC_OK;
         }
-        if (reason[0] != '\0') {
+        if (report && reason[0] != '\0') {
             char hex[ZC_KEY_HEX_SIZE];
             zc_key_to_hex(key, hex);
             atomic_fetch_add_explicit(&set->counters->pack_rejected, 1, memory_order_relaxed);
@@ -111,4 +111,16 @@ zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_pay
         }
     }
     return ZC_MISS;
+}
+
+zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
+                           zc_artifact **out, const char **pack_name)
+{
+    return load(set, key, max_payload, out, pack_name, true);
+}
+
+zc_status zc_pack_set_peek(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
+                           zc_artifact **out, const char **pack_name)
+{
+    return load(set, key, max_payload, out, pack_name, false);
 }
