@@ -73,9 +73,16 @@ modules=$(find "$kernels" -name '*.spv' | wc -l)
 echo "bench_packs: $modules modules from $kernels, $ProductFamilyOverride, medians of $reps"
 printf '%-4s %14s %14s %14s %10s\n' P "directory ms" "pack ms" "driver ms" "pack/dir"
 for p in $procs; do
-  declare -A ms=()
+  # The kinds take turns within each repetition, so that a burst of load on
+  # a shared machine falls on all three alike, not on one kind's runs.
+  declare -A ms=() runs=()
+  for ((r = 0; r < reps; r++)); do
+    for kind in directory pack driver; do
+      runs[$kind]+="$(together "$kind" "$p")"$'\n'
+    done
+  done
   for kind in directory pack driver; do
-    ms[$kind]=$(for ((r = 0; r < reps; r++)); do together "$kind" "$p"; done | median)
+    ms[$kind]=$(printf '%s' "${runs[$kind]}" | median)
   done
   printf '%-4s %14s %14s %14s %10.2f\n' "$p" "${ms[directory]}" "${ms[pack]}" "${ms[driver]}" \
     "$(echo "${ms[pack]} / ${ms[directory]}" | bc -l)"
