@@ -913,8 +913,8 @@ Test(tool, version_and_help)
     }
     cr_assert_eq(tool("help ls"), 0);
     char *help = strdup(run.out);
-    cr_assert_not_null(
-        strstr(help, "Usage: zecache [--dir DIR] ls [--json] [--sort=last-use|size]\n"));
+    cr_assert_not_null(strstr(
+        help, "Usage: zecache [--dir DIR] ls [--json] [--sort=last-use|size] [--pack FILE]\n"));
     cr_assert_eq(tool("ls --help"), 0);
     cr_assert_str_eq(run.out, help);
     free(help);
