@@ -4,6 +4,8 @@
 # together warm, for P in PROCS (default "1 8 32"), through Intel's real
 # driver with a pretend GPU. Prints the wall time of each P, and for one
 # process of each kind the files it opened and the stats it made (strace -c),
+# and how often a pack process opened the pack (once: the pack is read with
+# pread through the one descriptor, however many modules it serves),
 # side by side:
 #   directory   the layer, hits from NEO_CACHE_DIR
 #   pack        the layer, an empty NEO_CACHE_DIR and NEO_CACHE_PACKS=one pack
@@ -56,7 +58,7 @@ syscalls() { # KIND: "opens stats" of one warm process
   settings=$(settings_of "$1")
   # shellcheck disable=SC2086
   (cd "$(mktemp -d "$work/scratch.XXXXXX")" && env $settings strace -f -c -o "$work/strace" \
-    -e trace=open,openat,stat,lstat,fstat,newfstatat,statx "$bench" "$kernels" >/dev/null 2>&1)
+    -e trace=open,openat,openat2,stat,lstat,fstat,newfstatat,statx "$bench" "$kernels" >/dev/null 2>&1)
   awk '$NF ~ /^open/ { o += $4 } $NF ~ /stat/ { s += $4 } END { print o + 0, s + 0 }' "$work/strace"
 }
 
@@ -71,15 +73,32 @@ modules=$(find "$kernels" -name '*.spv' | wc -l)
 echo "bench_packs: $modules modules from $kernels, $ProductFamilyOverride, medians of $reps"
 printf '%-4s %14s %14s %14s %10s\n' P "directory ms" "pack ms" "driver ms" "pack/dir"
 for p in $procs; do
-  declare -A ms=()
+  # The kinds take turns within each repetition, so that a burst of load on
+  # a shared machine falls on all three alike, not on one kind's runs.
+  declare -A ms=() runs=()
+  for ((r = 0; r < reps; r++)); do
+    for kind in directory pack driver; do
+      runs[$kind]+="$(together "$kind" "$p")"$'\n'
+    done
+  done
   for kind in directory pack driver; do
-    ms[$kind]=$(for ((r = 0; r < reps; r++)); do together "$kind" "$p"; done | median)
+    ms[$kind]=$(printf '%s' "${runs[$kind]}" | median)
   done
   printf '%-4s %14s %14s %14s %10.2f\n' "$p" "${ms[directory]}" "${ms[pack]}" "${ms[driver]}" \
     "$(echo "${ms[pack]} / ${ms[directory]}" | bc -l)"
 done
+pack_opens() { # opens of the pack by one warm pack process (strace -f)
+  local settings
+  settings=$(settings_of pack)
+  # shellcheck disable=SC2086
+  (cd "$(mktemp -d "$work/scratch.XXXXXX")" && env $settings strace -f -o "$work/strace.opens" \
+    -e trace=open,openat,openat2 "$bench" "$kernels" >/dev/null 2>&1)
+  grep -c 'modules\.zcp"' "$work/strace.opens" || true
+}
+
 echo
 echo "system calls of one warm process (opens, stats; strace -f -c, the loader and driver included)"
 for kind in directory pack driver; do
   printf '%-10s %s\n' "$kind" "$(syscalls "$kind")"
 done
+echo "opens of the pack by one warm pack process: $(pack_opens) (of $modules modules)"

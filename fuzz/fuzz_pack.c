@@ -1,8 +1,8 @@
 /* Packs (NEO_CACHE_PACKS), fuzzed: the raw bytes as a pack file opened by
  * zc_pack_open. Properties: opening refuses with a reason or accepts; an
- * accepted pack hands out, for every record, bytes inside the file that
- * zc_pack_find finds again under the record's key, and each is either
- * refused by zc_entry_decode with a reason or decodes under that key. */
+ * accepted pack finds, for every record's key, bytes no larger than the
+ * file, and each is either refused by zc_entry_decode with a reason or
+ * decodes under that key. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +29,10 @@ static void write_input(const uint8_t *data, size_t size)
 static void check_record(const zc_pack *pack, uint64_t index, size_t size)
 {
     zc_key key;
-    const uint8_t *entry, *found;
-    size_t entry_size, found_size;
-    zc_pack_entry_at(pack, index, &key, &entry, &entry_size);
-    FUZZ_CHECK(zc_pack_find(pack, &key, &found, &found_size, NULL, 0) == ZC_OK);
-    FUZZ_CHECK(found == entry && found_size == entry_size);
+    uint8_t *entry = NULL;
+    size_t entry_size;
+    zc_pack_key_at(pack, index, &key);
+    FUZZ_CHECK(zc_pack_find(pack, &key, &entry, &entry_size, NULL, 0) == ZC_OK);
     FUZZ_CHECK(entry_size <= size);
     zc_artifact *artifact = NULL;
     char reason[256] = "";
@@ -41,6 +40,7 @@ static void check_record(const zc_pack *pack, uint64_t index, size_t size)
         zc_entry_decode(entry, entry_size, &key, 0, &artifact, reason, sizeof reason);
     FUZZ_CHECK(status == ZC_OK ? artifact != NULL : status == ZC_MISS && reason[0] != '\0');
     zc_artifact_unref(artifact);
+    free(entry);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -69,19 +69,11 @@ static bool export_one(zc_disk_tier *tier, const tool_entry *entry, zc_bundle_wr
 /* The writer, signed when NEO_CACHE_REMOTE_SECRET_FILE is set. */
 static bool start_writer(const tool_context *tool, zc_bundle_writer *writer, FILE *out)
 {
-    zc_config config;
-    zc_config_from_env(&config);
     static zc_remote_secret secret;
     zc_bundle_signer signer;
-    bool failed;
-    char reason[REASON_SIZE];
-    const zc_bundle_signer *sign =
-        tool_bundle_signer(&config, &secret, &signer, &failed, reason, sizeof reason);
-    if (failed) {
-        tool_fail(tool, "NEO_CACHE_REMOTE_SECRET_FILE: %s", reason);
-        return false;
-    }
-    return zc_bundle_write_start_signed(writer, out, sign) == ZC_OK;
+    const zc_bundle_signer *sign;
+    return tool_secret_signer(tool, &secret, &signer, &sign) == TOOL_EXIT_OK &&
+           zc_bundle_write_start_signed(writer, out, sign) == ZC_OK;
 }
 
 static int export_entries(const tool_context *tool, zc_disk_tier *tier, FILE *out, const char *file)

@@ -107,11 +107,12 @@ static void print_entry_json(tool_json *json, const tool_entry *entry)
     tool_json_close(json);
 }
 
-static void print_json(const char *dir, const tool_entry_list *list)
+/* place_kind: "dir" or "pack". */
+static void print_json(const char *place_kind, const char *place, const tool_entry_list *list)
 {
     tool_json json;
     tool_json_begin(&json, stdout);
-    tool_json_text(&json, "dir", dir);
+    tool_json_text(&json, place_kind, place);
     tool_json_open_array(&json, "entries");
     for (size_t i = 0; i < list->count; i++)
         print_entry_json(&json, &list->items[i]);
@@ -124,6 +125,7 @@ static void print_json(const char *dir, const tool_entry_list *list)
 typedef struct ls_args {
     bool json;
     ls_order order;
+    const char *pack; /* NULL: the cache directory */
 } ls_args;
 
 static int parse_ls_args(tool_context *tool, int argc, char **argv, ls_args *args)
@@ -131,11 +133,14 @@ static int parse_ls_args(tool_context *tool, int argc, char **argv, ls_args *arg
     static const struct option options[] = {TOOL_COMMON_OPTIONS,
                                             {"json", no_argument, NULL, 'j'},
                                             {"sort", required_argument, NULL, 's'},
+                                            {"pack", required_argument, NULL, 'p'},
                                             {NULL, 0, NULL, 0}};
     int option;
     while ((option = tool_next_option(tool, argc, argv, options)) >= 0) {
         if (option == 'j')
             args->json = true;
+        else if (option == 'p')
+            args->pack = optarg;
         else if (strcmp(optarg, "last-use") == 0)
             args->order = LS_BY_LAST_USE;
         else if (strcmp(optarg, "size") == 0)
@@ -144,6 +149,18 @@ static int parse_ls_args(tool_context *tool, int argc, char **argv, ls_args *arg
             return tool_usage_error(tool, "unknown sort order '%s' (last-use or size)", optarg);
     }
     return tool_end_options(tool, option, argc, argv, 0);
+}
+
+/* Prints the list and frees it. */
+static void print_list(const ls_args *args, const char *place_kind, const char *place,
+                       tool_entry_list *list)
+{
+    sort_entries(list, args->order);
+    if (args->json)
+        print_json(place_kind, place, list);
+    else
+        print_text(list);
+    tool_free_entries(list);
 }
 
 static int list_entries(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
@@ -155,27 +172,42 @@ static int list_entries(tool_context *tool, const zc_config *config, zc_disk_tie
     zc_status status = tool_list_entries(tier, &list);
     if (status != ZC_OK)
         return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
-    sort_entries(&list, args->order);
-    if (args->json)
-        print_json(zc_disk_tier_dir(tier), &list);
-    else
-        print_text(&list);
-    tool_free_entries(&list);
+    print_list(args, "dir", zc_disk_tier_dir(tier), &list);
     return TOOL_EXIT_OK;
+}
+
+static int list_pack(tool_context *tool, const ls_args *args)
+{
+    zc_pack *pack = NULL;
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, args->pack, &pack, &list);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
+    zc_pack_close(pack);
+    print_list(args, "pack", args->pack, &list);
+    return TOOL_EXIT_OK;
+}
+
+int tool_ls_pack(tool_context *tool, const char *file)
+{
+    ls_args args = {.json = false, .order = LS_BY_PATH, .pack = file};
+    return list_pack(tool, &args);
 }
 
 static int run_ls(tool_context *tool, int argc, char **argv)
 {
-    ls_args args = {.json = false, .order = LS_BY_PATH};
+    ls_args args = {.json = false, .order = LS_BY_PATH, .pack = NULL};
     int parsed = parse_ls_args(tool, argc, argv, &args);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
+    if (args.pack != NULL)
+        return list_pack(tool, &args);
     return tool_with_tier(tool, list_entries, &args);
 }
 
 const tool_command tool_cmd_ls = {
     .name = "ls",
-    .synopsis = "ls [--json] [--sort=last-use|size]",
+    .synopsis = "ls [--json] [--sort=last-use|size] [--pack FILE]",
     .summary = "List the entries",
     .details = "One line per entry: the key's first 12 hex digits, device, driver version,\n"
                "size on disk (compressed) and uncompressed, and last use (local time; a hit\n"
@@ -188,6 +220,9 @@ const tool_command tool_cmd_ls = {
                "                     driver_version, compile_ns, created_unix}, ...]}\n"
                "  --sort=last-use    least recently used first (the order trim evicts in)\n"
                "  --sort=size        largest first\n"
+               "  --pack FILE        the entries of the pack FILE instead (zecache pack), opened\n"
+               "                     as a process serving it opens it; JSON names it as \"pack\";\n"
+               "                     last use is when FILE was made\n"
                "Without --sort, entries come in key order.\n",
     .run = run_ls,
 };

@@ -92,23 +92,28 @@ static void print_file_fields(const char *dir, const tool_entry *entry)
     printf("%-16s %s (%lld)\n", "last use", last_use, (long long)entry->last_use_sec);
 }
 
-/* The build log needs the payload: decoded (and so verified) once more. */
-static void print_build_log(const char *dir, const tool_entry *entry)
+static void print_log_of(const zc_artifact *artifact)
 {
-    char path[PATH_MAX], *data;
-    size_t size, log_size;
-    snprintf(path, sizeof path, "%s/%s", dir, entry->path);
-    zc_artifact *artifact = NULL;
-    if (!read_whole_file(path, entry->file_size, &data, &size))
-        return;
-    const char *log = NULL;
-    if (zc_entry_decode(data, size, &entry->key, 0, &artifact, NULL, 0) == ZC_OK)
-        log = zc_artifact_build_log(artifact, &log_size);
+    size_t log_size;
+    const char *log = zc_artifact_build_log(artifact, &log_size);
     if (log != NULL && log_size > 0) {
         printf("---- build log ----\n");
         tool_print_text(stdout, log, log_size, true);
         printf("%s", log[log_size - 1] != '\n' ? "\n" : "");
     }
+}
+
+/* The build log needs the payload: decoded (and so verified) once more. */
+static void print_build_log(const char *dir, const tool_entry *entry)
+{
+    char path[PATH_MAX], *data;
+    size_t size;
+    snprintf(path, sizeof path, "%s/%s", dir, entry->path);
+    zc_artifact *artifact = NULL;
+    if (!read_whole_file(path, entry->file_size, &data, &size))
+        return;
+    if (zc_entry_decode(data, size, &entry->key, 0, &artifact, NULL, 0) == ZC_OK)
+        print_log_of(artifact);
     zc_artifact_unref(artifact);
     free(data);
 }
@@ -176,8 +181,14 @@ static void print_recorded_inputs(zc_disk_tier *tier, const tool_entry *entry)
         zc_recipe_free(&recipe);
 }
 
-static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
+static void print_verification(bool verified, const char *reason)
 {
+    printf("%-16s %s%s\n", "verification", verified ? "ok" : "FAILED: ", verified ? "" : reason);
+}
+
+static void show_entry(void *context, const tool_entry *entry)
+{
+    zc_disk_tier *tier = context;
     const char *dir = zc_disk_tier_dir(tier);
     print_file_fields(dir, entry);
     if (!entry->is_zecache)
@@ -189,23 +200,20 @@ static void show_entry(zc_disk_tier *tier, const tool_entry *entry)
     char reason[256];
     bool verified =
         zc_disk_tier_verify_entry(tier, entry->path, NULL, reason, sizeof reason) == ZC_OK;
-    printf("%-16s %s%s\n", "verification", verified ? "ok" : "FAILED: ", verified ? "" : reason);
+    print_verification(verified, reason);
     print_recorded_inputs(tier, entry);
     if (verified)
         print_build_log(dir, entry);
     print_trace(dir, entry);
 }
 
-/* Exit status: 0 shown, 1 no match, 2 ambiguous (candidates listed). */
-static int show_matching(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
-                         void *args)
+typedef void (*show_fn)(void *context, const tool_entry *entry);
+
+/* Exit status: 0 shown, 1 no match, 2 ambiguous (candidates listed). Frees
+ * the list. */
+static int show_matching(tool_context *tool, tool_entry_list list, const char *prefix, show_fn show,
+                         void *context)
 {
-    (void)config;
-    const char *prefix = args;
-    tool_entry_list list;
-    zc_status status = tool_list_entries(tier, &list);
-    if (status != ZC_OK)
-        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
     size_t matches = 0, match = 0;
     char text[4 * PATH_MAX];
     for (size_t i = 0; i < list.count; i++)
@@ -221,31 +229,98 @@ static int show_matching(tool_context *tool, const zc_config *config, zc_disk_ti
                 fprintf(stderr, "  %s\n", tool_escape_line(list.items[i].path, text, sizeof text));
         exit_status = TOOL_EXIT_USAGE;
     } else {
-        show_entry(tier, &list.items[match]);
+        show(context, &list.items[match]);
     }
     tool_free_entries(&list);
     return exit_status;
 }
 
+static int show_in_directory(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
+                             void *args)
+{
+    (void)config;
+    tool_entry_list list;
+    zc_status status = tool_list_entries(tier, &list);
+    if (status != ZC_OK)
+        return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
+    return show_matching(tool, list, args, show_entry, tier);
+}
+
+/* ---- an entry of a pack ---- */
+
+typedef struct pack_place {
+    const char *file;
+    const zc_pack *pack;
+} pack_place;
+
+static void show_pack_entry(void *context, const tool_entry *entry)
+{
+    const pack_place *place = context;
+    char size[TOOL_SIZE_TEXT], made[TOOL_TIME_TEXT], text[4 * PATH_MAX];
+    tool_format_size(entry->file_size, size);
+    tool_format_local_time(entry->last_use_sec, made);
+    printf("%-16s %s\n", "name", entry->path);
+    printf("%-16s %s\n", "pack", tool_escape_line(place->file, text, sizeof text));
+    printf("%-16s %s\n", "api", entry->api == ZC_ENTRY_OPENCL ? "OpenCL" : "Level Zero");
+    printf("%-16s %s (%llu bytes)\n", "size", size, (unsigned long long)entry->file_size);
+    printf("%-16s %s (%lld)\n", "pack made", made, (long long)entry->last_use_sec);
+    if (entry->header_ok)
+        print_header_fields(entry);
+    else
+        printf("%-16s %s\n", "header", entry->header_problem);
+    char reason[256] = "";
+    zc_artifact *artifact = NULL;
+    bool verified =
+        tool_check_pack_entry(place->pack, entry, &artifact, reason, sizeof reason) == ZC_OK;
+    print_verification(verified, reason);
+    if (verified)
+        print_log_of(artifact);
+    zc_artifact_unref(artifact);
+}
+
+static int show_in_pack(tool_context *tool, const char *file, const char *prefix)
+{
+    zc_pack *pack = NULL;
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, file, &pack, &list);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
+    pack_place place = {file, pack};
+    exit_status = show_matching(tool, list, prefix, show_pack_entry, &place);
+    zc_pack_close(pack);
+    return exit_status;
+}
+
 static int run_show(tool_context *tool, int argc, char **argv)
 {
-    int parsed = tool_parse_plain(tool, argc, argv, 1);
+    static const struct option options[] = {
+        TOOL_COMMON_OPTIONS, {"pack", required_argument, NULL, 'p'}, {NULL, 0, NULL, 0}};
+    const char *pack = NULL;
+    int option;
+    while ((option = tool_next_option(tool, argc, argv, options)) == 'p')
+        pack = optarg;
+    int parsed = tool_end_options(tool, option, argc, argv, 1);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
     const char *prefix = argv[optind];
     if (prefix[0] == '\0' || strchr(prefix, '/') != NULL)
         return tool_usage_error(tool, "'%s' is not a key prefix", prefix);
-    return tool_with_tier(tool, show_matching, (void *)prefix);
+    if (pack != NULL)
+        return show_in_pack(tool, pack, prefix);
+    return tool_with_tier(tool, show_in_directory, (void *)prefix);
 }
 
 const tool_command tool_cmd_show = {
     .name = "show",
-    .synopsis = "show KEY-PREFIX",
+    .synopsis = "show [--pack FILE] KEY-PREFIX",
     .summary = "Show everything known about one entry",
     .details = "KEY-PREFIX is the start of the entry's key (hex, either case), or of the file\n"
                "name of one of the driver's own entries. Shows the file, every header field,\n"
                "the result of a full verification (as a load does it), the build log, and the\n"
                "key's trace when BinaryCacheTrace=1 wrote one beside the entry.\n"
+               "\n"
+               "  --pack FILE  an entry of the pack FILE (zecache pack) instead: its header,\n"
+               "               its verification as a process serving it does it, its log\n"
                "\n"
                "Exit status: 0 shown (even when the entry fails verification), 1 no entry\n"
                "matches, 2 several entries match (they are listed).\n",

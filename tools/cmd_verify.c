@@ -98,30 +98,64 @@ static int verify_cache(tool_context *tool, const zc_config *config, zc_disk_tie
     return clean ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
 }
 
+/* A pack is read-only: its bad entries are listed, never removed. */
+int tool_verify_pack(tool_context *tool, const char *file)
+{
+    zc_pack *pack = NULL;
+    tool_entry_list list;
+    int exit_status = tool_read_pack(tool, file, &pack, &list);
+    if (exit_status != TOOL_EXIT_OK)
+        return exit_status;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < list.count; i++) {
+        char reason[256] = "";
+        if (tool_check_pack_entry(pack, &list.items[i], NULL, reason, sizeof reason) == ZC_OK)
+            continue;
+        bad++;
+        printf("bad      %s: %s\n", list.items[i].path, reason);
+    }
+    printf("checked %zu entries: %llu bad\n", list.count, (unsigned long long)bad);
+    tool_free_entries(&list);
+    zc_pack_close(pack);
+    return bad == 0 ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
+}
+
 static int run_verify(tool_context *tool, int argc, char **argv)
 {
-    static const struct option options[] = {
-        TOOL_COMMON_OPTIONS, {"fix", no_argument, NULL, 'f'}, {NULL, 0, NULL, 0}};
+    static const struct option options[] = {TOOL_COMMON_OPTIONS,
+                                            {"fix", no_argument, NULL, 'f'},
+                                            {"pack", required_argument, NULL, 'p'},
+                                            {NULL, 0, NULL, 0}};
     bool fix = false;
+    const char *pack = NULL;
     int option;
-    while ((option = tool_next_option(tool, argc, argv, options)) == 'f')
-        fix = true;
+    while ((option = tool_next_option(tool, argc, argv, options)) == 'f' || option == 'p') {
+        fix = fix || option == 'f';
+        pack = option == 'p' ? optarg : pack;
+    }
     int parsed = tool_end_options(tool, option, argc, argv, 0);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
+    if (pack != NULL && fix)
+        return tool_usage_error(tool, "--fix and --pack: a pack is read-only (make it again)");
+    if (pack != NULL)
+        return tool_verify_pack(tool, pack);
     return tool_with_tier(tool, verify_cache, &fix);
 }
 
 const tool_command tool_cmd_verify = {
     .name = "verify",
-    .synopsis = "verify [--fix]",
+    .synopsis = "verify [--fix | --pack FILE]",
     .summary = "Check every entry completely, as a load would",
     .details = "Reads every entry and checks its header, key, sizes and zstd checksum; lists\n"
                "each bad one with the reason. Also reports when config.file (the total size\n"
                "the layer and the driver keep) disagrees with the entries actually there.\n"
                "The driver's own entries have no header and are only counted.\n"
                "\n"
-               "  --fix    remove the bad entries and rewrite config.file with the real total\n"
+               "  --fix        remove the bad entries and rewrite config.file with the real\n"
+               "               total\n"
+               "  --pack FILE  check the pack FILE (zecache pack) and every entry in it instead,\n"
+               "               as a process serving it would; nothing is changed\n"
                "\n"
                "Exit status: 0 everything is fine, 1 problems were found (also when --fix\n"
                "repaired them) or something could not be checked.\n",

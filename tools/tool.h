@@ -6,6 +6,7 @@
  *   tool_cli.c       per-command option parsing, usage errors, help text
  *   tool_cache.c     opening the cache directory the layer would use
  *   tool_entries.c   listing entries with their headers
+ *   tool_pack.c      a pack's entries, listed and checked as a directory's
  *   tool_units.c     sizes, durations and times (tool_support.h)
  *   tool_json.c      JSON output (tool_support.h)
  *   cmd_*.c          one command group each (cmd_remote.c: remote check;
@@ -22,6 +23,8 @@
 #include "zecache/config.h"
 #include "zecache/disk_tier.h"
 #include "zecache/entry.h"
+#include "zecache/pack.h"
+#include "zecache/remote_tag.h"
 
 /* Exit statuses. exec passes the program's own status through; its own
  * failures use the shell's conventions. */
@@ -164,5 +167,33 @@ bool tool_read_verified(zc_disk_tier *tier, const tool_entry *entry, uint8_t **b
 const char *tool_entry_name(const tool_entry *entry);
 /* "L0" or "CL", for columns. */
 const char *tool_entry_api_short(const tool_entry *entry);
+
+/* ---- cmd_ls.c, cmd_verify.c: a pack's listing and check (pack --list, --verify) ---- */
+
+int tool_ls_pack(tool_context *tool, const char *file);
+int tool_verify_pack(tool_context *tool, const char *file);
+
+/* ---- tool_pack.c ---- */
+
+/* The signer of the secret NEO_CACHE_REMOTE_SECRET_FILE names (secret holds
+ * its key) in *sign, NULL without one: TOOL_EXIT_OK, or the exit status
+ * after printing why it cannot be used. For bundles and packs. */
+int tool_secret_signer(const tool_context *tool, zc_remote_secret *secret, zc_bundle_signer *signer,
+                       const zc_bundle_signer **sign);
+/* Opens file as a process serving it would, with that secret: TOOL_EXIT_OK,
+ * or the exit status after printing why not. */
+int tool_open_pack(const tool_context *tool, const char *file, zc_pack **pack);
+/* Opens file so and lists its entries (tool_list_pack_entries): the caller
+ * closes *pack and frees *list after TOOL_EXIT_OK. */
+int tool_read_pack(const tool_context *tool, const char *file, zc_pack **pack,
+                   tool_entry_list *list);
+/* The pack's entries in key order, as tool_list_entries lists a
+ * directory's: named <64 hex>.l0_cache or .cl_cache, last used when file was
+ * last changed, each header read and checked. */
+zc_status tool_list_pack_entries(const char *file, const zc_pack *pack, tool_entry_list *list);
+/* The entry checked as a process serving it checks it: ZC_OK, with the
+ * artifact unless artifact is NULL, or ZC_MISS with the reason. */
+zc_status tool_check_pack_entry(const zc_pack *pack, const tool_entry *entry,
+                                zc_artifact **artifact, char *reason, size_t reason_size);
 
 #endif

@@ -108,6 +108,12 @@ typedef struct model {
     uint64_t evictions_checked, hits, misses, stores, records, sweeps, kills, faults, concurrent;
     char history[M_HISTORY][200];
     m_walk walk;
+    /* The pack made last (ft_root/model.zcp), open since, and which keys
+     * it holds: the entries present when it was made, whatever the
+     * directory did since. */
+    struct zc_pack *pack;
+    bool packed[M_KEYS];
+    uint64_t packs_made, pack_hits;
 } model;
 
 /* ---- reporting ---- */

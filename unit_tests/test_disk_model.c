@@ -1,7 +1,8 @@
 /* A model-based test of the disk tier (RELIABILITY.md, "The model"): long
  * random sequences of stores, recorded inputs (recipes sharing SPIR-V),
  * loads, evictions at a small limit, trims, clears, repairs, verifies,
- * bundle exports and imports, usage lists, a second tier handle, a forked
+ * bundle exports and imports, packs made mid-run and served from while the
+ * directory goes on changing, usage lists, a second tier handle, a forked
  * process storing at the same time, writers killed at their Nth system call
  * and calls that fail, and files removed or planted by hand; after every
  * step the directory is walked (nftw) and compared with the model
@@ -16,6 +17,7 @@
 
 #include "disk_model.h"
 #include "zecache/bundle.h"
+#include "zecache/pack.h"
 
 TestSuite(model, .init = ft_make_root, .fini = ft_remove_root);
 
@@ -125,6 +127,7 @@ static void m_setup(model *m, const char *profile, unsigned long default_steps)
 
 static void m_teardown(model *m)
 {
+    zc_pack_close(m->pack);
     zc_disk_tier_close(m->tier[0]);
     zc_disk_tier_close(m->tier[1]);
     for (int b = 0; b < M_BLOBS; b++)
@@ -1077,6 +1080,102 @@ static void m_check(model *m, const m_rules *rules, bool dirty_before, bool bad_
     m_check_recipes(m, rules);
 }
 
+/* ---- packs, as zecache pack makes them and NEO_CACHE_PACKS reads them ---- */
+
+typedef struct m_pack_walk {
+    model *m;
+    zc_disk_tier *tier;
+    zc_pack_writer *writer;
+} m_pack_walk;
+
+/* Every entry that verifies goes in, as zecache pack takes them. */
+static int m_pack_one(void *context, const zc_disk_entry_info *info)
+{
+    m_pack_walk *w = context;
+    if (!info->is_zecache)
+        return 0;
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char reason[256];
+    if (zc_disk_tier_read_entry(w->tier, info->path, &bytes, &size, reason, sizeof reason) == ZC_OK)
+        cr_assert_eq(zc_pack_write_entry(w->writer, &info->key, bytes, size), ZC_OK);
+    free(bytes);
+    return 0;
+}
+
+/* A new pack renamed over the last, as zecache pack replaces one: it holds
+ * exactly the entries the model says are present, and is served from
+ * until the next one. */
+static void op_pack(m_step *s)
+{
+    model *m = s->m;
+    char path[PATH_MAX], temporary[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/model.zcp", ft_root);
+    snprintf(temporary, sizeof temporary, "%s.tmp", path);
+    FILE *out = fopen(temporary, "w+b");
+    cr_assert_not_null(out);
+    m_pack_walk w = {m, m_pick_tier(m), NULL};
+    cr_assert_eq(zc_pack_write_start(out, NULL, &w.writer), ZC_OK);
+    M_CHECK(m, zc_disk_tier_foreach(w.tier, m_pack_one, &w) == ZC_OK, "pack: cannot walk");
+    cr_assert_eq(zc_pack_write_end(w.writer, NULL), ZC_OK);
+    zc_pack_writer_free(w.writer);
+    cr_assert_eq(fclose(out), 0);
+    cr_assert_eq(rename(temporary, path), 0);
+    zc_pack_close(m->pack);
+    m->pack = NULL;
+    char reason[256] = "";
+    M_CHECK(m, zc_pack_open(path, NULL, &m->pack, reason, sizeof reason) == ZC_OK,
+            "pack: the new pack does not open: %s", reason);
+    uint64_t present = 0;
+    for (int n = 0; n < M_KEYS; n++) {
+        m->packed[n] = m->keys[n].state == M_PRESENT;
+        present += m->packed[n];
+    }
+    uint64_t modelled = 0;
+    for (uint64_t i = 0; i < zc_pack_entry_count(m->pack); i++) {
+        zc_key k;
+        zc_pack_key_at(m->pack, i, &k);
+        long n = fc_key_number(&k, M_KEYS);
+        M_CHECK(m, n < 0 || m->packed[n], "pack: holds key %ld, whose state is %d", n,
+                n < 0 ? -1 : (int)m->keys[n].state);
+        modelled += n >= 0;
+    }
+    m_note(m, "pack: %llu entries", (unsigned long long)modelled);
+    M_CHECK(m, modelled == present, "pack: %llu of the %llu present entries",
+            (unsigned long long)modelled, (unsigned long long)present);
+    m->packs_made++;
+}
+
+/* A lookup in the last pack: exactly the key's artifact when the pack was
+ * made with it, else a plain miss. */
+static void m_pack_check(model *m, int n)
+{
+    zc_key k = fc_key((uint64_t)n);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char reason[256] = "";
+    zc_status status = zc_pack_find(m->pack, &k, &bytes, &size, reason, sizeof reason);
+    zc_artifact *artifact = NULL;
+    if (status == ZC_OK)
+        status = zc_entry_decode(bytes, size, &k, 0, &artifact, reason, sizeof reason);
+    free(bytes);
+    M_CHECK(m, m->packed[n] ? status == ZC_OK : status == ZC_MISS && reason[0] == '\0',
+            "pack load %d (packed %d): %s %s", n, m->packed[n], zc_status_name(status), reason);
+    if (artifact != NULL)
+        M_CHECK(m, fc_artifact_matches(artifact, (uint64_t)n, M_MAX_BINARY),
+                "pack load %d: other bytes", n);
+    zc_artifact_unref(artifact);
+    m->pack_hits += status == ZC_OK;
+}
+
+static void op_pack_load(m_step *s, int n)
+{
+    if (s->m->pack == NULL)
+        return;
+    m_note(s->m, "pack load %d (packed %d)", n, s->m->packed[n]);
+    m_pack_check(s->m, n);
+}
+
 /* Every entry the model holds loads with its bytes. */
 static void m_load_all(model *m)
 {
@@ -1092,6 +1191,8 @@ static void m_load_all(model *m)
                 "entry %d loads with other bytes", n);
         zc_artifact_unref(loaded);
     }
+    for (int n = 0; m->pack != NULL && n < M_KEYS; n++)
+        m_pack_check(m, n);
 }
 
 /* ---- the sequences ---- */
@@ -1119,6 +1220,8 @@ typedef enum m_op {
     OP_PLANT_USAGE,
     OP_PLANT_CONFIG,
     OP_AGE,
+    OP_PACK,
+    OP_PACK_LOAD,
     OP_COUNT,
 } m_op;
 
@@ -1205,6 +1308,12 @@ static void m_do(m_step *s, m_op op, int n)
     case OP_AGE:
         op_age(s, n);
         break;
+    case OP_PACK:
+        op_pack(s);
+        break;
+    case OP_PACK_LOAD:
+        op_pack_load(s, n);
+        break;
     default:
         break;
     }
@@ -1228,12 +1337,13 @@ static void m_run(const char *profile, const unsigned weights[OP_COUNT], unsigne
     m_load_all(&m);
     cr_log_info("model (%s): %lu steps: %llu stores, %llu records, %llu hits, %llu misses, "
                 "%llu sweeps, %llu evictions checked, %llu writers killed, %llu faults, %llu "
-                "steps beside another process",
+                "steps beside another process, %llu packs made, %llu pack hits",
                 profile, m.steps, (unsigned long long)m.stores, (unsigned long long)m.records,
                 (unsigned long long)m.hits, (unsigned long long)m.misses,
                 (unsigned long long)m.sweeps, (unsigned long long)m.evictions_checked,
                 (unsigned long long)m.kills, (unsigned long long)m.faults,
-                (unsigned long long)m.concurrent);
+                (unsigned long long)m.concurrent, (unsigned long long)m.packs_made,
+                (unsigned long long)m.pack_hits);
     m_teardown(&m);
 }
 
@@ -1258,7 +1368,7 @@ Test(model, random_sequences_keep_every_invariant, .timeout = 600)
         [OP_EXPORT] = 2,       [OP_IMPORT] = 4,       [OP_USAGE] = 4,      [OP_NEIGHBOUR] = 3,
         [OP_CRASH] = 4,        [OP_FAULT] = 6,        [OP_HAND_ENTRY] = 2, [OP_HAND_RECIPE] = 2,
         [OP_PLANT_ENTRY] = 3,  [OP_PLANT_RECIPE] = 2, [OP_PLANT_BLOB] = 2, [OP_PLANT_USAGE] = 1,
-        [OP_PLANT_CONFIG] = 2, [OP_AGE] = 2,
+        [OP_PLANT_CONFIG] = 2, [OP_AGE] = 2,          [OP_PACK] = 2,       [OP_PACK_LOAD] = 8,
     };
     m_run("random", weights, 2000);
 }

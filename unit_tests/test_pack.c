@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache_test_support.h"
 #include "zecache/entry.h"
@@ -78,16 +79,17 @@ static void assert_serves_every_entry(const zc_pack *pack)
     cr_assert_eq(zc_pack_entry_count(pack), ENTRIES);
     for (uint64_t seed = 1; seed <= ENTRIES; seed++) {
         zc_key key = t_key(seed);
-        const uint8_t *entry;
+        uint8_t *entry = NULL;
         size_t size, expected_size;
         cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, NULL, 0), ZC_OK);
         uint8_t *expected = encoded(seed, &expected_size);
         cr_assert_eq(size, expected_size);
         cr_assert_eq(memcmp(entry, expected, size), 0);
         free(expected);
+        free(entry);
     }
     zc_key absent = t_key(ENTRIES + 1);
-    const uint8_t *entry;
+    uint8_t *entry;
     size_t size;
     cr_assert_eq(zc_pack_find(pack, &absent, &entry, &size, NULL, 0), ZC_MISS);
     /* The same bytes as another kind's key: not the same key. */
@@ -204,7 +206,7 @@ Test(pack, signed_packs_need_their_secret)
     free(bytes);
     cr_assert_eq(zc_pack_open(pack_path, &a, &pack, NULL, 0), ZC_OK);
     zc_key key = t_key(ENTRIES);
-    const uint8_t *entry;
+    uint8_t *entry;
     char reason[256] = "";
     cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, reason, sizeof reason), ZC_MISS);
     cr_assert_not_null(strstr(reason, "do not match"), "%s", reason);
@@ -216,16 +218,30 @@ Test(pack, signed_packs_need_their_secret)
 
 /* ---- the cache's pack tier ---- */
 
-static zc_cache *open_cache(const char *packs)
+/* A cache on an empty directory of its own, with NEO_CACHE_PACKS, NEO_CACHE_REMOTE
+ * and the secret (NULL: none). */
+static zc_cache *open_cache_with(const char *packs, const char *remote, const uint8_t *secret)
 {
+    static int caches;
     char dir[256];
-    snprintf(dir, sizeof dir, "%s/cache", scratch);
+    snprintf(dir, sizeof dir, "%s/cache%d", scratch, caches++);
     zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
     config.memory_size = 4 << 20;
     snprintf(config.packs, sizeof config.packs, "%s", packs);
+    snprintf(config.remote, sizeof config.remote, "%s", remote);
+    if (secret != NULL) {
+        snprintf(config.remote_secret_file, sizeof config.remote_secret_file, "%s/secret%d",
+                 scratch, caches);
+        t_write_secret(config.remote_secret_file, (const char *)secret);
+    }
     zc_cache *cache = NULL;
     cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
+}
+
+static zc_cache *open_cache(const char *packs)
+{
+    return open_cache_with(packs, "", NULL);
 }
 
 static zc_lookup_outcome look_up(zc_cache *cache, uint64_t seed, t_counted_compile *compile)
@@ -240,18 +256,25 @@ static zc_lookup_outcome look_up(zc_cache *cache, uint64_t seed, t_counted_compi
     return outcome;
 }
 
+/* Every entry of the pack served as outcome says, then a module the pack
+ * lacks compiled, once: the counters. */
+static zc_cache_stats serve_all_and_compile_one(zc_cache *cache, zc_lookup_outcome outcome)
+{
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), outcome);
+    cr_assert_eq(look_up(cache, ENTRIES + 1, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 1);
+    return t_cache_stats(cache);
+}
+
 Test(pack, the_cache_serves_packed_entries_without_compiling)
 {
     write_pack(NULL);
     char packs[512];
     snprintf(packs, sizeof packs, "%s/absent.zcp:%s", scratch, pack_path);
     zc_cache *cache = open_cache(packs);
-    t_counted_compile compile = {0};
-    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
-        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_DISK_HIT);
-    cr_assert_eq(look_up(cache, ENTRIES + 1, &compile), ZC_LOOKUP_COMPILED);
-    cr_assert_eq(compile.calls, 1);
-    zc_cache_stats stats = t_cache_stats(cache);
+    zc_cache_stats stats = serve_all_and_compile_one(cache, ZC_LOOKUP_DISK_HIT);
     cr_assert_eq(stats.pack_hits, ENTRIES);
     cr_assert_eq(stats.disk_hits, ENTRIES);
     cr_assert_eq(stats.pack_rejected, 1, "the absent pack");
@@ -277,4 +300,165 @@ Test(pack, a_damaged_entry_is_a_counted_miss_with_the_right_artifact)
     cr_assert_eq(stats.pack_rejected, 1);
     cr_assert_eq(stats.pack_hits, 1);
     zc_cache_close(cache);
+}
+
+/* A pack cut in place while a process has it open (`cp` over it truncates
+ * the file it names first): every entry past the new end is a counted miss,
+ * compiled, never a SIGBUS; rewritten in place with other bytes, a counted
+ * miss again. */
+Test(pack, a_pack_cut_or_rewritten_while_open_is_a_counted_miss)
+{
+    write_pack(NULL);
+    zc_cache *cache = open_cache(pack_path);
+    cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, 3);
+    uint8_t noise[1 << 16];
+    t_fill_random(noise, sizeof noise, 11);
+    t_write_file(pack_path, noise, sizeof noise);
+    for (uint64_t seed = 4; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, ENTRIES);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.pack_hits, 0);
+    cr_assert_eq(stats.pack_rejected, ENTRIES);
+    zc_cache_close(cache);
+}
+
+/* ---- a pack as a storage: NEO_CACHE_REMOTE=file:///PATH.zcp ---- */
+
+/* Every entry a remote hit, never a store into the pack (whose bytes stay
+ * as they were), a module the pack lacks compiled. */
+Test(pack, a_pack_storage_serves_hits_and_is_never_written)
+{
+    write_pack(NULL);
+    size_t size;
+    uint8_t *before = read_pack(&size);
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    zc_cache *cache = open_cache_with("", remote, NULL);
+    zc_cache_stats stats = serve_all_and_compile_one(cache, ZC_LOOKUP_REMOTE_HIT);
+    cr_assert_eq(stats.remote_hits, ENTRIES);
+    cr_assert_eq(stats.remote_stores, 0);
+    cr_assert_eq(stats.remote_errors, 0);
+    zc_cache_close(cache);
+    size_t after_size;
+    uint8_t *after = read_pack(&after_size);
+    cr_assert(after_size == size && memcmp(before, after, size) == 0, "the pack is unchanged");
+    free(before);
+    free(after);
+}
+
+/* With a secret, a pack signed with it serves (its entries carry no tag of
+ * their own: the pack's signature vouches for them); one signed with
+ * another secret, or unsigned, is not used. */
+Test(pack, a_pack_storage_takes_the_secrets_signature)
+{
+    zc_bundle_signer a;
+    write_pack(signer_of(secret_a, &a));
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    t_counted_compile compile = {0};
+    zc_cache *cache = open_cache_with("", remote, secret_a);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_REMOTE_HIT);
+    zc_cache_close(cache);
+    cache = open_cache_with("", remote, secret_b);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_COMPILED);
+    zc_cache_close(cache);
+    write_pack(NULL);
+    cache = open_cache_with("", remote, secret_a);
+    cr_assert_eq(look_up(cache, 1, &compile), ZC_LOOKUP_COMPILED);
+    zc_cache_close(cache);
+    cr_assert_eq(compile.calls, 2);
+}
+
+/* Cut in place while the storage has it open: a counted error and a
+ * compile, never a SIGBUS; after three the storage is left alone. */
+Test(pack, a_pack_storage_cut_while_open_fails_like_a_lost_server)
+{
+    write_pack(NULL);
+    char remote[512];
+    snprintf(remote, sizeof remote, "file://%s", pack_path);
+    zc_cache *cache = open_cache_with("", remote, NULL);
+    cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+    t_counted_compile compile = {0};
+    for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+        cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_COMPILED);
+    cr_assert_eq(compile.calls, ENTRIES);
+    zc_cache_stats stats = t_cache_stats(cache);
+    cr_assert_eq(stats.remote_hits, 0);
+    cr_assert_eq(stats.remote_errors, 3, "then the storage is left alone");
+    zc_cache_close(cache);
+}
+
+/* An index read in parts (1024 records each) and grown as it is read:
+ * every record of a pack of some thousands found, each entry exact. */
+Test(pack, a_pack_of_thousands_serves_each_entry)
+{
+    enum { MANY = 2100 };
+    FILE *out = fopen(pack_path, "wb");
+    zc_pack_writer *writer = NULL;
+    cr_assert_eq(zc_pack_write_start(out, NULL, &writer), ZC_OK);
+    zc_artifact *artifact = t_artifact(64, 1);
+    for (uint64_t seed = 1; seed <= MANY; seed++) {
+        zc_key key = t_key(seed);
+        uint8_t *entry = NULL;
+        size_t size;
+        cr_assert_eq(zc_entry_encode(&key, artifact, 1, &entry, &size), ZC_OK);
+        cr_assert_eq(zc_pack_write_entry(writer, &key, entry, size), ZC_OK);
+        free(entry);
+    }
+    cr_assert_eq(zc_pack_write_end(writer, NULL), ZC_OK);
+    zc_pack_writer_free(writer);
+    cr_assert_eq(fclose(out), 0);
+    zc_pack *pack = NULL;
+    cr_assert_eq(zc_pack_open(pack_path, NULL, &pack, NULL, 0), ZC_OK);
+    cr_assert_eq(zc_pack_entry_count(pack), MANY);
+    for (uint64_t seed = 1; seed <= MANY; seed++) {
+        zc_key key = t_key(seed);
+        uint8_t *entry = NULL;
+        size_t size;
+        zc_artifact *found = NULL;
+        cr_assert_eq(zc_pack_find(pack, &key, &entry, &size, NULL, 0), ZC_OK, "%llu",
+                     (unsigned long long)seed);
+        cr_assert_eq(zc_entry_decode(entry, size, &key, 0, &found, NULL, 0), ZC_OK);
+        t_assert_same_artifact(found, artifact);
+        zc_artifact_unref(found);
+        free(entry);
+    }
+    zc_pack_close(pack);
+    zc_artifact_unref(artifact);
+}
+
+/* The prefetch loads a program's entries from the packs as a lookup would
+ * (before the directory): once it has, they are pack hits even with the
+ * pack cut in place since. */
+Test(pack, the_prefetch_loads_from_the_packs)
+{
+    write_pack(NULL);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/prefetched", scratch);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    config.memory_size = 4 << 20;
+    snprintf(config.packs, sizeof config.packs, "%s", pack_path);
+    config.prefetch = true;
+    t_counted_compile compile = {0};
+    for (int run = 0; run < 2; run++) {
+        zc_cache *cache = NULL;
+        cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
+        cr_assert_eq(zc_cache_prefetch_start(cache, "the program"), ZC_OK);
+        zc_cache_prefetch_wait(cache);
+        if (run == 1)
+            cr_assert_eq(truncate(pack_path, ZC_PACK_HEADER_SIZE), 0);
+        for (uint64_t seed = 1; seed <= ENTRIES; seed++)
+            cr_assert_eq(look_up(cache, seed, &compile), ZC_LOOKUP_DISK_HIT, "run %d", run);
+        zc_cache_stats stats = t_cache_stats(cache);
+        cr_assert_eq(stats.pack_hits, ENTRIES);
+        cr_assert_eq(stats.pack_rejected, 0);
+        zc_cache_prefetch_save(cache);
+        zc_cache_close(cache);
+    }
+    cr_assert_eq(compile.calls, 0);
 }

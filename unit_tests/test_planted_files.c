@@ -11,12 +11,14 @@
  * where the core logs it. */
 #include <criterion/criterion.h>
 
+#include "cache_test_support.h"
 #include "fault_test_support.h"
 #include "zecache/bundle.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/log.h"
+#include "zecache/pack.h"
 #include "zecache/recipe.h"
 #include "zecache/sealed.h"
 #include "zecache/stats.h"
@@ -715,4 +717,130 @@ Test(planted, bundles, .timeout = 600)
     size_t huge_size;
     uint8_t *huge = pf_huge_bundle(&huge_size);
     pf_each_kind(pf_bundle_case, huge, huge_size);
+}
+
+/* ---- packs named by NEO_CACHE_PACKS and by a file:// storage ---- */
+
+/* A valid pack of key n's entry, as zecache pack writes it. */
+static uint8_t *pf_pack(uint64_t n, size_t *size)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/made.zcp", ft_root);
+    FILE *out = fopen(path, "w+b");
+    cr_assert_not_null(out);
+    zc_pack_writer *writer = NULL;
+    cr_assert_eq(zc_pack_write_start(out, NULL, &writer), ZC_OK);
+    size_t entry_size;
+    uint8_t *entry = ft_encode(n, &entry_size);
+    zc_key key = fc_key(n);
+    cr_assert_eq(zc_pack_write_entry(writer, &key, entry, entry_size), ZC_OK);
+    cr_assert_eq(zc_pack_write_end(writer, NULL), ZC_OK);
+    zc_pack_writer_free(writer);
+    cr_assert_eq(fclose(out), 0);
+    free(entry);
+    uint8_t *bytes = ft_read_file(path, size);
+    unlink(path);
+    return bytes;
+}
+
+/* A sparse GiB whose header honestly declares the records that fill it:
+ * the reader must refuse it at its first (zero) record, never holding the
+ * index whole. */
+static void pf_plant_huge_pack(const char *path)
+{
+    uint64_t size = UINT64_C(1) << 30;
+    uint64_t count = (size - ZC_PACK_HEADER_SIZE - ZC_PACK_TAG_SIZE) / ZC_PACK_RECORD_SIZE;
+    uint8_t header[ZC_PACK_HEADER_SIZE] = {0};
+    memcpy(header, ZC_PACK_MAGIC, 8);
+    zc_put_le32(header + 8, ZC_PACK_FORMAT_VERSION);
+    zc_put_le64(header + 16, count);
+    zc_put_le64(header + 24, size - ZC_PACK_TAG_SIZE - count * ZC_PACK_RECORD_SIZE);
+    zc_put_le64(header + 32, size);
+    ft_write_file(path, header, sizeof header);
+    cr_assert_eq(truncate(path, (off_t)size), 0);
+}
+
+static zc_status pf_compile_victim(void *context, zc_artifact **out)
+{
+    ++*(int *)context;
+    *out = fc_artifact(VICTIM, FT_MAX_BINARY);
+    return ZC_OK;
+}
+
+/* VICTIM looked up through a cache on the directory (where it is not) with
+ * the plant as its pack (packs) or its storage (remote): the outcome, the
+ * counters, the log. */
+static zc_lookup_outcome pf_pack_lookup(zc_disk_tier *tier, pf_kind kind, const char *packs,
+                                        const char *remote, zc_cache_stats *stats, char *log,
+                                        size_t log_size)
+{
+    char rel[ZC_KEY_HEX_SIZE + 16], hex[ZC_KEY_HEX_SIZE];
+    zc_key victim = fc_key(VICTIM);
+    zc_key_to_hex(&victim, hex);
+    snprintf(rel, sizeof rel, "%c/%c/%s%s", hex[0], hex[1], hex, ZC_ENTRY_SUFFIX);
+    zc_status removed = zc_disk_tier_remove_entry(tier, rel);
+    cr_assert(removed == ZC_OK || removed == ZC_MISS);
+    zc_config config = ft_config(ft_cache, 1 << 20);
+    snprintf(config.packs, sizeof config.packs, "%s", packs);
+    snprintf(config.remote, sizeof config.remote, "%s", remote);
+    pf_watch watch;
+    pf_watch_start(&watch);
+    zc_cache *cache = NULL;
+    cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
+    int compiles = 0;
+    zc_artifact *artifact = NULL, *expected = fc_artifact(VICTIM, FT_MAX_BINARY);
+    zc_lookup_outcome outcome;
+    cr_assert_eq(zc_cache_get_or_compile(cache, &victim, NULL, pf_compile_victim, &compiles,
+                                         &artifact, &outcome),
+                 ZC_OK);
+    *stats = t_cache_stats(cache);
+    zc_cache_close(cache);
+    uint64_t growth = pf_watch_stop(&watch, log, log_size);
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, packs[0] != '\0' ? "pack" : "pack storage",
+                      kind);
+    t_assert_same_artifact(artifact, expected);
+    zc_artifact_unref(artifact);
+    zc_artifact_unref(expected);
+    cr_assert_eq(compiles, outcome == ZC_LOOKUP_COMPILED);
+    return outcome;
+}
+
+static void pf_pack_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    (void)huge, (void)huge_size;
+    pf_new_cache("pack", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    char path[PATH_MAX], remote[PATH_MAX + 16], log[8192];
+    snprintf(path, sizeof path, "%s/planted.zcp", ft_root);
+    size_t valid_size, other_size;
+    uint8_t *valid = pf_pack(VICTIM, &valid_size), *other = pf_pack(3, &other_size);
+    pf_plant(path, kind, valid, valid_size, other, other_size, NULL, 0);
+    if (kind == PF_HUGE)
+        pf_plant_huge_pack(path);
+    /* The symlink leads to a valid pack the user named: that one serves. */
+    bool served = kind == PF_SYMLINK, refused = !served && kind != PF_WRONG_KEY;
+
+    zc_cache_stats stats;
+    zc_lookup_outcome outcome = pf_pack_lookup(tier, kind, path, "", &stats, log, sizeof log);
+    cr_assert_eq(outcome, served ? ZC_LOOKUP_DISK_HIT : ZC_LOOKUP_COMPILED, "pack, %s: %d",
+                 kind_names[kind], outcome);
+    cr_assert_eq(stats.pack_hits, served);
+    cr_assert_eq(stats.pack_rejected, refused, "pack, %s", kind_names[kind]);
+    if (refused)
+        pf_assert_logged(log, "; not used", "pack", kind);
+
+    snprintf(remote, sizeof remote, "file://%s", path);
+    outcome = pf_pack_lookup(tier, kind, "", remote, &stats, log, sizeof log);
+    cr_assert_eq(outcome, served ? ZC_LOOKUP_REMOTE_HIT : ZC_LOOKUP_COMPILED,
+                 "pack storage, %s: %d", kind_names[kind], outcome);
+    cr_assert_eq(stats.remote_hits, served);
+    cr_assert_eq(stats.remote_stores, 0, "a pack is never written");
+    if (refused)
+        pf_assert_logged(log, "not usable, left out", "pack storage", kind);
+    pf_end_case(tier, "pack", kind == PF_HUGE ? NULL : path, kind, valid, valid_size, other);
+}
+
+Test(planted, packs, .timeout = 600)
+{
+    pf_each_kind(pf_pack_case, NULL, 0);
 }

@@ -22,6 +22,7 @@
 #include "zecache/cache.h"
 #include "zecache/disk_tier.h"
 #include "zecache/disk_usage_list.h"
+#include "zecache/pack.h"
 #include "zecache/sealed.h"
 #include "zecache/sha256.h"
 #include "zecache/stats.h"
@@ -30,10 +31,12 @@
 enum { KEY_COUNT = 6, ARTIFACT_SIZE = 6000, MANY_KEYS = 200 };
 
 static char scratch[64];
+static char packs[PATH_MAX]; /* NEO_CACHE_PACKS of the caches opened next: "" none */
 
 static void scratch_create(void)
 {
     unsetenv("PrintDebugMessages");
+    packs[0] = '\0';
     snprintf(scratch, sizeof scratch, "/tmp/zc_prefetch_XXXXXX");
     cr_assert_not_null(mkdtemp(scratch));
 }
@@ -53,6 +56,7 @@ static zc_cache *open_cache_with_memory(bool prefetch, uint64_t memory_size)
     config.memory_size = memory_size;
     config.lock_timeout_ms = ZC_DEFAULT_LOCK_TIMEOUT_MS;
     config.prefetch = prefetch;
+    snprintf(config.packs, sizeof config.packs, "%s", packs);
     zc_cache *cache = NULL;
     cr_assert_eq(zc_cache_open(&config, &cache), ZC_OK);
     return cache;
@@ -463,4 +467,49 @@ Test(prefetch, child_forked_while_loading_looks_up_alone, .init = scratch_create
         zc_cache_prefetch_wait(cache);
         zc_cache_close(cache);
     }
+}
+
+/* Modules 1..count moved from the directory into one pack (packs names it). */
+static void move_into_a_pack(uint64_t count)
+{
+    snprintf(packs, sizeof packs, "%s/modules.zcp", scratch);
+    FILE *out = fopen(packs, "wb");
+    cr_assert_not_null(out);
+    zc_pack_writer *writer = NULL;
+    cr_assert_eq(zc_pack_write_start(out, NULL, &writer), ZC_OK);
+    for (uint64_t seed = 1; seed <= count; seed++) {
+        char path[256];
+        entry_path(seed, path, sizeof path);
+        size_t size;
+        uint8_t *entry = t_read_bytes(path, &size);
+        cr_assert_not_null(entry);
+        zc_key key = t_key(seed);
+        cr_assert_eq(zc_pack_write_entry(writer, &key, entry, size), ZC_OK);
+        free(entry);
+        remove_entry(seed);
+    }
+    cr_assert_eq(zc_pack_write_end(writer, NULL), ZC_OK);
+    zc_pack_writer_free(writer);
+    cr_assert_eq(fclose(out), 0);
+}
+
+/* The thread loads from a pack (NEO_CACHE_PACKS) as a lookup would, while
+ * the program looks the same modules up: each a pack hit with its bytes,
+ * nothing compiled. */
+Test(prefetch, listed_entries_in_a_pack_are_loaded_from_it, .init = scratch_create,
+     .fini = scratch_remove)
+{
+    first_run("program-p", KEY_COUNT);
+    move_into_a_pack(KEY_COUNT);
+    zc_cache *cache = open_cache(true);
+    cr_assert_eq(zc_cache_prefetch_start(cache, "program-p"), ZC_OK);
+    atomic_int compiles = 0;
+    for (uint64_t seed = 1; seed <= KEY_COUNT; seed++)
+        cr_assert_eq(look_up(cache, seed, &compiles), ZC_LOOKUP_DISK_HIT);
+    cr_assert_eq(atomic_load(&compiles), 0);
+    zc_cache_stats stats;
+    zc_cache_get_stats(cache, &stats);
+    cr_assert_eq(stats.pack_hits, KEY_COUNT);
+    cr_assert_eq(stats.pack_rejected, 0);
+    zc_cache_close(cache);
 }

@@ -1,7 +1,7 @@
 /* Packs: read-only files of cache entries, shipped the way Mesa ships
  * read-only Fossilize databases (`zecache pack`, NEO_CACHE_PACKS). A process
- * maps each pack once and serves its entries from the mapping; nothing is
- * ever written to a pack after it is made.
+ * opens each pack once, keeps its index in memory and reads each entry it
+ * serves with one pread; nothing is ever written to a pack after it is made.
  *
  * Little-endian, in this order:
  *   header   magic "ZCPACK\0\1" (8), format version u32 (1), flags u32
@@ -60,25 +60,26 @@ void zc_pack_writer_free(zc_pack_writer *writer);
 
 typedef struct zc_pack zc_pack;
 
-/* Maps and checks the pack at path. With verifier (the same secret's
+/* Opens the pack at path, reads its index and checks it. With verifier (the same secret's
  * signer), only a pack signed with that secret opens; without, only an
  * unsigned one (a signed pack's tag cannot be checked without the secret).
  * ZC_MISS with a reason for a pack that does not check, ZC_ERR_IO when it
- * cannot be opened or mapped, ZC_ERR_NOMEM. */
+ * cannot be opened, ZC_ERR_NOMEM. The file stays open until zc_pack_close. */
 zc_status zc_pack_open(const char *path, const zc_bundle_signer *verifier, zc_pack **pack,
                        char *reason, size_t reason_size);
 void zc_pack_close(zc_pack *pack); /* NULL accepted */
 
 uint64_t zc_pack_entry_count(const zc_pack *pack);
 
-/* The bytes of the entry of key inside the mapping: ZC_OK, ZC_MISS when the
- * pack has no such key, or, in a signed pack whose entry's bytes do not match
- * its record, ZC_MISS with a reason. Thread-safe. */
-zc_status zc_pack_find(const zc_pack *pack, const zc_key *key, const uint8_t **entry,
-                       size_t *entry_size, char *reason, size_t reason_size);
+/* The bytes of the entry of key, read from the file (malloc'd; the caller
+ * frees them): ZC_OK, ZC_MISS when the pack has no such key, or ZC_MISS with
+ * a reason when they cannot be read (the file was cut since it was opened)
+ * or, in a signed pack, do not match their record. The caller decodes them
+ * (zc_entry_decode), which checks the rest. Thread-safe. */
+zc_status zc_pack_find(const zc_pack *pack, const zc_key *key, uint8_t **entry, size_t *entry_size,
+                       char *reason, size_t reason_size);
 
-/* The index'th entry in key order, unverified: for listings. */
-void zc_pack_entry_at(const zc_pack *pack, uint64_t index, zc_key *key, const uint8_t **entry,
-                      size_t *entry_size);
+/* The key of the index'th entry, in key order: for listings. */
+void zc_pack_key_at(const zc_pack *pack, uint64_t index, zc_key *key);
 
 #endif

@@ -7,6 +7,8 @@
  *   storage_file.c    the disk tier's layout and format in a directory
  *                     (file:///PATH: NFS, a read-only image), through the
  *                     disk tier's own code
+ *   storage_pack.c    a read-only pack (file:///PATH.zcp or .pack, pack.h),
+ *                     through the pack reader NEO_CACHE_PACKS uses
  *   storage_redis.c   Redis through hiredis: one string value per entry,
  *                     per recipe and per distinct SPIR-V (a recorded input
  *                     over ZC_REDIS_IN_MEMORY_MAX, 16 MiB, is not read), on
@@ -99,6 +101,9 @@ struct zc_storage {
     const zc_storage_ops *ops;
     const char *name; /* the URL, password masked */
     bool read_only;
+    /* get hands out only values the storage itself authenticated with the
+     * secret (a signed pack): no tag of their own is asked of them. */
+    bool authenticates;
 };
 
 /* Opens the storage a parsed NEO_CACHE_REMOTE item describes. config gives
@@ -111,6 +116,10 @@ void zc_storage_close(zc_storage *storage); /* NULL is accepted */
 /* The backends' constructors (zc_storage_open picks one). */
 zc_status zc_storage_file_open(const zc_remote_spec *spec, const zc_config *config,
                                zc_storage **out);
+/* A file:// item naming a pack (its path ends in .zcp or .pack), and its
+ * constructor: ZC_ERR_DISABLED (logged) when the pack does not open. */
+bool zc_storage_is_pack(const zc_remote_spec *spec);
+zc_status zc_storage_pack_open(const zc_remote_spec *spec, zc_storage **out);
 /* max_payload: the largest payload an entry may hold (0: the format's
  * limit); a value larger than such an entry is refused as soon as its size
  * is announced, and one too large to hold is received into a temporary file

@@ -171,10 +171,20 @@ typedef struct lookup_context {
     const char *pack_name; /* the pack that served it, NULL otherwise */
 } lookup_context;
 
+/* Loaded by the prefetch thread from a pack or the disk: a disk hit, and a
+ * pack hit when a pack held it. */
+static bool take_prefetched(lookup_context *lookup, zc_artifact **out)
+{
+    if (zc_prefetch_take_from(lookup->cache->prefetch, lookup->key, out, &lookup->pack_name) !=
+        ZC_OK)
+        return false;
+    lookup->outcome = ZC_LOOKUP_DISK_HIT;
+    return true;
+}
+
 static bool load_from_disk(lookup_context *lookup, zc_artifact **out)
 {
-    if (zc_prefetch_take(lookup->cache->prefetch, lookup->key, out) != ZC_OK &&
-        zc_disk_tier_load(lookup->cache->disk, lookup->key, out) != ZC_OK)
+    if (zc_disk_tier_load(lookup->cache->disk, lookup->key, out) != ZC_OK)
         return false;
     lookup->outcome = ZC_LOOKUP_DISK_HIT;
     return true;
@@ -313,7 +323,9 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
 static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
-    /* Packs first: a mapped index costs no system call. */
+    if (take_prefetched(lookup, out))
+        return ZC_OK;
+    /* Packs first: their index is in memory, so a miss costs no system call. */
     if (cache->packs != NULL && load_from_pack(lookup, out))
         return ZC_OK;
     if (cache->disk != NULL && load_from_disk(lookup, out))
@@ -401,6 +413,18 @@ zc_status zc_cache_get_or_compile(zc_cache *cache, const zc_key *key, const char
     return status;
 }
 
+/* The prefetch thread's load: the packs first, as a lookup goes. */
+static zc_status prefetch_load(void *context, const zc_key *key, zc_artifact **out,
+                               const char **origin)
+{
+    zc_cache *cache = context;
+    *origin = NULL;
+    if (cache->packs != NULL &&
+        zc_pack_set_peek(cache->packs, key, cache->max_payload, out, origin) == ZC_OK)
+        return ZC_OK;
+    return zc_disk_tier_load_leaving_bad(cache->disk, key, out);
+}
+
 zc_status zc_cache_prefetch_start(zc_cache *cache, const char *program)
 {
     if (cache == NULL || program == NULL)
@@ -410,7 +434,8 @@ zc_status zc_cache_prefetch_start(zc_cache *cache, const char *program)
     uint8_t id[ZC_SHA256_SIZE];
     if (!zc_sha256_digest(program, strlen(program), id))
         return ZC_ERR_NOMEM;
-    return zc_prefetch_start(cache->disk, id, cache->prefetch_budget, &cache->prefetch);
+    return zc_prefetch_start_loading(cache->disk, prefetch_load, cache, id, cache->prefetch_budget,
+                                     &cache->prefetch);
 }
 
 void zc_cache_prefetch_wait(zc_cache *cache)

@@ -88,21 +88,22 @@ void zc_pack_set_close(zc_pack_set *set)
     free(set);
 }
 
-zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
-                           zc_artifact **out, const char **pack_name)
+static zc_status load(zc_pack_set *set, const zc_key *key, uint64_t max_payload, zc_artifact **out,
+                      const char **pack_name, bool report)
 {
     for (size_t i = 0; i < set->count; i++) {
-        const uint8_t *entry;
+        uint8_t *entry = NULL;
         size_t size;
         char reason[REASON_SIZE] = "";
         zc_status status = zc_pack_find(set->packs[i], key, &entry, &size, reason, sizeof reason);
         if (status == ZC_OK)
             status = zc_entry_decode(entry, size, key, max_payload, out, reason, sizeof reason);
+        free(entry);
         if (status == ZC_OK) {
             *pack_name = set->names[i];
             return ZC_OK;
         }
-        if (reason[0] != '\0') {
+        if (report && reason[0] != '\0') {
             char hex[ZC_KEY_HEX_SIZE];
             zc_key_to_hex(key, hex);
             atomic_fetch_add_explicit(&set->counters->pack_rejected, 1, memory_order_relaxed);
@@ -110,4 +111,16 @@ zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_pay
         }
     }
     return ZC_MISS;
+}
+
+zc_status zc_pack_set_load(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
+                           zc_artifact **out, const char **pack_name)
+{
+    return load(set, key, max_payload, out, pack_name, true);
+}
+
+zc_status zc_pack_set_peek(zc_pack_set *set, const zc_key *key, uint64_t max_payload,
+                           zc_artifact **out, const char **pack_name)
+{
+    return load(set, key, max_payload, out, pack_name, false);
 }

@@ -23,5 +23,10 @@ void zc_pack_set_close(zc_pack_set *packs); /* NULL accepted */
  * when no pack serves it. */
 zc_status zc_pack_set_load(zc_pack_set *packs, const zc_key *key, uint64_t max_payload,
                            zc_artifact **out, const char **pack_name);
+/* The same, with nothing counted or logged: for the prefetch thread, whose
+ * loads count only when a lookup takes them (the lookup of an entry it
+ * passed over finds it bad again, and counts that). */
+zc_status zc_pack_set_peek(zc_pack_set *packs, const zc_key *key, uint64_t max_payload,
+                           zc_artifact **out, const char **pack_name);
 
 #endif

@@ -23,12 +23,15 @@ typedef struct prefetch_slot {
     zc_key key;
     slot_state state;
     zc_artifact *artifact; /* SLOT_READY */
+    const char *origin;    /* SLOT_READY: the load's, NULL for the disk */
 } prefetch_slot;
 
 struct zc_prefetch {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     zc_disk_tier *disk;
+    zc_prefetch_load_fn load; /* NULL: the disk tier's own */
+    void *load_context;
     uint8_t program[32];
     pid_t owner; /* the process that read the list: only it saves */
     size_t budget, staged_bytes;
@@ -166,12 +169,16 @@ static void *load_listed(void *context)
         zc_key key = prefetch->slots[index].key;
         pthread_mutex_unlock(&prefetch->lock);
         zc_artifact *artifact = NULL;
-        zc_status status = zc_disk_tier_load_leaving_bad(prefetch->disk, &key, &artifact);
+        const char *origin = NULL;
+        zc_status status = prefetch->load != NULL
+                               ? prefetch->load(prefetch->load_context, &key, &artifact, &origin)
+                               : zc_disk_tier_load_leaving_bad(prefetch->disk, &key, &artifact);
         pthread_mutex_lock(&prefetch->lock);
         prefetch_slot *slot = &prefetch->slots[index];
         if (status == ZC_OK && slot->state == SLOT_LOADING) {
             slot->state = SLOT_READY;
             slot->artifact = artifact;
+            slot->origin = origin;
             prefetch->staged_bytes += zc_artifact_footprint(artifact);
         } else {
             slot->state = SLOT_DONE;
@@ -201,6 +208,12 @@ static bool start_thread(zc_prefetch *prefetch)
 zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_t budget,
                             zc_prefetch **out)
 {
+    return zc_prefetch_start_loading(disk, NULL, NULL, program, budget, out);
+}
+
+zc_status zc_prefetch_start_loading(zc_disk_tier *disk, zc_prefetch_load_fn load, void *context,
+                                    const uint8_t program[32], size_t budget, zc_prefetch **out)
+{
     *out = NULL;
     if (disk == NULL || active != NULL)
         return ZC_ERR_INVALID_ARG;
@@ -210,6 +223,8 @@ zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_
     pthread_mutex_init(&prefetch->lock, NULL);
     pthread_cond_init(&prefetch->changed, NULL);
     prefetch->disk = disk;
+    prefetch->load = load;
+    prefetch->load_context = context;
     memcpy(prefetch->program, program, sizeof prefetch->program);
     prefetch->owner = getpid();
     prefetch->budget = budget;
@@ -237,7 +252,15 @@ static prefetch_slot *slot_of(zc_prefetch *prefetch, const zc_key *key)
 
 zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out)
 {
+    const char *origin;
+    return zc_prefetch_take_from(prefetch, key, out, &origin);
+}
+
+zc_status zc_prefetch_take_from(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out,
+                                const char **origin)
+{
     *out = NULL;
+    *origin = NULL;
     if (prefetch == NULL)
         return ZC_MISS;
     pthread_mutex_lock(&prefetch->lock);
@@ -257,6 +280,7 @@ zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact
     zc_status status = ZC_MISS;
     if (slot != NULL && slot->state == SLOT_READY) {
         *out = slot->artifact;
+        *origin = slot->origin;
         slot->artifact = NULL;
         prefetch->staged_bytes -= zc_artifact_footprint(*out);
         status = ZC_OK;

@@ -25,10 +25,25 @@ typedef struct zc_prefetch zc_prefetch;
 zc_status zc_prefetch_start(zc_disk_tier *disk, const uint8_t program[32], size_t budget,
                             zc_prefetch **out);
 
+/* How the thread loads an entry when not from disk alone (the read-only
+ * packs first): ZC_OK with the artifact, verified as a hit verifies it, and
+ * in *origin the name of the pack that held it (outliving the prefetch) or
+ * NULL for the disk; nothing counted or logged. */
+typedef zc_status (*zc_prefetch_load_fn)(void *context, const zc_key *key, zc_artifact **out,
+                                         const char **origin);
+/* zc_prefetch_start with load (NULL: the disk tier's own) loading entries;
+ * disk keeps the lists. */
+zc_status zc_prefetch_start_loading(zc_disk_tier *disk, zc_prefetch_load_fn load, void *context,
+                                    const uint8_t program[32], size_t budget, zc_prefetch **out);
+
 /* key's prefetched entry: ZC_OK with one reference, waiting while the
  * thread is loading it; ZC_MISS when it is not prefetched (the thread will
  * then not load it either). */
 zc_status zc_prefetch_take(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out);
+/* The same, with where the thread found it (the load's *origin; NULL on a
+ * miss). */
+zc_status zc_prefetch_take_from(zc_prefetch *prefetch, const zc_key *key, zc_artifact **out,
+                                const char **origin);
 
 /* Whether the thread decodes listed entries for the lookups (the list is
  * read and not empty, and there is a budget). */

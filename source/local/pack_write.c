@@ -88,7 +88,8 @@ static uint64_t drop_duplicates(uint8_t *records, uint64_t count)
 
 zc_status zc_pack_write_end(zc_pack_writer *writer, uint64_t *duplicates)
 {
-    qsort(writer->records, (size_t)writer->count, ZC_PACK_RECORD_SIZE, compare_records);
+    if (writer->count > 0) /* records is NULL in a pack of nothing, which qsort may not take */
+        qsort(writer->records, (size_t)writer->count, ZC_PACK_RECORD_SIZE, compare_records);
     uint64_t dropped = drop_duplicates(writer->records, writer->count);
     writer->count -= dropped;
     if (duplicates != NULL)
@@ -102,7 +103,7 @@ zc_status zc_pack_write_end(zc_pack_writer *writer, uint64_t *duplicates)
     if (!zc_pack_tag(header, writer->records, index_size, signer, tag))
         return ZC_ERR_NOMEM;
     FILE *out = writer->out;
-    bool written = fwrite(writer->records, 1, index_size, out) == index_size &&
+    bool written = (index_size == 0 || fwrite(writer->records, 1, index_size, out) == index_size) &&
                    fwrite(tag, 1, sizeof tag, out) == sizeof tag && fseek(out, 0, SEEK_SET) == 0 &&
                    fwrite(header, 1, sizeof header, out) == sizeof header && fflush(out) == 0;
     return written ? ZC_OK : ZC_ERR_IO;

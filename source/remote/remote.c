@@ -146,7 +146,8 @@ static bool verify_value(zc_remote *remote, remote_storage *slot, const zc_key *
 {
     char reason[256] = "";
     *entry_size = size; /* a signature is part of the entry */
-    zc_status status = zc_remote_tag_check(remote->secret, value, size, reason, sizeof reason);
+    const zc_remote_secret *secret = slot->storage->authenticates ? NULL : remote->secret;
+    zc_status status = zc_remote_tag_check(secret, value, size, reason, sizeof reason);
     if (status == ZC_OK)
         status = zc_entry_decode(value, size, key, max_payload, artifact, reason, sizeof reason);
     if (status == ZC_OK)

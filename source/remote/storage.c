@@ -16,6 +16,8 @@ zc_status zc_storage_open(const zc_remote_spec *spec, const zc_config *config, z
     if (spec == NULL || out == NULL)
         return ZC_ERR_INVALID_ARG;
     *out = NULL;
+    if (zc_storage_is_pack(spec))
+        return zc_storage_pack_open(spec, out);
     if (spec->kind == ZC_REMOTE_FILE)
         return zc_storage_file_open(spec, config, out);
     if (spec->kind == ZC_REMOTE_HTTP || spec->kind == ZC_REMOTE_HTTPS)
