@@ -31,7 +31,7 @@ expect() {
 expect "adir" --dir a                        # directories only
 expect "adir" --dir = a                      # --dir=a, '=' breaking words
 expect "--dir=adir" --dir=a                  # --dir=a as one word
-expect "--dir --help --json --sort=" ls --
+expect "--dir --help --json --pack --sort=" ls --
 expect "last-use size" ls --sort = ""
 expect "--sort=size" ls --sort=s
 expect "--json" --dir adir ls --j            # the command after --dir's value
@@ -44,6 +44,9 @@ expect "--jobs" prewarm --j
 expect "adir afile" export a
 expect "adir afile" import a
 expect "adir afile" pack --list a
+expect "adir afile" pack --from a
+expect "adir afile" show --pack a
+expect "" show --pack afile ""              # then a key prefix
 expect "" show ""                            # a key prefix
 expect "check" remote ""
 expect "exec export" help ex
