@@ -1,7 +1,8 @@
 /* zecache prewarm: builds every recorded input (NEO_CACHE_RECORD_INPUTS)
  * whose entry under the compiler, driver settings and device of now is
  * missing, through the real loader and driver with the layer enabled, so
- * the keys, the single flights and the stores are the application's own. */
+ * the keys, the single flights and the stores are the application's own:
+ * Level Zero modules by zecache-build, OpenCL programs by zecache-build-cl. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,22 +164,64 @@ static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *
     return ok;
 }
 
+/* Adds part's outcome to total (taking its failures); false when out of
+ * memory. */
+static bool add_result(prewarm_result *total, prewarm_result *part)
+{
+    char **grown = realloc(total->failures, (total->failed + part->failed + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    total->failures = grown;
+    for (uint64_t i = 0; i < part->failed; i++)
+        total->failures[total->failed + i] = part->failures[i];
+    free(part->failures);
+    total->built += part->built;
+    total->present += part->present;
+    total->failed += part->failed;
+    total->interrupted = total->interrupted || part->interrupted;
+    total->seconds += part->seconds;
+    memset(part, 0, sizeof *part);
+    return true;
+}
+
+/* The items of one API, each by its own helper (named helper, beside the
+ * tool): Level Zero modules, then OpenCL programs. */
+static bool run_api(const prewarm_list *list, bool opencl, const char *helper, unsigned jobs,
+                    prewarm_result *total, char *reason, size_t reason_size)
+{
+    prewarm_list view = {.items = calloc(list->count + 1, sizeof *view.items)};
+    char path[PATH_MAX];
+    prewarm_result part = {0};
+    for (size_t i = 0; view.items != NULL && i < list->count; i++)
+        if (list->items[i].opencl == opencl)
+            view.items[view.count++] = list->items[i]; /* shared, not copied */
+    bool ran = view.items != NULL;
+    if (!ran)
+        snprintf(reason, reason_size, "out of memory");
+    else if (view.count > 0 && !tool_sibling_path(helper, path))
+        ran = false, snprintf(reason, reason_size, "cannot find %s beside this tool", helper);
+    else if (view.count > 0 && !total->interrupted)
+        ran =
+            prewarm_run(&view, jobs, path, &part, reason, reason_size) && add_result(total, &part);
+    prewarm_result_free(&part);
+    free(view.items);
+    return ran;
+}
+
 static int prewarm(tool_context *tool, const prewarm_args *args)
 {
-    char helper[PATH_MAX], reason[PATH_MAX + 64];
+    char reason[PATH_MAX + 64];
     prewarm_list list = {0};
     prewarm_result result = {0};
     int status = tool_enable_layer(tool);
     if (status != TOOL_EXIT_OK)
         return status;
-    if (!tool_sibling_path("zecache-build", helper))
-        return tool_fail(tool, "cannot find zecache-build beside this tool");
     if (!collect(tool, args, &list)) {
         prewarm_list_free(&list);
         return TOOL_EXIT_FAILURE;
     }
-    bool ran =
-        list.count == 0 || prewarm_run(&list, args->jobs, helper, &result, reason, sizeof reason);
+    bool ran = run_api(&list, false, "zecache-build", args->jobs, &result, reason, sizeof reason) &&
+               run_api(&list, true, "zecache-build-cl", args->jobs, &result, reason, sizeof reason);
     if (!ran)
         status = tool_fail(tool, "%s", reason);
     else

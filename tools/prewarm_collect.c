@@ -38,8 +38,9 @@ bool prewarm_filter_wants(const prewarm_filter *filter, const zc_recipe *recipe)
 {
     if (filter->device != NULL && strstr(recipe->device_name, filter->device) == NULL)
         return false;
+    /* A key listed in a file says no API: its bytes tell the entry. */
     for (size_t i = 0; filter->keys != NULL && i < filter->key_count; i++)
-        if (zc_key_equal(&filter->keys[i], &recipe->key))
+        if (memcmp(filter->keys[i].bytes, recipe->key.bytes, ZC_KEY_SIZE) == 0)
             return true;
     return filter->keys == NULL;
 }
@@ -142,8 +143,8 @@ static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, 
     char *device = strdup(recipe->device_name);
     if (device == NULL)
         return false;
-    list->items[list->count++] =
-        (prewarm_item){recipe->key, device, bytes, size, blobs, sizes, count};
+    list->items[list->count++] = (prewarm_item){
+        recipe->key, recipe->opencl != NULL, device, bytes, size, blobs, sizes, count};
     return true;
 }
 
@@ -211,9 +212,7 @@ bool prewarm_list_has(const prewarm_list *list, const zc_key *key)
 static int collect_entry(void *context, const zc_disk_entry_info *info)
 {
     cache_walk *walk = context;
-    /* Prewarm builds Level Zero modules: OpenCL entries are not rebuilt. */
-    if (!info->is_zecache || info->key.kind != ZC_ENTRY_LEVEL_ZERO ||
-        info->last_use_sec < walk->filter->used_since_unix)
+    if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
         return 0;
     /* Another directory (a file:// storage) may hold the same entry. */
     if (walk->skip_listed && prewarm_list_has(walk->list, &info->key))
