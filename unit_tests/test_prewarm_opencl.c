@@ -105,15 +105,6 @@ static void record_every_program(const platform *p)
     }
 }
 
-/* PoCL names the file it compiles after a random temporary one in its
- * diagnostics (test_opencl_parity.c): masked. */
-static void mask_temporary_names(char *text)
-{
-    for (char *at = strstr(text, "tempfile_"); at != NULL; at = strstr(at + 1, "tempfile_"))
-        for (size_t i = strlen("tempfile_"); i < strlen("tempfile_") + 6 && at[i] != '\0'; i++)
-            at[i] = '*';
-}
-
 /* After the upgrade: each program is a disk hit, nothing compiled, and
  * answers every query as the driver alone with the new compiler. */
 static void assert_every_program_warm_and_the_drivers(const platform *p)
