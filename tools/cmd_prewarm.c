@@ -184,27 +184,53 @@ static bool add_result(prewarm_result *total, prewarm_result *part)
     return true;
 }
 
-/* The items of one API, each by its own helper (named helper, beside the
- * tool): Level Zero modules, then OpenCL programs. */
-static bool run_api(const prewarm_list *list, bool opencl, const char *helper, unsigned jobs,
-                    prewarm_result *total, char *reason, size_t reason_size)
+/* Whether two items go to the same helpers: one API and, for OpenCL, one
+ * set of recorded build variables (PoCL reads them when it starts). */
+static bool same_group(const prewarm_item *a, const prewarm_item *b)
 {
+    return a->opencl == b->opencl &&
+           (!a->opencl || strcmp(a->build_variables, b->build_variables) == 0);
+}
+
+/* The items of list->items[first]'s group (marked done), by its API's
+ * helper beside the tool: zecache-build or zecache-build-cl. */
+static bool run_group(const prewarm_list *list, size_t first, bool *done, unsigned jobs,
+                      prewarm_result *total, char *reason, size_t reason_size)
+{
+    const char *helper = list->items[first].opencl ? "zecache-build-cl" : "zecache-build";
     prewarm_list view = {.items = calloc(list->count + 1, sizeof *view.items)};
     char path[PATH_MAX];
     prewarm_result part = {0};
-    for (size_t i = 0; view.items != NULL && i < list->count; i++)
-        if (list->items[i].opencl == opencl)
+    for (size_t i = first; view.items != NULL && i < list->count; i++)
+        if (!done[i] && same_group(&list->items[first], &list->items[i])) {
+            done[i] = true;
             view.items[view.count++] = list->items[i]; /* shared, not copied */
+        }
     bool ran = view.items != NULL;
     if (!ran)
         snprintf(reason, reason_size, "out of memory");
-    else if (view.count > 0 && !tool_sibling_path(helper, path))
+    else if (!tool_sibling_path(helper, path))
         ran = false, snprintf(reason, reason_size, "cannot find %s beside this tool", helper);
-    else if (view.count > 0 && !total->interrupted)
+    else if (!total->interrupted)
         ran =
             prewarm_run(&view, jobs, path, &part, reason, reason_size) && add_result(total, &part);
     prewarm_result_free(&part);
     free(view.items);
+    return ran;
+}
+
+/* Every item, group after group. */
+static bool run_groups(const prewarm_list *list, unsigned jobs, prewarm_result *result,
+                       char *reason, size_t reason_size)
+{
+    bool *done = calloc(list->count + 1, sizeof *done);
+    bool ran = done != NULL;
+    if (!ran)
+        snprintf(reason, reason_size, "out of memory");
+    for (size_t i = 0; ran && i < list->count; i++)
+        if (!done[i])
+            ran = run_group(list, i, done, jobs, result, reason, reason_size);
+    free(done);
     return ran;
 }
 
@@ -220,8 +246,7 @@ static int prewarm(tool_context *tool, const prewarm_args *args)
         prewarm_list_free(&list);
         return TOOL_EXIT_FAILURE;
     }
-    bool ran = run_api(&list, false, "zecache-build", args->jobs, &result, reason, sizeof reason) &&
-               run_api(&list, true, "zecache-build-cl", args->jobs, &result, reason, sizeof reason);
+    bool ran = run_groups(&list, args->jobs, &result, reason, sizeof reason);
     if (!ran)
         status = tool_fail(tool, "%s", reason);
     else

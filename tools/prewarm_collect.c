@@ -129,6 +129,28 @@ static int pool_blobs(prewarm_list *list, const zc_recipe *recipe, uint8_t **blo
     return (int)result;
 }
 
+/* An OpenCL recipe's build variables as one text (prewarm_item); NULL
+ * when out of memory. */
+static char *variables_text(const zc_recipe_opencl *opencl)
+{
+    size_t size = 1;
+    for (uint32_t i = 0; i < opencl->variable_count; i++) {
+        const zc_recipe_variable *variable = &opencl->variables[i];
+        size += strlen(variable->name) + 2 + (variable->value ? strlen(variable->value) : 0);
+    }
+    char *text = malloc(size);
+    size_t used = 0;
+    for (uint32_t i = 0; text != NULL && i < opencl->variable_count; i++) {
+        const zc_recipe_variable *variable = &opencl->variables[i];
+        used += (size_t)snprintf(text + used, size - used, "%s%s%s\n", variable->name,
+                                 variable->value != NULL ? "=" : "",
+                                 variable->value != NULL ? variable->value : "");
+    }
+    if (text != NULL)
+        text[used] = '\0';
+    return text;
+}
+
 static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, size_t size,
                    uint8_t **blobs, size_t *sizes, uint32_t count)
 {
@@ -141,10 +163,14 @@ static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, 
         list->capacity = capacity;
     }
     char *device = strdup(recipe->device_name);
-    if (device == NULL)
+    char *variables = recipe->opencl != NULL ? variables_text(recipe->opencl) : NULL;
+    if (device == NULL || (recipe->opencl != NULL && variables == NULL)) {
+        free(device);
+        free(variables);
         return false;
+    }
     list->items[list->count++] = (prewarm_item){
-        recipe->key, recipe->opencl != NULL, device, bytes, size, blobs, sizes, count};
+        recipe->key, recipe->opencl != NULL, variables, device, bytes, size, blobs, sizes, count};
     return true;
 }
 
@@ -259,6 +285,7 @@ void prewarm_list_free(prewarm_list *list)
     for (size_t i = 0; i < list->count; i++) {
         prewarm_item *item = &list->items[i];
         free(item->device_name);
+        free(item->build_variables);
         free_buffers(item->recipe, item->blobs, item->blob_sizes, 0); /* blobs: the pool's */
     }
     tool_blob_pool_free(&list->blobs);

@@ -16,6 +16,9 @@
 typedef struct prewarm_item {
     zc_key recorded_key; /* the entry it was recorded with */
     bool opencl;         /* an OpenCL program's (zecache-build-cl builds it) */
+    /* OpenCL: its build variables, "NAME=VALUE\n" or "NAME\n" (not set)
+     * each, which one helper process has one set of; NULL otherwise. */
+    char *build_variables;
     char *device_name;
     uint8_t *recipe; /* sealed, as stored */
     size_t recipe_size;

@@ -29,6 +29,7 @@ typedef struct cl_helper {
     cl_context contexts[MAX_DEVICES]; /* made at the device's first build */
     char names[MAX_DEVICES][NAME_SIZE];
     cl_uint device_count;
+    bool opened; /* at the first job (its build variables set) */
     int report_fd;
 } cl_helper;
 
@@ -148,14 +149,21 @@ static void build_one(void *context, const prewarm_job *job)
         printf("%u failed - not an OpenCL recipe\n", job->id);
         return;
     }
-    int device = device_for(helper, recipe->device_name);
-    if (device < 0) {
-        printf("%u failed - no OpenCL device named \"%s\" here\n", job->id, recipe->device_name);
-        return;
-    }
     if (!files_as_recorded(recipe->opencl, why, sizeof why) ||
         !set_conditions(recipe->opencl, why, sizeof why)) {
         printf("%u failed - %s\n", job->id, why);
+        return;
+    }
+    /* Opened once the first job's build variables are set: PoCL 3.1 reads
+     * them when it starts, and keys its compiler with them. prewarm gives a
+     * helper only programs recorded with one set of them. */
+    if (!helper->opened) {
+        (void)open_devices(helper); /* none: each job says so */
+        helper->opened = true;
+    }
+    int device = device_for(helper, recipe->device_name);
+    if (device < 0) {
+        printf("%u failed - no OpenCL device named \"%s\" here\n", job->id, recipe->device_name);
         return;
     }
     cl_int status = build_program(helper->contexts[device], helper->devices[device], job);
@@ -167,8 +175,8 @@ int main(void)
 {
     static cl_helper helper;
     /* Before the first OpenCL call, where the loader loads the layer. */
-    if (!build_helper_start(&helper.report_fd) || !open_devices(&helper)) {
-        fprintf(stderr, "zecache-build-cl: no OpenCL device could be opened\n");
+    if (!build_helper_start(&helper.report_fd)) {
+        fprintf(stderr, "zecache-build-cl: cannot make the layer's report pipe\n");
         return 1;
     }
     int status = build_helper_serve(build_one, &helper);

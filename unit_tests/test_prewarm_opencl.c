@@ -219,3 +219,22 @@ Test(prewarm_opencl, a_node_prewarms_what_another_recorded_in_a_shared_directory
     cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled:\n%s", run.err);
     cr_assert_eq(count_of(run.err, "[Cache]: hit remote "), 1, "%s", run.err);
 }
+
+/* A PoCL build variable the program ran with is keyed: prewarm builds with
+ * the recorded value, not with its own environment's (here: none). */
+Test(prewarm_opencl, the_recorded_build_variables_are_set_for_the_rebuild)
+{
+    const char *const *program = pocl.programs[0];
+    const char *flags = "POCL_EXTRA_BUILD_FLAGS=-DZC_UNUSED_MACRO=1";
+    probe_run(false, ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, flags), program);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    upgrade(&pocl);
+    tool_run(ENV(NO_POCL_CACHE, upgraded_library_path()), ARGS("prewarm"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "1 recorded modules: 1 built") != NULL, "%s", run.out);
+    probe_run(false, ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, flags, upgraded_library_path()),
+              program);
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert_eq(count_of(run.err, MISS), 0, "compiled after prewarm:\n%s", run.err);
+    cr_assert_eq(count_of(run.err, HIT_DISK), 1, "%s", run.err);
+}
