@@ -298,11 +298,11 @@ static void take_variables(reader *r, zc_recipe_opencl *opencl)
     for (uint32_t i = 0; i < count && r->problem == NULL; i++) {
         zc_recipe_variable dropped, *variable = r->inputs_only ? &dropped : &opencl->variables[i];
         variable->name = take_bounded_text(r, "variable name", ZC_RECIPE_MAX_PATH);
-        bool set = take_bool(r, "variable set");
-        char *value = take_bounded_text(r, "variable value", ZC_RECIPE_MAX_PATH);
-        variable->value = set ? value : NULL;
-        if (!set)
-            free(value);
+        /* Not set: an empty text, so each recipe has one spelling. */
+        if (take_bool(r, "variable set"))
+            variable->value = take_bounded_text(r, "variable value", ZC_RECIPE_MAX_PATH);
+        else if (take_u32(r, "variable value") != 0 && r->problem == NULL)
+            r->problem = "variable value";
     }
 }
 
