@@ -68,20 +68,22 @@ static bool recorded_name(const char *name, const char *recorded)
 }
 
 /* The device the recipe was recorded for, by name (a machine may have
- * several drivers' devices: only the name tells which), its context made
- * when first needed; -1 when none has that name. */
+ * several drivers' devices: only the name tells which); a machine with one
+ * device takes it whatever its name, as zecache-build does (an upgrade may
+ * rename it). Its context is made when first needed; -1 when none fits. */
 static int device_for(cl_helper *helper, const char *name)
 {
-    for (cl_uint i = 0; i < helper->device_count; i++) {
-        if (!recorded_name(helper->names[i], name))
-            continue;
-        cl_int status = CL_SUCCESS;
-        if (helper->contexts[i] == NULL)
-            helper->contexts[i] =
-                clCreateContext(NULL, 1, &helper->devices[i], NULL, NULL, &status);
-        return helper->contexts[i] != NULL ? (int)i : -1;
-    }
-    return -1;
+    int found = -1;
+    for (cl_uint i = 0; found < 0 && i < helper->device_count; i++)
+        if (recorded_name(helper->names[i], name))
+            found = (int)i;
+    if (found < 0 && helper->device_count == 1)
+        found = 0;
+    cl_int status = CL_SUCCESS;
+    if (found >= 0 && helper->contexts[found] == NULL)
+        helper->contexts[found] =
+            clCreateContext(NULL, 1, &helper->devices[found], NULL, NULL, &status);
+    return found >= 0 && helper->contexts[found] != NULL ? found : -1;
 }
 
 /* Whether the header candidates are as recorded; else why not. */
