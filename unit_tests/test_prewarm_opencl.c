@@ -238,3 +238,23 @@ Test(prewarm_opencl, the_recorded_build_variables_are_set_for_the_rebuild)
     cr_assert_eq(count_of(run.err, MISS), 0, "compiled after prewarm:\n%s", run.err);
     cr_assert_eq(count_of(run.err, HIT_DISK), 1, "%s", run.err);
 }
+
+/* export carries OpenCL programs' recorded inputs, import puts them back
+ * beside their .cl_cache entries: the imported cache prewarms. */
+Test(prewarm_opencl, export_and_import_carry_opencl_recorded_inputs)
+{
+    record_every_program(&pocl);
+    const char *bundle = in_scratch("export.zcb");
+    char other[PATH_MAX + 32];
+    snprintf(other, sizeof other, "NEO_CACHE_DIR=%s", in_scratch("other"));
+    tool_run(NULL, ARGS("export", bundle));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    cr_assert(strstr(run.err, "recorded inputs of 1, 0 left out") != NULL, "%s", run.err);
+    tool_run(ENV(other), ARGS("import", bundle));
+    cr_assert_eq(run.exit_status, 0, "%s", run.err);
+    cr_assert(strstr(run.err, "recorded inputs of 1, 0 bad") != NULL, "%s", run.err);
+    upgrade(&pocl);
+    tool_run(ENV(NO_POCL_CACHE, other, upgraded_library_path()), ARGS("prewarm"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "1 recorded modules: 1 built") != NULL, "%s", run.out);
+}
