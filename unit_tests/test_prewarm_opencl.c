@@ -11,6 +11,7 @@
 #include <dirent.h>
 
 #include "prewarm_test_support.h"
+#include "redis_test_support.h"
 
 #define LAYER "OPENCL_LAYERS=" ZC_LAYER_DIR "/libzecache_opencl_layer.so.1"
 /* As zecache exec leaves them (test_opencl_parity.c). */
@@ -257,4 +258,46 @@ Test(prewarm_opencl, export_and_import_carry_opencl_recorded_inputs)
     tool_run(ENV(NO_POCL_CACHE, other, upgraded_library_path()), ARGS("prewarm"));
     cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
     cr_assert(strstr(run.out, "1 recorded modules: 1 built") != NULL, "%s", run.out);
+}
+
+/* ---- a cluster sharing Redis ---- */
+
+static t_redis server;
+
+static void start_redis(void)
+{
+    set_up();
+    t_redis_start(&server, NULL);
+}
+
+static void stop_redis(void)
+{
+    t_redis_stop(&server);
+    scratch_remove();
+}
+
+TestSuite(prewarm_opencl_redis, .init = start_redis, .fini = stop_redis, .timeout = 600);
+
+/* Node A's program records into Redis; after the upgrade node B, with an
+ * empty directory, prewarms what Redis holds; node C, also fresh, then
+ * compiles nothing. */
+Test(prewarm_opencl_redis, a_node_prewarms_what_another_recorded_in_redis)
+{
+    char remote[PATH_MAX + 64], node_b[PATH_MAX + 32], node_c[PATH_MAX + 32];
+    snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=redis+unix://%s", server.socket);
+    snprintf(node_b, sizeof node_b, "NEO_CACHE_DIR=%s", in_scratch("node_b"));
+    snprintf(node_c, sizeof node_c, "NEO_CACHE_DIR=%s", in_scratch("node_c"));
+    const char *const *program = pocl.programs[0];
+    probe_run(false, ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, remote), program);
+    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
+    upgrade(&pocl);
+    tool_run(ENV(NO_POCL_CACHE, remote, node_b, upgraded_library_path()), ARGS("prewarm"));
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert(strstr(run.out, "1 recorded modules: 1 built") != NULL, "%s", run.out);
+    probe_run(false,
+              ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, remote, node_c, upgraded_library_path()),
+              program);
+    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
+    cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled:\n%s", run.err);
+    cr_assert_eq(count_of(run.err, "[Cache]: hit remote "), 1, "%s", run.err);
 }
