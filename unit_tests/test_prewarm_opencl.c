@@ -195,15 +195,13 @@ Test(prewarm_opencl, a_recorded_bundle_prewarms_opencl_programs)
     assert_every_program_warm_and_the_drivers(&pocl);
 }
 
-/* A cluster sharing a file:// storage: node A's program records into it;
- * after the upgrade node B, with an empty cache of its own, prewarms what A
- * recorded there; node C, also fresh, then compiles nothing. */
-Test(prewarm_opencl, a_node_prewarms_what_another_recorded_in_a_shared_directory)
+/* A cluster sharing the storage remote names ("NEO_CACHE_REMOTE=..."):
+ * node A's program records into it; after the upgrade node B, with an empty
+ * directory of its own, prewarms what A recorded there; node C, also fresh,
+ * then compiles nothing. */
+static void assert_a_node_prewarms_what_another_recorded(const char *remote)
 {
-    const char *shared = in_scratch("shared");
-    cr_assert_eq(mkdir(shared, 0700), 0);
-    char remote[PATH_MAX + 32], node_b[PATH_MAX + 32], node_c[PATH_MAX + 32];
-    snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=file://%s", shared);
+    char node_b[PATH_MAX + 32], node_c[PATH_MAX + 32];
     snprintf(node_b, sizeof node_b, "NEO_CACHE_DIR=%s", in_scratch("node_b"));
     snprintf(node_c, sizeof node_c, "NEO_CACHE_DIR=%s", in_scratch("node_c"));
     const char *const *program = pocl.programs[0];
@@ -219,6 +217,15 @@ Test(prewarm_opencl, a_node_prewarms_what_another_recorded_in_a_shared_directory
     cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
     cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled:\n%s", run.err);
     cr_assert_eq(count_of(run.err, "[Cache]: hit remote "), 1, "%s", run.err);
+}
+
+Test(prewarm_opencl, a_node_prewarms_what_another_recorded_in_a_shared_directory)
+{
+    const char *shared = in_scratch("shared");
+    cr_assert_eq(mkdir(shared, 0700), 0);
+    char remote[PATH_MAX + 32];
+    snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=file://%s", shared);
+    assert_a_node_prewarms_what_another_recorded(remote);
 }
 
 /* A PoCL build variable the program ran with is keyed: prewarm builds with
@@ -278,26 +285,9 @@ static void stop_redis(void)
 
 TestSuite(prewarm_opencl_redis, .init = start_redis, .fini = stop_redis, .timeout = 600);
 
-/* Node A's program records into Redis; after the upgrade node B, with an
- * empty directory, prewarms what Redis holds; node C, also fresh, then
- * compiles nothing. */
 Test(prewarm_opencl_redis, a_node_prewarms_what_another_recorded_in_redis)
 {
-    char remote[PATH_MAX + 64], node_b[PATH_MAX + 32], node_c[PATH_MAX + 32];
+    char remote[PATH_MAX + 64];
     snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=redis+unix://%s", server.socket);
-    snprintf(node_b, sizeof node_b, "NEO_CACHE_DIR=%s", in_scratch("node_b"));
-    snprintf(node_c, sizeof node_c, "NEO_CACHE_DIR=%s", in_scratch("node_c"));
-    const char *const *program = pocl.programs[0];
-    probe_run(false, ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, remote), program);
-    cr_assert_eq(count_of(run.err, MISS), 1, "%s", run.err);
-    upgrade(&pocl);
-    tool_run(ENV(NO_POCL_CACHE, remote, node_b, upgraded_library_path()), ARGS("prewarm"));
-    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
-    cr_assert(strstr(run.out, "1 recorded modules: 1 built") != NULL, "%s", run.out);
-    probe_run(false,
-              ENV(LAYER, LAYER_SETTINGS, NO_POCL_CACHE, remote, node_c, upgraded_library_path()),
-              program);
-    cr_assert_eq(run.exit_status, 0, "%s\n%s", run.out, run.err);
-    cr_assert_eq(count_of(run.err, MISS), 0, "node C compiled:\n%s", run.err);
-    cr_assert_eq(count_of(run.err, "[Cache]: hit remote "), 1, "%s", run.err);
+    assert_a_node_prewarms_what_another_recorded(remote);
 }
