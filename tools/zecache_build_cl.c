@@ -19,6 +19,7 @@
 #include "zecache/artifact.h"
 #include "zecache/build_request.h"
 #include "zecache/key_files.h"
+#include "zecache/printable.h"
 
 #define MAX_DEVICES 64
 #define MAX_PLATFORMS 16
@@ -97,10 +98,13 @@ static bool files_as_recorded(const zc_recipe_opencl *opencl, char *why, size_t 
                                  file->sha256);
     }
     const char *changed = added ? zc_key_files_first_changed(files) : NULL;
-    if (!added)
+    char path[700]; /* escaped, cut to one answer line (build_one) */
+    if (!added) {
         snprintf(why, why_size, "out of memory");
-    else if (changed != NULL)
-        snprintf(why, why_size, "inputs changed: %s is not as recorded", changed);
+    } else if (changed != NULL) {
+        zc_printable(changed, path, sizeof path);
+        snprintf(why, why_size, "inputs changed: %s is not as recorded", path);
+    }
     zc_key_files_destroy(files);
     return added && changed == NULL;
 }
@@ -109,8 +113,9 @@ static bool files_as_recorded(const zc_recipe_opencl *opencl, char *why, size_t 
 static bool set_conditions(const zc_recipe_opencl *opencl, char *why, size_t why_size)
 {
     if (opencl->working_dir[0] != '\0' && chdir(opencl->working_dir) != 0) {
-        snprintf(why, why_size, "inputs changed: working directory %s: %s", opencl->working_dir,
-                 strerror(errno));
+        char path[700]; /* escaped, cut to one answer line (build_one) */
+        zc_printable(opencl->working_dir, path, sizeof path);
+        snprintf(why, why_size, "inputs changed: working directory %s: %s", path, strerror(errno));
         return false;
     }
     for (uint32_t i = 0; i < opencl->variable_count; i++) {
@@ -146,7 +151,7 @@ static void build_one(void *context, const prewarm_job *job)
 {
     cl_helper *helper = context;
     const zc_recipe *recipe = &job->recipe;
-    char why[1200];
+    char why[900]; /* an answer line is read in 1 KiB (prewarm_run.c) */
     if (recipe->opencl == NULL) {
         printf("%u failed - not an OpenCL recipe\n", job->id);
         return;
@@ -165,7 +170,8 @@ static void build_one(void *context, const prewarm_job *job)
     }
     int device = device_for(helper, recipe->device_name);
     if (device < 0) {
-        printf("%u failed - no OpenCL device named \"%s\" here\n", job->id, recipe->device_name);
+        zc_printable(recipe->device_name, why, sizeof why);
+        printf("%u failed - no OpenCL device named \"%s\" here\n", job->id, why);
         return;
     }
     cl_int status = build_program(helper->contexts[device], helper->devices[device], job);
