@@ -225,7 +225,9 @@ static void import_recipe(zc_disk_tier *tier, const zc_key *key, const uint8_t *
             memcpy(blobs[i].sha256, recipe.inputs[i].spirv_sha256, 32);
     }
     if (status == ZC_OK) {
-        status = zc_disk_tier_record(tier, key, bytes, size, blobs, recipe.input_count);
+        /* The recipe's key has the kind its content says (an OpenCL part):
+         * the bundle's names the bytes only. */
+        status = zc_disk_tier_record(tier, &recipe.key, bytes, size, blobs, recipe.input_count);
         if (status != ZC_OK && status != ZC_EXISTS)
             snprintf(reason, sizeof reason, "%s", zc_status_name(status));
     }

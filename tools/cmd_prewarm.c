@@ -1,7 +1,8 @@
 /* zecache prewarm: builds every recorded input (NEO_CACHE_RECORD_INPUTS)
  * whose entry under the compiler, driver settings and device of now is
  * missing, through the real loader and driver with the layer enabled, so
- * the keys, the single flights and the stores are the application's own. */
+ * the keys, the single flights and the stores are the application's own:
+ * Level Zero modules by zecache-build, OpenCL programs by zecache-build-cl. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,22 +164,89 @@ static bool collect(tool_context *tool, const prewarm_args *args, prewarm_list *
     return ok;
 }
 
+/* Adds part's outcome to total (taking its failures); false when out of
+ * memory. */
+static bool add_result(prewarm_result *total, prewarm_result *part)
+{
+    char **grown = realloc(total->failures, (total->failed + part->failed + 1) * sizeof *grown);
+    if (grown == NULL)
+        return false;
+    total->failures = grown;
+    for (uint64_t i = 0; i < part->failed; i++)
+        total->failures[total->failed + i] = part->failures[i];
+    free(part->failures);
+    total->built += part->built;
+    total->present += part->present;
+    total->failed += part->failed;
+    total->interrupted = total->interrupted || part->interrupted;
+    total->seconds += part->seconds;
+    memset(part, 0, sizeof *part);
+    return true;
+}
+
+/* Whether two items go to the same helpers: one API and, for OpenCL, one
+ * set of recorded build variables (PoCL reads them when it starts). */
+static bool same_group(const prewarm_item *a, const prewarm_item *b)
+{
+    return a->opencl == b->opencl &&
+           (!a->opencl || strcmp(a->build_variables, b->build_variables) == 0);
+}
+
+/* The items of list->items[first]'s group (marked done), by its API's
+ * helper beside the tool: zecache-build or zecache-build-cl. */
+static bool run_group(const prewarm_list *list, size_t first, bool *done, unsigned jobs,
+                      prewarm_result *total, char *reason, size_t reason_size)
+{
+    const char *helper = list->items[first].opencl ? "zecache-build-cl" : "zecache-build";
+    prewarm_list view = {.items = calloc(list->count + 1, sizeof *view.items)};
+    char path[PATH_MAX];
+    prewarm_result part = {0};
+    for (size_t i = first; view.items != NULL && i < list->count; i++)
+        if (!done[i] && same_group(&list->items[first], &list->items[i])) {
+            done[i] = true;
+            view.items[view.count++] = list->items[i]; /* shared, not copied */
+        }
+    bool ran = view.items != NULL;
+    if (!ran)
+        snprintf(reason, reason_size, "out of memory");
+    else if (!tool_sibling_path(helper, path))
+        ran = false, snprintf(reason, reason_size, "cannot find %s beside this tool", helper);
+    else if (!total->interrupted)
+        ran =
+            prewarm_run(&view, jobs, path, &part, reason, reason_size) && add_result(total, &part);
+    prewarm_result_free(&part);
+    free(view.items);
+    return ran;
+}
+
+/* Every item, group after group. */
+static bool run_groups(const prewarm_list *list, unsigned jobs, prewarm_result *result,
+                       char *reason, size_t reason_size)
+{
+    bool *done = calloc(list->count + 1, sizeof *done);
+    bool ran = done != NULL;
+    if (!ran)
+        snprintf(reason, reason_size, "out of memory");
+    for (size_t i = 0; ran && i < list->count; i++)
+        if (!done[i])
+            ran = run_group(list, i, done, jobs, result, reason, reason_size);
+    free(done);
+    return ran;
+}
+
 static int prewarm(tool_context *tool, const prewarm_args *args)
 {
-    char helper[PATH_MAX], reason[PATH_MAX + 64];
+    char reason[PATH_MAX + 64];
     prewarm_list list = {0};
     prewarm_result result = {0};
     int status = tool_enable_layer(tool);
     if (status != TOOL_EXIT_OK)
         return status;
-    if (!tool_sibling_path("zecache-build", helper))
-        return tool_fail(tool, "cannot find zecache-build beside this tool");
     if (!collect(tool, args, &list)) {
         prewarm_list_free(&list);
         return TOOL_EXIT_FAILURE;
     }
-    bool ran =
-        list.count == 0 || prewarm_run(&list, args->jobs, helper, &result, reason, sizeof reason);
+    bool ran = run_groups(&list, args->jobs, &result, reason, sizeof reason);
     if (!ran)
         status = tool_fail(tool, "%s", reason);
     else

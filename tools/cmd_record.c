@@ -57,8 +57,7 @@ static int write_entry_inputs(void *context, const zc_disk_entry_info *info)
 {
     record_walk *walk = context;
     char problem[256];
-    /* Recipes rebuild Level Zero modules: an OpenCL entry has none to give. */
-    if (!info->is_zecache || info->key.kind != ZC_ENTRY_LEVEL_ZERO)
+    if (!info->is_zecache)
         return 0;
     tool_inputs_written written = tool_write_inputs(walk->tier, &info->key, walk->writer,
                                                     &walk->written, problem, sizeof problem);
@@ -149,11 +148,12 @@ const tool_command tool_cmd_record = {
     .summary = "Run a program and write the inputs of the modules it builds to FILE",
     .details = "Runs PROGRAM with the layer enabled on a cache directory of its own (so every\n"
                "module is compiled once and its inputs recorded; nothing goes to the configured\n"
-               "cache or remote storages), then writes the recorded inputs (SPIR-V, flags,\n"
-               "specialization constants, device; no native code) to the input bundle FILE:\n"
-               "versioned, checksummed, and signed with NEO_CACHE_REMOTE_SECRET_FILE when it is\n"
-               "set. Ship FILE with the program (a container image, a package); on the machine\n"
-               "that runs it, 'zecache prewarm --from FILE' builds it with that machine's driver.\n"
+               "cache or remote storages), then writes the recorded inputs (SPIR-V, OpenCL C\n"
+               "source or IL, flags, specialization constants, device; no native code) to the\n"
+               "input bundle FILE: versioned, checksummed, and signed with\n"
+               "NEO_CACHE_REMOTE_SECRET_FILE when it is set. Ship FILE with the program (a\n"
+               "container image, a package); on the machine that runs it, 'zecache prewarm\n"
+               "--from FILE' builds it with that machine's driver.\n"
                "\n"
                "Exit status: 0 recorded, 1 PROGRAM failed or FILE could not be written.\n",
     .run = run_record,

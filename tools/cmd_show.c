@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tool.h"
+#include "zecache/build_request.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/recipe.h"
 #include "tool_support.h"
@@ -172,8 +173,11 @@ static void print_recorded_inputs(zc_disk_tier *tier, const tool_entry *entry)
         uint64_t spirv_bytes = 0;
         for (uint32_t i = 0; i < recipe.input_count; i++)
             spirv_bytes += recipe.inputs[i].spirv_size;
-        printf("%-16s yes: %u SPIR-V input%s (%llu bytes)%s, for %s\n", "recorded inputs",
-               recipe.input_count, recipe.input_count == 1 ? "" : "s",
+        const char *kind = recipe.opencl == NULL                     ? "SPIR-V"
+                           : recipe.format == ZC_OPENCL_BUILD_SOURCE ? "OpenCL C"
+                                                                     : "OpenCL IL";
+        printf("%-16s yes: %u %s input%s (%llu bytes)%s, for %s\n", "recorded inputs",
+               recipe.input_count, kind, recipe.input_count == 1 ? "" : "s",
                (unsigned long long)spirv_bytes, recipe.program ? " as a program" : "",
                tool_escape_line(recipe.device_name, text, sizeof text));
     }

@@ -38,8 +38,9 @@ bool prewarm_filter_wants(const prewarm_filter *filter, const zc_recipe *recipe)
 {
     if (filter->device != NULL && strstr(recipe->device_name, filter->device) == NULL)
         return false;
+    /* A key listed in a file says no API: its bytes tell the entry. */
     for (size_t i = 0; filter->keys != NULL && i < filter->key_count; i++)
-        if (zc_key_equal(&filter->keys[i], &recipe->key))
+        if (memcmp(filter->keys[i].bytes, recipe->key.bytes, ZC_KEY_SIZE) == 0)
             return true;
     return filter->keys == NULL;
 }
@@ -128,6 +129,28 @@ static int pool_blobs(prewarm_list *list, const zc_recipe *recipe, uint8_t **blo
     return (int)result;
 }
 
+/* An OpenCL recipe's build variables as one text (prewarm_item); NULL
+ * when out of memory. */
+static char *variables_text(const zc_recipe_opencl *opencl)
+{
+    size_t size = 1;
+    for (uint32_t i = 0; i < opencl->variable_count; i++) {
+        const zc_recipe_variable *variable = &opencl->variables[i];
+        size += strlen(variable->name) + 2 + (variable->value ? strlen(variable->value) : 0);
+    }
+    char *text = malloc(size);
+    size_t used = 0;
+    for (uint32_t i = 0; text != NULL && i < opencl->variable_count; i++) {
+        const zc_recipe_variable *variable = &opencl->variables[i];
+        used += (size_t)snprintf(text + used, size - used, "%s%s%s\n", variable->name,
+                                 variable->value != NULL ? "=" : "",
+                                 variable->value != NULL ? variable->value : "");
+    }
+    if (text != NULL)
+        text[used] = '\0';
+    return text;
+}
+
 static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, size_t size,
                    uint8_t **blobs, size_t *sizes, uint32_t count)
 {
@@ -140,10 +163,14 @@ static bool append(prewarm_list *list, const zc_recipe *recipe, uint8_t *bytes, 
         list->capacity = capacity;
     }
     char *device = strdup(recipe->device_name);
-    if (device == NULL)
+    char *variables = recipe->opencl != NULL ? variables_text(recipe->opencl) : NULL;
+    if (device == NULL || (recipe->opencl != NULL && variables == NULL)) {
+        free(device);
+        free(variables);
         return false;
-    list->items[list->count++] =
-        (prewarm_item){recipe->key, device, bytes, size, blobs, sizes, count};
+    }
+    list->items[list->count++] = (prewarm_item){
+        recipe->key, recipe->opencl != NULL, variables, device, bytes, size, blobs, sizes, count};
     return true;
 }
 
@@ -202,8 +229,9 @@ static bool read_blobs(zc_disk_tier *tier, const prewarm_list *list, const zc_re
 
 bool prewarm_list_has(const prewarm_list *list, const zc_key *key)
 {
+    /* By the bytes: a key listed by a storage says no API (Redis's names). */
     for (size_t i = 0; i < list->count; i++)
-        if (zc_key_equal(&list->items[i].recorded_key, key))
+        if (memcmp(list->items[i].recorded_key.bytes, key->bytes, ZC_KEY_SIZE) == 0)
             return true;
     return false;
 }
@@ -211,9 +239,7 @@ bool prewarm_list_has(const prewarm_list *list, const zc_key *key)
 static int collect_entry(void *context, const zc_disk_entry_info *info)
 {
     cache_walk *walk = context;
-    /* Prewarm builds Level Zero modules: OpenCL entries are not rebuilt. */
-    if (!info->is_zecache || info->key.kind != ZC_ENTRY_LEVEL_ZERO ||
-        info->last_use_sec < walk->filter->used_since_unix)
+    if (!info->is_zecache || info->last_use_sec < walk->filter->used_since_unix)
         return 0;
     /* Another directory (a file:// storage) may hold the same entry. */
     if (walk->skip_listed && prewarm_list_has(walk->list, &info->key))
@@ -260,6 +286,7 @@ void prewarm_list_free(prewarm_list *list)
     for (size_t i = 0; i < list->count; i++) {
         prewarm_item *item = &list->items[i];
         free(item->device_name);
+        free(item->build_variables);
         free_buffers(item->recipe, item->blobs, item->blob_sizes, 0); /* blobs: the pool's */
     }
     tool_blob_pool_free(&list->blobs);

@@ -15,10 +15,14 @@
 
 typedef struct prewarm_item {
     zc_key recorded_key; /* the entry it was recorded with */
+    bool opencl;         /* an OpenCL program's (zecache-build-cl builds it) */
+    /* OpenCL: its build variables, "NAME=VALUE\n" or "NAME\n" (not set)
+     * each, which one helper process has one set of; NULL otherwise. */
+    char *build_variables;
     char *device_name;
     uint8_t *recipe; /* sealed, as stored */
     size_t recipe_size;
-    uint8_t **blobs; /* sealed SPIR-V, one per input: the list's (blobs) */
+    uint8_t **blobs; /* sealed inputs (SPIR-V, OpenCL C), one per input: the list's (blobs) */
     size_t *blob_sizes;
     uint32_t blob_count;
 } prewarm_item;

@@ -3,16 +3,13 @@
  * standard input (prewarm_job.h) and creates each module through the real
  * loader and driver, so the layer keys, looks up, compiles and stores it
  * exactly as for the application. The layer tells what each create did on
- * a pipe named by ZECACHE_REPORT_FD. */
-#include <errno.h>
-#include <fcntl.h>
+ * a pipe named by ZECACHE_REPORT_FD (build_helper.c). */
 #include <level_zero/ze_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "prewarm_job.h"
+#include "build_helper.h"
 
 #define MAX_DEVICES 64
 
@@ -155,23 +152,9 @@ static ze_result_t create(const build_context *build, int device, const prewarm_
     return result;
 }
 
-/* The layer's line for this create: "<outcome> <key>". */
-static bool read_report(int fd, char *outcome, size_t outcome_size, char key[65])
+static void build_one(void *context, const prewarm_job *job)
 {
-    char line[160];
-    ssize_t got;
-    while ((got = read(fd, line, sizeof line - 1)) < 0 && errno == EINTR)
-        continue;
-    if (got <= 0)
-        return false;
-    line[got] = '\0';
-    char format[32];
-    snprintf(format, sizeof format, "%%%zus %%64s", outcome_size - 1);
-    return sscanf(line, format, outcome, key) == 2;
-}
-
-static void build_one(const build_context *build, const prewarm_job *job)
-{
+    const build_context *build = context;
     int device = device_for(build, job->recipe.device_name);
     if (device < 0) {
         printf("%u failed - no device named \"%s\" here\n", job->id, job->recipe.device_name);
@@ -181,54 +164,17 @@ static void build_one(const build_context *build, const prewarm_job *job)
     memset(&inputs, 0, sizeof inputs);
     ze_result_t result = create(build, device, job, &inputs);
     free_inputs(&inputs, job->recipe.input_count);
-    char outcome[32] = "", key[65] = "-";
-    if (!read_report(build->report_fd, outcome, sizeof outcome, key))
-        printf("%u failed - the layer did not answer (is it enabled?)\n", job->id);
-    else if (result != ZE_RESULT_SUCCESS || strcmp(outcome, "failed") == 0)
-        printf("%u failed %s the driver's build failed (0x%x)\n", job->id, key, (unsigned)result);
-    else if (strcmp(outcome, "built") == 0 || strcmp(outcome, "present") == 0)
-        printf("%u %s %s on %s\n", job->id, outcome, key, build->names[device]);
-    else
-        printf("%u failed %s not cached by the layer (%s)\n", job->id, key, outcome);
-}
-
-static bool set_up_report_pipe(build_context *build)
-{
-    int fds[2];
-    char text[16];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-        return false;
-    build->report_fd = fds[0];
-    snprintf(text, sizeof text, "%d", fds[1]);
-    return setenv("ZECACHE_REPORT_FD", text, 1) == 0;
+    build_helper_answer(build->report_fd, job->id, result == ZE_RESULT_SUCCESS, (long)result,
+                        build->names[device]);
 }
 
 int main(void)
 {
     static build_context build;
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    /* It builds the modules that are missing: there is nothing to load ahead,
-     * and a list left by another prewarm's helper would only cost reads. Set
-     * before zeInit, where the layer reads it. */
-    if (setenv("NEO_CACHE_PREFETCH", "0", 1) != 0 || !set_up_report_pipe(&build) ||
-        !open_devices(&build)) {
+    /* Before zeInit, where the layer starts. */
+    if (!build_helper_start(&build.report_fd) || !open_devices(&build)) {
         fprintf(stderr, "zecache-build: no Level Zero device could be opened\n");
         return 1;
     }
-    /* Kept until the next job is read, which may share its SPIR-V. */
-    prewarm_job previous = {0};
-    prewarm_job_read read = PREWARM_JOB_READY;
-    while (read != PREWARM_JOB_END && read != PREWARM_JOB_BAD) {
-        prewarm_job job;
-        char reason[256] = "";
-        read = prewarm_job_read_next(stdin, &previous, &job, reason, sizeof reason);
-        prewarm_job_free(&previous);
-        if (read == PREWARM_JOB_READY)
-            build_one(&build, &job);
-        else if (read != PREWARM_JOB_END)
-            printf("%u failed - %s\n", job.id, reason);
-        previous = job;
-    }
-    prewarm_job_free(&previous);
-    return read == PREWARM_JOB_BAD ? 1 : 0;
+    return build_helper_serve(build_one, &build);
 }

@@ -601,22 +601,26 @@ static int recipes(void)
     return recipes_found;
 }
 
-/* Prewarm rebuilds recorded inputs through Level Zero: an OpenCL request's
- * inputs are not recorded, a Level Zero one's are, once stored. */
-Test(frontend, only_level_zero_requests_are_recorded)
+/* Prewarm rebuilds Level Zero modules and whole OpenCL builds: an OpenCL
+ * compile's inputs (one part of a later link) are not recorded, an OpenCL
+ * build's and a Level Zero request's are, once stored. */
+Test(frontend, compiles_are_not_recorded_builds_are)
 {
     config.record_inputs = true;
     stand_in layer = new_layer("binary-1");
     flow_request.api = ZC_API_OPENCL;
-    flow_request.format = ZC_OPENCL_BUILD_IL;
+    flow_request.format = ZC_OPENCL_COMPILE_IL;
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
     cr_assert_eq(recipes(), 0);
+    flow_request.format = ZC_OPENCL_BUILD_IL;
+    cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
+    cr_assert_eq(recipes(), 1);
     flow_request.api = ZC_API_LEVEL_ZERO;
     flow_request.format = 0;
     cr_assert_eq(build(&layer), ZC_FRONTEND_BUILT);
-    cr_assert_eq(recipes(), 1);
-    assert_calls(&layer, 2, 0, 0);
-    assert_counted(0, 2, 0, 2);
+    cr_assert_eq(recipes(), 2);
+    assert_calls(&layer, 3, 0, 0);
+    assert_counted(0, 3, 0, 3);
 }
 
 /* ---- files the key read, changed while the driver compiled ---- */

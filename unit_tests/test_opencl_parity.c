@@ -96,16 +96,6 @@ static int opencl_entries_in(const char *dir)
     return opencl_entries;
 }
 
-/* PoCL names the file it compiles in its diagnostics after a random
- * temporary one (".../tempfile_2RlT8x.cl:4:14: ..."), the driver alone
- * too: the name is masked. */
-static void mask_temporary_names(char *text)
-{
-    for (char *at = strstr(text, "tempfile_"); at != NULL; at = strstr(at + 1, "tempfile_"))
-        for (size_t i = strlen("tempfile_"); i < strlen("tempfile_") + 6 && at[i] != '\0'; i++)
-            at[i] = '*';
-}
-
 /* The lookups of a run: misses, disk hits, memory hits, bypasses. */
 typedef struct lookups {
     int misses, disk_hits, memory_hits, bypasses;

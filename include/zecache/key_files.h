@@ -6,6 +6,7 @@
 #define ZECACHE_KEY_FILES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "zecache/sha256.h"
@@ -33,8 +34,16 @@ zc_key_files *zc_key_files_create(void);
  * of memory. */
 bool zc_key_files_add(zc_key_files *files, const char *path, zc_key_file_state state, uint64_t size,
                       const uint8_t digest[ZC_SHA256_SIZE]);
+/* How many files were seen (0 for NULL), and the i-th of them: its path,
+ * with its state, size and digest as seen (digest all zero unless found):
+ * what a recipe keeps, for a later check. */
+size_t zc_key_files_count(const zc_key_files *files);
+const char *zc_key_files_at(const zc_key_files *files, size_t i, zc_key_file_state *state,
+                            uint64_t *size, uint8_t digest[ZC_SHA256_SIZE]);
 /* Whether every file is still as it was seen. */
 bool zc_key_files_unchanged(const zc_key_files *files);
+/* The path of the first file not as it was seen; NULL when none. */
+const char *zc_key_files_first_changed(const zc_key_files *files);
 void zc_key_files_destroy(zc_key_files *files);
 
 #endif

@@ -101,8 +101,8 @@ static void store_under_loaded_compiler(lookup *request)
 static void record_compiled(lookup *request, const zc_key *key, const zc_artifact *fresh)
 {
     if (request->frontend->config->record_inputs)
-        zc_frontend_record(cache_of(request), request->request, request->device, key,
-                           zc_artifact_meta_of(fresh)->compile_ns);
+        zc_frontend_record(cache_of(request), request->request, request->device, request->files,
+                           key, zc_artifact_meta_of(fresh)->compile_ns);
 }
 
 /* Compiles as usual and puts the result in key's place: when the driver

@@ -2,6 +2,7 @@
 #ifndef ZECACHE_FRONTEND_INTERNAL_H
 #define ZECACHE_FRONTEND_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "zecache/build_request.h"
@@ -17,8 +18,17 @@ void zc_frontend_report(const char *outcome, const zc_key *key);
  * (NEO_CACHE_RECORD_INPUTS), after a compile of compile_ns that succeeded
  * and was stored. Failures are only logged; so is the cost against the
  * compile (bench/bench_record.sh). */
+struct zc_key_files;
 void zc_frontend_record(zc_cache *cache, const zc_build_request *request,
-                        const zc_device_description *device, const zc_key *key,
-                        uint64_t compile_ns);
+                        const zc_device_description *device, const struct zc_key_files *files,
+                        const zc_key *key, uint64_t compile_ns);
+
+/* frontend_record_opencl.c: recipe's OpenCL part (recipe->opencl, freed
+ * with it) for an OpenCL request keyed with files; false when the request
+ * is not one prewarm rebuilds (a compile or a link) or out of memory. */
+struct zc_recipe;
+bool zc_frontend_describe_opencl(const zc_build_request *request,
+                                 const zc_device_description *device,
+                                 const struct zc_key_files *files, struct zc_recipe *recipe);
 
 #endif

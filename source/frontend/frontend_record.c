@@ -3,12 +3,14 @@
  * `zecache prewarm` can build it again under another compiler. Runs after
  * the driver's compile succeeded and the entry was stored; whatever fails
  * here is logged and changes nothing for the application. Prewarm rebuilds
- * through Level Zero from SPIR-V, so only Level Zero SPIR-V requests are
- * recorded. */
+ * Level Zero modules from SPIR-V, and OpenCL programs from their source or
+ * IL (with frontend_record_opencl.c's part); the input's bytes are kept as
+ * SPIR-V blobs are, once per content. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend_internal.h"
+#include "zecache/key_files.h"
 #include "zecache/log.h"
 #include "zecache/recipe.h"
 #include "zecache/spirv.h"
@@ -49,6 +51,14 @@ static bool copy_input(const zc_build_input *from, zc_recipe_input *input)
     return copy_constants(from, input);
 }
 
+/* The kind of input each API's recipe rebuilds from. */
+static zc_input_kind recorded_kind(const zc_build_request *request)
+{
+    return request->api == ZC_API_OPENCL && request->format == ZC_OPENCL_BUILD_SOURCE
+               ? ZC_INPUT_OPENCL_C
+               : ZC_INPUT_SPIRV;
+}
+
 static bool describe(const zc_build_request *request, zc_recipe *recipe, const void **spirv)
 {
     recipe->format = request->format;
@@ -60,17 +70,19 @@ static bool describe(const zc_build_request *request, zc_recipe *recipe, const v
     bool ok = recipe->inputs != NULL;
     for (uint32_t i = 0; ok && i < request->input_count; i++) {
         spirv[i] = request->inputs[i].bytes;
-        ok = request->inputs[i].kind == ZC_INPUT_SPIRV &&
+        ok = request->inputs[i].kind == recorded_kind(request) &&
              copy_input(&request->inputs[i], &recipe->inputs[i]);
     }
     return ok;
 }
 
 void zc_frontend_record(zc_cache *cache, const zc_build_request *request,
-                        const zc_device_description *device, const zc_key *key, uint64_t compile_ns)
+                        const zc_device_description *device, const zc_key_files *files,
+                        const zc_key *key, uint64_t compile_ns)
 {
-    if (request->api != ZC_API_LEVEL_ZERO)
-        return;
+    if (request->api == ZC_API_OPENCL && request->format != ZC_OPENCL_BUILD_SOURCE &&
+        request->format != ZC_OPENCL_BUILD_IL)
+        return; /* compiles and links: not rebuilt from one program */
     uint64_t start = zc_artifact_clock_ns();
     zc_recipe recipe = {0};
     const void *spirv[ZC_RECIPE_MAX_INPUTS];
@@ -78,7 +90,9 @@ void zc_frontend_record(zc_cache *cache, const zc_build_request *request,
     recipe.driver_version = strdup(device->meta.driver_version);
     zc_status status = ZC_ERR_NOMEM;
     if (recipe.device_name != NULL && recipe.driver_version != NULL &&
-        describe(request, &recipe, spirv))
+        describe(request, &recipe, spirv) &&
+        (request->api != ZC_API_OPENCL ||
+         zc_frontend_describe_opencl(request, device, files, &recipe)))
         status = zc_cache_record_inputs(cache, key, &recipe, spirv);
     zc_recipe_free(&recipe);
     char hex[ZC_KEY_HEX_SIZE];

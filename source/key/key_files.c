@@ -124,12 +124,32 @@ static bool still_as_seen(const seen_file *seen)
     return same;
 }
 
-bool zc_key_files_unchanged(const zc_key_files *files)
+size_t zc_key_files_count(const zc_key_files *files)
+{
+    return files != NULL ? files->count : 0;
+}
+
+const char *zc_key_files_at(const zc_key_files *files, size_t i, zc_key_file_state *state,
+                            uint64_t *size, uint8_t digest[ZC_SHA256_SIZE])
+{
+    const seen_file *seen = &files->files[i];
+    *state = seen->state;
+    *size = seen->size;
+    memcpy(digest, seen->digest, ZC_SHA256_SIZE);
+    return seen->path;
+}
+
+const char *zc_key_files_first_changed(const zc_key_files *files)
 {
     for (size_t i = 0; files != NULL && i < files->count; i++)
         if (!still_as_seen(&files->files[i]))
-            return false;
-    return true;
+            return files->files[i].path;
+    return NULL;
+}
+
+bool zc_key_files_unchanged(const zc_key_files *files)
+{
+    return zc_key_files_first_changed(files) == NULL;
 }
 
 void zc_key_files_destroy(zc_key_files *files)

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "byte_order.h"
+#include "zecache/build_request.h"
+#include "zecache/key_files.h"
 #include "zecache/sha256.h"
 
 /* ---- writing ---- */
@@ -52,15 +54,20 @@ static void put_u64(writer *w, uint64_t value)
     put(w, bytes, sizeof bytes);
 }
 
-static void put_text(writer *w, const char *text)
+static void put_bounded_text(writer *w, const char *text, size_t bound)
 {
     size_t length = text != NULL ? strlen(text) : 0;
-    if (length > ZC_RECIPE_MAX_TEXT) {
+    if (length > bound) {
         w->too_large = true;
         return;
     }
     put_u32(w, (uint32_t)length);
     put(w, text, length);
+}
+
+static void put_text(writer *w, const char *text)
+{
+    put_bounded_text(w, text, ZC_RECIPE_MAX_TEXT);
 }
 
 static void put_input(writer *w, const zc_recipe_input *input)
@@ -83,6 +90,30 @@ static void put_input(writer *w, const zc_recipe_input *input)
     }
 }
 
+static void put_opencl(writer *w, const zc_recipe_opencl *opencl)
+{
+    put_u32(w, ZC_RECIPE_API_OPENCL);
+    put_text(w, opencl->working_dir);
+    if (opencl->file_count > ZC_RECIPE_MAX_FILES ||
+        opencl->variable_count > ZC_RECIPE_MAX_VARIABLES)
+        w->too_large = true;
+    put_u32(w, opencl->file_count);
+    for (uint32_t i = 0; i < opencl->file_count; i++) {
+        const zc_recipe_file *file = &opencl->files[i];
+        put_bounded_text(w, file->path, ZC_RECIPE_MAX_PATH);
+        put(w, &file->state, 1);
+        put_u64(w, file->size);
+        put(w, file->sha256, 32);
+    }
+    put_u32(w, opencl->variable_count);
+    for (uint32_t i = 0; i < opencl->variable_count; i++) {
+        const zc_recipe_variable *variable = &opencl->variables[i];
+        put_bounded_text(w, variable->name, ZC_RECIPE_MAX_PATH);
+        put(w, &(uint8_t){variable->value != NULL}, 1);
+        put_bounded_text(w, variable->value, ZC_RECIPE_MAX_PATH);
+    }
+}
+
 zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8_t **out,
                            size_t *out_size)
 {
@@ -96,6 +127,8 @@ zc_status zc_recipe_encode(const zc_recipe *recipe, int compression_level, uint8
     put_text(&w, recipe->driver_version);
     for (uint32_t i = 0; i < recipe->input_count; i++)
         put_input(&w, &recipe->inputs[i]);
+    if (recipe->opencl != NULL)
+        put_opencl(&w, recipe->opencl);
     zc_status status = ZC_ERR_NOMEM;
     if (w.too_large || w.size > ZC_RECIPE_MAX_CONTENT)
         status = ZC_ERR_TOO_LARGE;
@@ -155,10 +188,10 @@ static bool take_bool(reader *r, const char *what)
 
 /* A text, or NULL (and r->problem set) when it does not fit; embedded NULs
  * are refused, so the text is exactly what was recorded. */
-static char *take_text(reader *r, const char *what)
+static char *take_bounded_text(reader *r, const char *what, uint32_t bound)
 {
     uint32_t length = take_u32(r, what);
-    if (r->problem != NULL || length > ZC_RECIPE_MAX_TEXT || length > r->left ||
+    if (r->problem != NULL || length > bound || length > r->left ||
         memchr(r->at, '\0', length) != NULL) {
         r->problem = r->problem != NULL ? r->problem : what;
         return NULL;
@@ -175,6 +208,11 @@ static char *take_text(reader *r, const char *what)
     take(r, text, length, what);
     text[length] = '\0';
     return text;
+}
+
+static char *take_text(reader *r, const char *what)
+{
+    return take_bounded_text(r, what, ZC_RECIPE_MAX_TEXT);
 }
 
 static void take_constants(reader *r, zc_recipe_input *input)
@@ -218,6 +256,80 @@ static void take_input(reader *r, zc_recipe_input *input)
     take_constants(r, input);
 }
 
+/* An array of count elements of size bytes each taking at least min_bytes
+ * of what is left (so a damaged count is refused before allocating), or
+ * NULL with r->problem set; nothing is allocated when inputs_only. */
+static void *take_array(reader *r, uint32_t count, uint32_t bound, size_t min_bytes, size_t size,
+                        const char *what)
+{
+    if (r->problem == NULL && (count > bound || count > r->left / min_bytes))
+        r->problem = what;
+    if (r->problem != NULL || r->inputs_only)
+        return NULL;
+    void *array = calloc((size_t)count + 1, size);
+    if (array == NULL)
+        r->problem = "memory";
+    return array;
+}
+
+static void take_files(reader *r, zc_recipe_opencl *opencl)
+{
+    uint32_t count = take_u32(r, "file count");
+    opencl->files =
+        take_array(r, count, ZC_RECIPE_MAX_FILES, 45, sizeof *opencl->files, "file count");
+    opencl->file_count = opencl->files != NULL ? count : 0;
+    for (uint32_t i = 0; i < count && r->problem == NULL; i++) {
+        zc_recipe_file dropped, *file = r->inputs_only ? &dropped : &opencl->files[i];
+        file->path = take_bounded_text(r, "file path", ZC_RECIPE_MAX_PATH);
+        take(r, &file->state, 1, "file state");
+        if (file->state > ZC_KEY_FILE_FOUND && r->problem == NULL)
+            r->problem = "file state";
+        file->size = take_u64(r, "file size");
+        take(r, file->sha256, 32, "file digest");
+    }
+}
+
+static void take_variables(reader *r, zc_recipe_opencl *opencl)
+{
+    uint32_t count = take_u32(r, "variable count");
+    opencl->variables = take_array(r, count, ZC_RECIPE_MAX_VARIABLES, 9, sizeof *opencl->variables,
+                                   "variable count");
+    opencl->variable_count = opencl->variables != NULL ? count : 0;
+    for (uint32_t i = 0; i < count && r->problem == NULL; i++) {
+        zc_recipe_variable dropped, *variable = r->inputs_only ? &dropped : &opencl->variables[i];
+        variable->name = take_bounded_text(r, "variable name", ZC_RECIPE_MAX_PATH);
+        /* Not set: an empty text, so each recipe has one spelling. */
+        if (take_bool(r, "variable set"))
+            variable->value = take_bounded_text(r, "variable value", ZC_RECIPE_MAX_PATH);
+        else if (take_u32(r, "variable value") != 0 && r->problem == NULL)
+            r->problem = "variable value";
+    }
+}
+
+/* The OpenCL part after the last input, when there is one. */
+static void take_opencl(reader *r, zc_recipe *recipe)
+{
+    if (r->problem != NULL || r->left == 0)
+        return;
+    if (take_u32(r, "api") != ZC_RECIPE_API_OPENCL ||
+        (recipe->format != ZC_OPENCL_BUILD_IL && recipe->format != ZC_OPENCL_BUILD_SOURCE) ||
+        recipe->program || recipe->input_count != 1) {
+        r->problem = r->problem != NULL ? r->problem : "api";
+        return;
+    }
+    recipe->key.kind = ZC_ENTRY_OPENCL;
+    zc_recipe_opencl dropped = {0};
+    recipe->opencl = r->inputs_only ? NULL : calloc(1, sizeof *recipe->opencl);
+    zc_recipe_opencl *opencl = r->inputs_only ? &dropped : recipe->opencl;
+    if (opencl == NULL) {
+        r->problem = "memory";
+        return;
+    }
+    opencl->working_dir = take_text(r, "working directory");
+    take_files(r, opencl);
+    take_variables(r, opencl);
+}
+
 static void parse(reader *r, zc_recipe *recipe)
 {
     recipe->format = take_u32(r, "format");
@@ -241,6 +353,7 @@ static void parse(reader *r, zc_recipe *recipe)
     }
     for (uint32_t i = 0; i < recipe->input_count && r->problem == NULL; i++)
         take_input(r, &recipe->inputs[i]);
+    take_opencl(r, recipe);
     if (r->problem == NULL && r->left != 0)
         r->problem = "the end (bytes follow the last input)";
 }
@@ -256,8 +369,8 @@ static zc_status decode(const void *data, size_t size, const zc_key *expected, b
         ZC_RECIPE_MAX_CONTENT, &content, &content_size, out->key.bytes, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    /* The recipe names its entry's bytes; the kind is the caller's. */
-    out->key.kind = expected != NULL ? expected->kind : ZC_ENTRY_LEVEL_ZERO;
+    /* The recipe names its entry's bytes; the kind is its OpenCL part's. */
+    out->key.kind = ZC_ENTRY_LEVEL_ZERO;
     reader r = {.at = content, .left = content_size, .inputs_only = inputs_only};
     parse(&r, out);
     free(content);
@@ -279,8 +392,25 @@ zc_status zc_recipe_decode_inputs(const void *data, size_t size, const zc_key *e
     return decode(data, size, expected, true, out, reason, reason_size);
 }
 
+static void free_opencl(zc_recipe_opencl *opencl)
+{
+    if (opencl == NULL)
+        return;
+    for (uint32_t i = 0; opencl->files != NULL && i < opencl->file_count; i++)
+        free(opencl->files[i].path);
+    for (uint32_t i = 0; opencl->variables != NULL && i < opencl->variable_count; i++) {
+        free(opencl->variables[i].name);
+        free(opencl->variables[i].value);
+    }
+    free(opencl->files);
+    free(opencl->variables);
+    free(opencl->working_dir);
+    free(opencl);
+}
+
 void zc_recipe_free(zc_recipe *recipe)
 {
+    free_opencl(recipe->opencl);
     for (uint32_t i = 0; recipe->inputs != NULL && i < recipe->input_count; i++) {
         free(recipe->inputs[i].flags);
         free(recipe->inputs[i].constants);
