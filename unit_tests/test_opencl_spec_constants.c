@@ -1,8 +1,8 @@
 /* Specialization constants of OpenCL IL programs through the layer, on
- * Intel's driver (PoCL takes no IL): each set of values is its own entry,
- * built alike alone, cold (a miss) and warm (a disk hit in a new process,
- * which compiles nothing), and calls the driver refuses answer as without
- * the layer. */
+ * Intel's driver and PoCL 6.0 (3.1 takes no IL): each set of values is its
+ * own entry, built alike alone, cold (a miss) and warm (a disk hit in a new
+ * process, which compiles nothing), and calls the driver refuses answer as
+ * without the layer. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -19,9 +19,9 @@ static char alone[OUTPUT_MAX];
 static void spec_run(bool with_layer, const char *const *args)
 {
     if (with_layer)
-        probe_run(false, ENV(LAYER, LAYER_SETTINGS), args);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0"), args);
     else
-        probe_run(false, NULL, args);
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0"), args);
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
                  run.err);
 }
@@ -56,6 +56,20 @@ Test(opencl_spec_constants, each_set_its_own_entry_on_intel)
      * its own values (another binary). */
     assert_cached_alike(ARGS("Intel", SPEC_CONSTANTS, "values", "3", "4"));
     cr_assert_str_neq(first, alone, "both sets built alike: %s", alone);
+    cr_assert_eq(opencl_entries_in(sc.cache), 2);
+}
+
+/* PoCL 6.0 takes IL (3.1 does not: then there is nothing to test); the
+ * kernel runs and computes id 1's value plus id 2's. */
+Test(opencl_spec_constants, each_set_its_own_entry_on_pocl)
+{
+    probe_run(false, NULL, ARGS("Portable", SPEC_CONSTANTS, "values", "1", "2"));
+    if (run.exit_status == 2)
+        cr_skip_test("this PoCL takes no IL");
+    assert_cached_alike(ARGS("Portable", SPEC_CONSTANTS, "values", "1", "2"));
+    cr_assert_not_null(strstr(alone, "computed 0: 3 3 3 3\n"), "%s", alone);
+    assert_cached_alike(ARGS("Portable", SPEC_CONSTANTS, "values", "30", "40"));
+    cr_assert_not_null(strstr(alone, "computed 0: 70 70 70 70\n"), "%s", alone);
     cr_assert_eq(opencl_entries_in(sc.cache), 2);
 }
 
