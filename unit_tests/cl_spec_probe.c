@@ -118,21 +118,12 @@ static void bad(cl_program program)
     build_and_print(program);
 }
 
-static bool open_platform(const char *wanted)
-{
-    cl_platform_id platform = find_platform(wanted);
-    if (platform == NULL ||
-        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) != CL_SUCCESS)
-        return false;
-    context = clCreateContext(NULL, 1, &device, NULL, NULL, NULL);
-    return context != NULL;
-}
-
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* all of it, should the layer crash */
     size_t size = 0;
-    void *il = argc >= 4 && open_platform(argv[1]) ? read_il(argv[2], &size) : NULL;
+    void *il =
+        argc >= 4 && open_first_device(argv[1], &device, &context) ? read_il(argv[2], &size) : NULL;
     cl_int status = CL_INVALID_VALUE;
     cl_program program = il != NULL ? clCreateProgramWithIL(context, il, size, &status) : NULL;
     free(il);
