@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "zecache/artifact.h"
+#include "zecache/build_request.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
 #include "zecache/frontend_device.h"
@@ -119,6 +120,33 @@ const char *zcc_unkeyable_reason(cl_program program);
 void zcc_hit_free(zcc_hit *hit);
 /* One atomic load: whether any hit is live. */
 bool zcc_hits_empty(void);
+
+/* ---- cl_spec_constants.c: specialization constants the driver took ---- */
+
+/* Records a constant the driver accepted for program (the last value of an
+ * id wins); false when memory runs out or the program has too many ids
+ * (then its builds cannot be keyed). */
+bool zcc_spec_constants_record(cl_program program, cl_uint id, size_t size, const void *value);
+/* Forgets program's constants (released, or a new program at its address). */
+void zcc_spec_constants_forget(cl_program program);
+/* One atomic load: whether no program has constants recorded. */
+bool zcc_spec_constants_none(void);
+
+/* A program's constants as the key takes them (zc_spec_constants). */
+typedef struct zcc_spec_values {
+    uint32_t count;
+    uint32_t *ids;
+    const void **values;
+    void *held; /* what values point into */
+} zcc_spec_values;
+
+/* The constants set for program, whose input (as the driver holds it) is
+ * input: count 0 when none were set; false, with why in detail, when the
+ * key cannot hold them as the driver took them (a size other than the
+ * width the IL declares, IL that cannot be read, no IL). */
+bool zcc_spec_constants_for(cl_program program, const zc_build_input *input,
+                            zcc_spec_values *values, char *detail, size_t detail_size);
+void zcc_spec_values_free(zcc_spec_values *values);
 
 /* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
 

@@ -1,7 +1,7 @@
 /* The rest of a program's life around the cache: releases, builds the
- * cache does not serve (clCompileProgram, clLinkProgram), and programs whose
- * build the key cannot see whole (specialization constants, whose values
- * cannot be read back; a source string holding a NUL byte). */
+ * cache does not serve (clCompileProgram, clLinkProgram), specialization
+ * constants (which the driver cannot be asked for back), and programs whose
+ * build the key cannot see whole (a source string holding a NUL byte). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +62,8 @@ static cl_program born(cl_program program)
         zcc_hit_free(zcc_hits_take(program));
         forget_mark(program);
     }
+    if (program != NULL)
+        zcc_spec_constants_forget(program);
     return program;
 }
 
@@ -81,8 +83,11 @@ cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, c
 {
     cl_int result =
         zcc_layer.next.clSetProgramSpecializationConstant(program, spec_id, spec_size, spec_value);
-    if (result == CL_SUCCESS)
-        (void)mark(program, "specialization constants were set");
+    /* Only what the driver took, so the application sees its own answer
+     * to every call; a constant the layer cannot hold makes the program's
+     * builds unkeyable. */
+    if (result == CL_SUCCESS && !zcc_spec_constants_record(program, spec_id, spec_size, spec_value))
+        (void)mark(program, "specialization constants the layer could not record");
     return result;
 }
 
@@ -132,7 +137,7 @@ cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context conte
 
 cl_int CL_API_CALL zcc_release_program(cl_program program)
 {
-    if (zcc_hits_empty() && atomic_load(&marked.live) == 0)
+    if (zcc_hits_empty() && atomic_load(&marked.live) == 0 && zcc_spec_constants_none())
         return zcc_layer.next.clReleaseProgram(program);
     zc_fork_guard_lock(&releasing, &releasing_guarded);
     cl_uint references = 0;
@@ -143,6 +148,8 @@ cl_int CL_API_CALL zcc_release_program(cl_program program)
     zcc_hit *hit = last ? zcc_hits_take(program) : NULL;
     if (last)
         forget_mark(program);
+    if (last)
+        zcc_spec_constants_forget(program);
     cl_int result = zcc_layer.next.clReleaseProgram(program);
     pthread_mutex_unlock(&releasing);
     zcc_hit_free(hit);

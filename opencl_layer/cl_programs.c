@@ -302,6 +302,17 @@ static void build_through_cache(build_call *call)
         return;
     }
     input.flags = call->options;
+    zcc_spec_values constants;
+    if (!zcc_spec_constants_for(call->program, &input, &constants, detail, sizeof(detail))) {
+        zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
+        build_alone(call);
+        free(bytes);
+        return;
+    }
+    /* Without constants the key stays what it was before they were cached. */
+    input.has_constants = constants.count > 0;
+    input.constants = (zc_spec_constants){
+        .count = constants.count, .ids = constants.ids, .values = constants.values};
     zc_build_request request = {.api = ZC_API_OPENCL,
                                 .format = input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL
                                                                        : ZC_OPENCL_BUILD_SOURCE,
@@ -313,6 +324,7 @@ static void build_through_cache(build_call *call)
     call->meta = &zcc_device_description(device)->meta;
     (void)zc_frontend_build(&frontend, &request, zcc_device_description(device),
                             zcc_device_compiler(device), &build_ops, call);
+    zcc_spec_values_free(&constants);
     free(bytes);
 }
 

@@ -3,6 +3,7 @@
 #define ZC_CL_FIND_PLATFORM_H
 
 #include <CL/cl.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* The first platform whose name contains wanted; NULL when none. */
@@ -19,6 +20,17 @@ static inline cl_platform_id find_platform(const char *wanted)
             return platforms[i];
     }
     return NULL;
+}
+
+/* The first device of the platform named wanted, and a context of it. */
+static inline bool open_first_device(const char *wanted, cl_device_id *device, cl_context *context)
+{
+    cl_platform_id platform = find_platform(wanted);
+    if (platform == NULL ||
+        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, device, NULL) != CL_SUCCESS)
+        return false;
+    *context = clCreateContext(NULL, 1, device, NULL, NULL, NULL);
+    return *context != NULL;
 }
 
 #endif

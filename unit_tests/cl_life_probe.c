@@ -149,20 +149,10 @@ static void callbacks(void)
     }
 }
 
-static bool open_platform(const char *wanted)
-{
-    cl_platform_id platform = find_platform(wanted);
-    if (platform == NULL ||
-        clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, NULL) != CL_SUCCESS)
-        return false;
-    context = clCreateContext(NULL, 1, &device, NULL, NULL, NULL);
-    return context != NULL;
-}
-
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* all of it, should the layer crash */
-    if (argc != 3 || !open_platform(argv[1]))
+    if (argc != 3 || !open_first_device(argv[1], &device, &context))
         return 2;
     if (strcmp(argv[2], "race") == 0)
         race();

@@ -248,6 +248,25 @@ static inline int entries_in(const char *dir)
     return counted_entries;
 }
 
+/* zecache's OpenCL entries: <64 hex>.cl_cache. */
+static int opencl_entries;
+static inline int count_opencl_entry(const char *path, const struct stat *st, int flag,
+                                     struct FTW *ftw)
+{
+    (void)st;
+    const char *name = path + ftw->base;
+    size_t hex = strspn(name, "0123456789abcdef");
+    opencl_entries += flag == FTW_F && hex == 64 && strcmp(name + hex, ".cl_cache") == 0;
+    return 0;
+}
+
+static inline int opencl_entries_in(const char *dir)
+{
+    opencl_entries = 0;
+    nftw(dir, count_opencl_entry, 16, FTW_PHYS);
+    return opencl_entries;
+}
+
 /* Every file under dir, whatever its name. */
 static inline int files_in(const char *dir)
 {

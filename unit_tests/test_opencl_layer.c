@@ -2,8 +2,10 @@
  * (no driver, so it runs under the sanitizers): an entry's kernel attributes
  * written and read back, every truncation of an entry refused without a
  * read past its end, and what a hit answers itself (build options and log,
- * kernel attributes, its kernels' program) with OpenCL's size rules. */
+ * kernel attributes, its kernels' program) with OpenCL's size rules, and
+ * the specialization constants the key gets. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -275,4 +277,52 @@ Test(opencl_layer, a_hit_with_live_kernels_is_kept_on_a_rebuild)
     zcc_hits_count_kernel(BUILT, -1); /* never below none */
     cr_assert(zcc_hits_drop(APP_PROGRAM));
     cr_assert(zcc_hits_empty());
+}
+
+/* A driver that takes a constant of any size for id 1, and refuses the
+ * rest (what is refused must not be recorded). */
+static cl_int CL_API_CALL fake_set_constant(cl_program program, cl_uint id, size_t size,
+                                            const void *value)
+{
+    (void)program, (void)size, (void)value;
+    return id == 1 ? CL_SUCCESS : CL_INVALID_SPEC_ID;
+}
+
+static size_t read_spec_kernel(unsigned char *bytes, size_t size)
+{
+    FILE *file = fopen(ZC_KERNEL_DIR "/e2e_spec_constants.spv", "rb");
+    cr_assert_not_null(file);
+    size_t read = fread(bytes, 1, size, file);
+    fclose(file);
+    return read;
+}
+
+/* What the key gets: what the driver took, the last value of an id; a
+ * size other than the IL's declared width (id 1: 4 bytes) is refused. */
+Test(opencl_layer, specialization_constants_as_the_driver_took_them)
+{
+    zcc_layer.next.clSetProgramSpecializationConstant = fake_set_constant;
+    static unsigned char il[1 << 16];
+    zc_build_input input = {.kind = ZC_INPUT_SPIRV, .bytes = il};
+    input.size = read_spec_kernel(il, sizeof(il));
+    uint32_t first = 1, last = 2;
+    uint64_t wide = 3;
+    cr_assert_eq(zcc_set_program_specialization_constant(APP_PROGRAM, 2, 4, &first),
+                 CL_INVALID_SPEC_ID);
+    zcc_spec_values values;
+    char detail[256] = "";
+    cr_assert(zcc_spec_constants_for(APP_PROGRAM, &input, &values, detail, sizeof(detail)));
+    cr_assert_eq(values.count, 0);
+    cr_assert_eq(zcc_set_program_specialization_constant(APP_PROGRAM, 1, 4, &first), CL_SUCCESS);
+    cr_assert_eq(zcc_set_program_specialization_constant(APP_PROGRAM, 1, 4, &last), CL_SUCCESS);
+    cr_assert(zcc_spec_constants_for(APP_PROGRAM, &input, &values, detail, sizeof(detail)));
+    cr_assert_eq(values.count, 1);
+    cr_assert_eq(values.ids[0], 1);
+    cr_assert_eq(memcmp(values.values[0], &last, sizeof(last)), 0);
+    zcc_spec_values_free(&values);
+    cr_assert_eq(zcc_set_program_specialization_constant(APP_PROGRAM, 1, 8, &wide), CL_SUCCESS);
+    cr_assert_not(zcc_spec_constants_for(APP_PROGRAM, &input, &values, detail, sizeof(detail)));
+    cr_assert_str_eq(detail, "specialization constant 1 set with 8 bytes, declared with 4");
+    cr_assert_eq(zcc_release_program(APP_PROGRAM), CL_SUCCESS);
+    cr_assert(zcc_spec_constants_none());
 }
