@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "zecache/artifact.h"
+#include "zecache/build_request.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
 #include "zecache/frontend_device.h"
@@ -40,7 +41,8 @@ typedef struct zcc_entry {
 } zcc_entry;
 
 /* The entry of a build of program (the driver's), with its binary and build
- * log; NULL when the kernels cannot be asked or memory runs out. */
+ * log; NULL when the kernels cannot be asked or memory runs out. program
+ * NULL: a compiled object's, with no kernels. */
 zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
                               const char *log, size_t log_length, const zc_artifact_meta *meta);
 /* The parts of artifact's entry (pointing into it); false for a bad one. */
@@ -87,6 +89,11 @@ typedef struct zcc_hit {
     size_t live_kernels; /* kernels of built the application holds */
     uint8_t *kernels;    /* the entry's kernel attributes (zcc_entry) */
     size_t kernels_size;
+    /* A clCompileProgram hit: built is a compiled object created from the
+     * entry's, which answers as compiled with the entry's bytes. */
+    bool compiled;
+    uint8_t *object;
+    size_t object_size;
 } zcc_hit;
 
 /* Takes hit (malloc'd, with its strings) into the table, in place of any
@@ -115,12 +122,67 @@ bool zcc_hits_drop(cl_program program);
 /* Why the key cannot see the whole build of program (specialization
  * constants set, a source string holding a NUL byte); NULL when it can. */
 const char *zcc_unkeyable_reason(cl_program program);
+/* A copy of the compiled object of program's compile hit (malloc'd); NULL
+ * when program is no compile hit. */
+void *zcc_hits_object_of(cl_program program, size_t *size);
 /* Releases the layer's program and frees hit. */
 void zcc_hit_free(zcc_hit *hit);
 /* One atomic load: whether any hit is live. */
 bool zcc_hits_empty(void);
 
-/* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
+/* ---- cl_programs.c (builds), cl_compile.c, cl_link.c, cl_program_life.c
+ * (the rest) ---- */
+
+typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
+
+/* What clCompileProgram adds to a build: its headers as given, and as the
+ * key holds them. */
+typedef struct zcc_compile_args {
+    cl_uint num_input_headers;
+    const cl_program *input_headers;
+    const char **header_include_names;
+    uint32_t header_count;
+    const zc_named_header *headers;
+    const char *bypass; /* why the headers cannot be keyed; NULL when they can */
+} zcc_compile_args;
+
+/* One clBuildProgram or clCompileProgram call with the application's
+ * arguments. */
+typedef struct build_call {
+    cl_program program;
+    cl_uint num_devices;
+    const cl_device_id *device_list;
+    const char *options;
+    zcc_notify notify;
+    void *user_data;
+    const zcc_compile_args *compile; /* NULL for clBuildProgram */
+    cl_device_id device;             /* the one device built for */
+    const zc_artifact_meta *meta;
+    cl_int result;
+} build_call;
+
+/* Runs a build or compile call through the cache (or the driver alone),
+ * the application's callback called as the driver would; its result. */
+cl_int zcc_build_run(const build_call *call);
+/* The binary of a program built for one device (malloc'd); NULL on failure. */
+unsigned char *zcc_binary_of(cl_program program, size_t *size);
+/* A program's build log for device (malloc'd, NUL-terminated); NULL on
+ * failure. */
+char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length);
+/* The layer's program from a cached binary for device: built with options,
+ * or, for an object, a compiled object as created; NULL with the driver's
+ * answer in detail when it refuses. */
+cl_program zcc_program_from(cl_context context, cl_device_id device, const char *options,
+                            bool object, const unsigned char *binary, size_t size, char *detail,
+                            size_t detail_size);
+/* Whether built gives back exactly binary (the driver did not rebuild it). */
+bool zcc_loaded_unchanged(cl_program built, const unsigned char *binary, size_t size);
+/* The program's IL, else its source, as the driver holds it (malloc'd);
+ * NULL when it has neither. */
+void *zcc_input_of(cl_program program, zc_build_input *input);
+/* The stand-in for the application's callback on the cached path: notes in
+ * *(bool *)notified that the driver called it. */
+void CL_CALLBACK zcc_note_notified(cl_program program, void *notified);
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
@@ -139,6 +201,9 @@ cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
                                         void(CL_CALLBACK *notify)(cl_program, void *),
                                         void *user_data, cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_release_program(cl_program program);
+/* A new program (NULL too): records of one released before at its address
+ * go. */
+cl_program zcc_program_born(cl_program program);
 /* Each way a program comes to exist forgets any record of a program that
  * lived at the same address before. */
 cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,
