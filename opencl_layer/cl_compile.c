@@ -84,15 +84,8 @@ cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
                              .header_include_names = header_include_names};
     if (!gather_headers(&args))
         args.bypass = "out of memory for the input headers";
-    build_call call = {.program = program,
-                       .num_devices = num_devices,
-                       .device_list = device_list,
-                       .options = options,
-                       .notify = notify,
-                       .user_data = user_data,
-                       .compile = &args,
-                       .result = CL_SUCCESS};
-    cl_int result = zcc_build_run(&call);
+    cl_int result =
+        zcc_build_run(program, num_devices, device_list, options, notify, user_data, &args);
     free_headers(&args);
     return result;
 }

@@ -15,6 +15,7 @@
 #include "zecache/build_request.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
+#include "zecache/frontend.h"
 #include "zecache/frontend_device.h"
 #include "zecache/key.h"
 
@@ -146,37 +147,28 @@ typedef struct zcc_compile_args {
     const char *bypass; /* why the headers cannot be keyed; NULL when they can */
 } zcc_compile_args;
 
-/* One clBuildProgram or clCompileProgram call with the application's
- * arguments. */
-typedef struct build_call {
-    cl_program program;
-    cl_uint num_devices;
-    const cl_device_id *device_list;
-    const char *options;
-    zcc_notify notify;
-    void *user_data;
-    const zcc_compile_args *compile; /* NULL for clBuildProgram */
-    cl_device_id device;             /* the one device built for */
-    const zc_artifact_meta *meta;
-    cl_int result;
-} build_call;
-
-/* Runs a build or compile call through the cache (or the driver alone),
- * the application's callback called as the driver would; its result. */
-cl_int zcc_build_run(const build_call *call);
+/* Runs a clBuildProgram (compile NULL) or clCompileProgram call through
+ * the cache, or the driver alone; the application's callback called as the
+ * driver would; the call's result. */
+cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+                     const char *options, zcc_notify notify, void *user_data,
+                     const zcc_compile_args *compile);
 /* The binary of a program built for one device (malloc'd); NULL on failure. */
 unsigned char *zcc_binary_of(cl_program program, size_t *size);
-/* A program's build log for device (malloc'd, NUL-terminated); NULL on
- * failure. */
-char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length);
-/* The layer's program from a cached binary for device: built with options,
- * or, for an object, a compiled object as created; NULL with the driver's
- * answer in detail when it refuses. */
-cl_program zcc_program_from(cl_context context, cl_device_id device, const char *options,
-                            bool object, const unsigned char *binary, size_t size, char *detail,
-                            size_t detail_size);
-/* Whether built gives back exactly binary (the driver did not rebuild it). */
-bool zcc_loaded_unchanged(cl_program built, const unsigned char *binary, size_t size);
+/* The entry of what the driver made of program for device, timed from
+ * start: its binary and build log, and with kernels each kernel's
+ * attributes (a compiled object has none). */
+zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
+                       const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out);
+/* The layer's program (*built) from artifact's binary for device: built
+ * with options, or for an object a compiled object as created; checked to
+ * give back the same bytes (an executable). ZC_HIT_REFUSED with the
+ * driver's answer in detail, ZC_HIT_REBUILT (nothing left), or
+ * ZC_HIT_CREATED with *entry read from artifact. */
+zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
+                                    cl_device_id device, const char *options, bool object,
+                                    cl_program *built, zcc_entry *entry, char *detail,
+                                    size_t detail_size);
 /* The program's IL, else its source, as the driver holds it (malloc'd);
  * NULL when it has neither. */
 void *zcc_input_of(cl_program program, zc_build_input *input);

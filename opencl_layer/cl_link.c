@@ -11,11 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cl_layer_internal.h"
 #include "zecache/frontend.h"
-#include "zecache/log.h"
 
 /* One clLinkProgram call; inputs has a compile hit's program replaced by the
  * layer's, which the driver links. */
@@ -52,22 +50,7 @@ static zc_status link_with_driver(void *context, zc_artifact **out)
     uint64_t start = zc_artifact_clock_ns();
     if (!link_alone(call))
         return ZC_ERR_BUILD;
-    zc_artifact_meta meta = *call->meta;
-    meta.compile_ns = zc_artifact_clock_ns() - start;
-    meta.created_unix = (uint64_t)time(NULL);
-    size_t binary_size, log_length;
-    unsigned char *binary = zcc_binary_of(call->linked, &binary_size);
-    char *log = zcc_build_log_of(call->linked, call->device, &log_length);
-    zc_status status = ZC_ERR_NOMEM;
-    if (binary != NULL && log != NULL) {
-        *out = zcc_entry_create(call->linked, binary, binary_size, log, log_length, &meta);
-        status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
-    } else {
-        zc_log_info("cannot read the binary or build log of a linked OpenCL program");
-    }
-    free(binary);
-    free(log);
-    return status;
+    return zcc_entry_of(call->linked, call->device, true, call->meta, start, out);
 }
 
 static zc_hit_outcome create_linked(void *context, const zc_artifact *artifact, char *detail,
@@ -75,21 +58,15 @@ static zc_hit_outcome create_linked(void *context, const zc_artifact *artifact, 
 {
     link_call *call = context;
     zcc_entry entry;
-    if (!zcc_entry_read(artifact, &entry)) {
-        snprintf(detail, detail_size, "an entry of another form");
-        return ZC_HIT_REFUSED;
+    cl_program built = NULL;
+    zc_hit_outcome outcome =
+        zcc_program_of_entry(artifact, call->context, call->device, call->options, false, &built,
+                             &entry, detail, detail_size);
+    if (outcome == ZC_HIT_CREATED) {
+        call->linked = built;
+        call->result = CL_SUCCESS;
     }
-    cl_program built = zcc_program_from(call->context, call->device, call->options, false,
-                                        entry.binary, entry.binary_size, detail, detail_size);
-    if (built == NULL)
-        return ZC_HIT_REFUSED;
-    if (!zcc_loaded_unchanged(built, entry.binary, entry.binary_size)) {
-        zcc_layer.next.clReleaseProgram(built);
-        return ZC_HIT_REBUILT;
-    }
-    call->linked = built;
-    call->result = CL_SUCCESS;
-    return ZC_HIT_CREATED;
+    return outcome;
 }
 
 static const zc_frontend_ops link_ops = {

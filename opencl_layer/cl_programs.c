@@ -14,6 +14,21 @@
 #include "zecache/frontend.h"
 #include "zecache/log.h"
 
+/* One clBuildProgram or clCompileProgram call with the application's
+ * arguments. */
+typedef struct build_call {
+    cl_program program;
+    cl_uint num_devices;
+    const cl_device_id *device_list;
+    const char *options;
+    zcc_notify notify;
+    void *user_data;
+    const zcc_compile_args *compile; /* NULL for clBuildProgram */
+    cl_device_id device;             /* the one device built for */
+    const zc_artifact_meta *meta;
+    cl_int result;
+} build_call;
+
 static bool build_alone(void *context)
 {
     build_call *call = context;
@@ -31,7 +46,7 @@ static bool build_alone(void *context)
 
 /* A program's build log for device (malloc'd, NUL-terminated); NULL on
  * failure. */
-char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length)
+static char *build_log_of(cl_program program, cl_device_id device, size_t *length)
 {
     size_t size = 0;
     *length = 0;
@@ -67,24 +82,19 @@ unsigned char *zcc_binary_of(cl_program program, size_t *size)
     return binary;
 }
 
-/* The driver's build; its binary and log for the entry. */
-static zc_status compile_with_driver(void *context, zc_artifact **out)
+zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
+                       const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out)
 {
-    build_call *call = context;
-    uint64_t start = zc_artifact_clock_ns();
-    if (!build_alone(call))
-        return ZC_ERR_BUILD;
-    zc_artifact_meta meta = *call->meta;
+    zc_artifact_meta meta = *device_meta;
     meta.compile_ns = zc_artifact_clock_ns() - start;
     meta.created_unix = (uint64_t)time(NULL);
     size_t binary_size, log_length;
-    unsigned char *binary = zcc_binary_of(call->program, &binary_size);
-    char *log = zcc_build_log_of(call->program, call->device, &log_length);
+    unsigned char *binary = zcc_binary_of(program, &binary_size);
+    char *log = build_log_of(program, device, &log_length);
     zc_status status = ZC_ERR_NOMEM;
     if (binary != NULL && log != NULL) {
-        /* A compiled object has no kernels to ask. */
-        *out = zcc_entry_create(call->compile != NULL ? NULL : call->program, binary, binary_size,
-                                log, log_length, &meta);
+        *out =
+            zcc_entry_create(kernels ? program : NULL, binary, binary_size, log, log_length, &meta);
         status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
     } else {
         zc_log_info("cannot read the binary or build log of a built OpenCL program");
@@ -94,14 +104,25 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     return status;
 }
 
+/* The driver's build; its binary and log for the entry (a compiled object
+ * has no kernels to ask). */
+static zc_status compile_with_driver(void *context, zc_artifact **out)
+{
+    build_call *call = context;
+    uint64_t start = zc_artifact_clock_ns();
+    if (!build_alone(call))
+        return ZC_ERR_BUILD;
+    return zcc_entry_of(call->program, call->device, call->compile == NULL, call->meta, start, out);
+}
+
 /* The layer's program from binary for device, built with options (which
  * the driver reads for a binary too), or for a compiled object left as
  * created: both drivers link a compiled object made from a binary as it is
  * (measured: Intel 22.43, PoCL 3.1). NULL, with what the driver said in
  * detail, when the driver refuses it. */
-cl_program zcc_program_from(cl_context context, cl_device_id device, const char *options,
-                            bool object, const unsigned char *binary, size_t size, char *detail,
-                            size_t detail_size)
+static cl_program program_from(cl_context context, cl_device_id device, const char *options,
+                               bool object, const unsigned char *binary, size_t size, char *detail,
+                               size_t detail_size)
 {
     cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
     cl_program built = zcc_layer.next.clCreateProgramWithBinary(context, 1, &device, &size, &binary,
@@ -126,7 +147,7 @@ cl_program zcc_program_from(cl_context context, cl_device_id device, const char 
 
 /* Whether built gives back exactly binary: the driver did not rebuild it
  * from the intermediate code it holds (a debug key, a debugger). */
-bool zcc_loaded_unchanged(cl_program built, const unsigned char *binary, size_t size)
+static bool loaded_unchanged(cl_program built, const unsigned char *binary, size_t size)
 {
     size_t built_size;
     unsigned char *built_binary = zcc_binary_of(built, &built_size);
@@ -134,6 +155,28 @@ bool zcc_loaded_unchanged(cl_program built, const unsigned char *binary, size_t 
         built_binary != NULL && built_size == size && memcmp(built_binary, binary, size) == 0;
     free(built_binary);
     return same;
+}
+
+zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
+                                    cl_device_id device, const char *options, bool object,
+                                    cl_program *built, zcc_entry *entry, char *detail,
+                                    size_t detail_size)
+{
+    if (!zcc_entry_read(artifact, entry)) {
+        snprintf(detail, detail_size, "an entry of another form");
+        return ZC_HIT_REFUSED;
+    }
+    *built = program_from(context, device, options, object, entry->binary, entry->binary_size,
+                          detail, detail_size);
+    if (*built == NULL)
+        return ZC_HIT_REFUSED;
+    /* A compiled object made from a binary gives back other bytes on both
+     * drivers; its hit answers with the entry's (cl_queries.c). */
+    if (!object && !loaded_unchanged(*built, entry->binary, entry->binary_size)) {
+        zcc_layer.next.clReleaseProgram(*built);
+        return ZC_HIT_REBUILT;
+    }
+    return ZC_HIT_CREATED;
 }
 
 static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact,
@@ -173,28 +216,19 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
                                            size_t detail_size)
 {
     build_call *call = context;
-    zcc_entry entry;
-    if (!zcc_entry_read(artifact, &entry)) {
-        snprintf(detail, detail_size, "an entry of another form");
-        return ZC_HIT_REFUSED;
-    }
     cl_context program_context = NULL;
     if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT, sizeof(program_context),
                                         &program_context, NULL) != CL_SUCCESS) {
         snprintf(detail, detail_size, "the program's context cannot be asked");
         return ZC_HIT_REFUSED;
     }
-    bool object = call->compile != NULL;
-    cl_program built = zcc_program_from(program_context, call->device, call->options, object,
-                                        entry.binary, entry.binary_size, detail, detail_size);
-    if (built == NULL)
-        return ZC_HIT_REFUSED;
-    /* A compiled object made from a binary gives back other bytes on both
-     * drivers; the hit answers with the entry's (cl_queries.c). */
-    if (!object && !zcc_loaded_unchanged(built, entry.binary, entry.binary_size)) {
-        zcc_layer.next.clReleaseProgram(built);
-        return ZC_HIT_REBUILT;
-    }
+    cl_program built = NULL;
+    zcc_entry entry;
+    zc_hit_outcome outcome =
+        zcc_program_of_entry(artifact, program_context, call->device, call->options,
+                             call->compile != NULL, &built, &entry, detail, detail_size);
+    if (outcome != ZC_HIT_CREATED)
+        return outcome;
     zcc_hit *hit = hit_of(call, built, artifact, &entry);
     if (hit == NULL || !zcc_hits_add(hit)) {
         if (hit != NULL)
@@ -351,12 +385,18 @@ void CL_CALLBACK zcc_note_notified(cl_program program, void *notified)
     *(bool *)notified = true;
 }
 
-cl_int zcc_build_run(const build_call *request)
+cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+                     const char *options, zcc_notify notify, void *user_data,
+                     const zcc_compile_args *compile)
 {
-    build_call call = *request;
-    cl_program program = call.program;
-    zcc_notify notify = call.notify;
-    void *user_data = call.user_data;
+    build_call call = {.program = program,
+                       .num_devices = num_devices,
+                       .device_list = device_list,
+                       .options = options,
+                       .notify = notify,
+                       .user_data = user_data,
+                       .compile = compile,
+                       .result = CL_SUCCESS};
     zc_bypass_reason reason;
     char detail[256] = "";
     if (!cacheable(&call, &reason, detail, sizeof(detail))) {
@@ -393,12 +433,5 @@ cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
                                      zcc_notify notify, void *user_data)
 {
-    build_call call = {.program = program,
-                       .num_devices = num_devices,
-                       .device_list = device_list,
-                       .options = options,
-                       .notify = notify,
-                       .user_data = user_data,
-                       .result = CL_SUCCESS};
-    return zcc_build_run(&call);
+    return zcc_build_run(program, num_devices, device_list, options, notify, user_data, NULL);
 }
