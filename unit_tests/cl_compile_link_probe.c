@@ -33,6 +33,13 @@ static const char *const helper_source = "int helper(int x) { return x * 3; }\n"
 static cl_context context;
 static cl_device_id device;
 
+/* Called by the helper's compile and by the link: which program, how often. */
+static void CL_CALLBACK count_call(cl_program program, void *calls)
+{
+    (void)program;
+    (*(int *)calls)++;
+}
+
 /* NULL when the driver refuses it (then every later call says so). */
 static cl_program program_of(const char *source)
 {
@@ -108,13 +115,16 @@ int main(int argc, char **argv)
     const char *header_name = "compile_link_values.h";
     printf("compile main: %d\n", (int)clCompileProgram(parts[0], 1, &device, "", 1, &header_program,
                                                        &header_name, NULL, NULL));
-    printf("compile helper: %d\n",
-           (int)clCompileProgram(parts[1], 0, NULL, NULL, 0, NULL, NULL, NULL, NULL));
+    int compile_calls = 0, link_calls = 0;
+    printf("compile helper: %d\n", (int)clCompileProgram(parts[1], 0, NULL, NULL, 0, NULL, NULL,
+                                                         count_call, &compile_calls));
+    printf("compile callback calls: %d\n", compile_calls);
     print_build("main", parts[0]);
     print_build("helper", parts[1]);
     cl_int status;
-    cl_program linked = clLinkProgram(context, 1, &device, argv[3], 2, parts, NULL, NULL, &status);
-    printf("link: %d\n", (int)status);
+    cl_program linked =
+        clLinkProgram(context, 1, &device, argv[3], 2, parts, count_call, &link_calls, &status);
+    printf("link: %d, callback calls: %d\n", (int)status, link_calls);
     if (linked != NULL) {
         print_build("linked", linked);
         char names[256] = "";

@@ -1,11 +1,11 @@
 /* Programs built from separately compiled parts through the OpenCL layer
  * (issue #32), on PoCL and Intel's driver: cl_compile_link_probe compiles
  * two sources (one including a header given by name) and links them. Cold
- * and warm answer as the driver alone (compile and link results, build
- * status and binary type of each part, kernel names, the kernel's outputs,
- * and on Intel the linked binary's digest); warm compiles and links
- * nothing; a changed header or link option misses exactly what it
- * changes. */
+ * and warm answer as the driver alone (compile and link results, callback
+ * calls, build status and binary type of each part, kernel names, the
+ * kernel's outputs, and on Intel the linked binary's digest); warm compiles
+ * and links nothing; a changed header or link option misses exactly what
+ * it changes. */
 #include <criterion/criterion.h>
 #include <string.h>
 
