@@ -38,6 +38,15 @@ static char *source_of(cl_program program, size_t *length)
     return text;
 }
 
+/* Whether text may include another file: it names "include" (#include,
+ * __has_include), or splices lines (a backslash or its trigraph), which
+ * could spell the name across lines. */
+static bool may_include(const char *text)
+{
+    return strstr(text, "include") != NULL || strchr(text, '\\') != NULL ||
+           strstr(text, "?\?/") != NULL;
+}
+
 /* The headers as the key holds them, or in args->bypass why they cannot be
  * keyed; false when memory runs out. */
 static bool gather_headers(zcc_compile_args *args)
@@ -59,7 +68,7 @@ static bool gather_headers(zcc_compile_args *args)
         args->header_count = i + 1;
         if (text == NULL || headers[i].name == NULL)
             args->bypass = "an input header not made from source, or without a name";
-        else if (strstr(text, "include") != NULL)
+        else if (may_include(text))
             args->bypass = "an input header that may include others (where each driver "
                            "looks for those is not keyed)";
     }
