@@ -7,13 +7,13 @@
  * (test_opencl_compile_link.c).
  *   cl_compile_link_probe PLATFORM HEADER_VALUE LINK_OPTIONS [digest]
  * HEADER_VALUE is the number the embedded header defines; "digest" prints
- * the linked binary's digest (PoCL's binaries differ from run to run). Exit
- * status 0 when the platform was found, 2 when not. (Its name is its own:
- * the key looks for the name in the include directories too, and glibc has
- * a values.h.) */
+ * the digests of the main part's compiled object and the linked binary (PoCL's binaries differ from
+ * run to run). Exit status 0 when the platform was found, 2 when not. (Its name is its own: the key
+ * looks for the name in the include directories too, and glibc has a values.h.) */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +59,7 @@ static void print_build(const char *what, cl_program program)
 }
 
 /* FNV-1a of the program's binary: the same bytes print the same. */
-static void print_digest(cl_program program)
+static void print_digest(const char *what, cl_program program)
 {
     size_t size = 0;
     clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL);
@@ -69,7 +69,7 @@ static void print_digest(cl_program program)
         clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(binary), &binary, NULL) == CL_SUCCESS)
         for (size_t i = 0; i < size; i++)
             hash = (hash ^ binary[i]) * 1099511628211u;
-    printf("binary: %zu bytes, digest %016" PRIx64 "\n", size, hash);
+    printf("%s binary: %zu bytes, digest %016" PRIx64 "\n", what, size, hash);
     free(binary);
 }
 
@@ -121,6 +121,9 @@ int main(int argc, char **argv)
     printf("compile callback calls: %d\n", compile_calls);
     print_build("main", parts[0]);
     print_build("helper", parts[1]);
+    bool digests = argc == 5 && strcmp(argv[4], "digest") == 0;
+    if (digests)
+        print_digest("main", parts[0]);
     cl_int status;
     cl_program linked =
         clLinkProgram(context, 1, &device, argv[3], 2, parts, count_call, &link_calls, &status);
@@ -130,8 +133,8 @@ int main(int argc, char **argv)
         char names[256] = "";
         clGetProgramInfo(linked, CL_PROGRAM_KERNEL_NAMES, sizeof(names), names, NULL);
         printf("kernels: %s\n", names);
-        if (argc == 5 && strcmp(argv[4], "digest") == 0)
-            print_digest(linked);
+        if (digests)
+            print_digest("linked", linked);
         run_fill(linked);
         clReleaseProgram(linked);
     }
