@@ -83,9 +83,12 @@ static bool append_text(buffer *to, const char *text, size_t length)
     return append(to, prefix, sizeof(prefix)) && append(to, text, length);
 }
 
-/* Each kernel's name and attributes, from the kernels of program. */
+/* Each kernel's name and attributes, from the kernels of program; none
+ * for NULL (a compiled object). */
 static bool append_kernels(buffer *to, cl_program program)
 {
+    if (program == NULL)
+        return append(to, (const uint8_t[4]){0}, 4);
     char *names = kernel_names_of(program);
     if (names == NULL)
         return false;

@@ -104,6 +104,29 @@ void zcc_hits_count_kernel(cl_program built, int delta)
     pthread_mutex_unlock(&table.lock);
 }
 
+typedef struct object_copy {
+    void *bytes;
+    size_t size;
+} object_copy;
+
+static void copy_object(zcc_hit *hit, void *context)
+{
+    object_copy *copy = context;
+    copy->bytes = hit->compiled ? malloc(hit->object_size) : NULL;
+    if (copy->bytes != NULL) {
+        memcpy(copy->bytes, hit->object, hit->object_size);
+        copy->size = hit->object_size;
+    }
+}
+
+void *zcc_hits_object_of(cl_program program, size_t *size)
+{
+    object_copy copy = {NULL, 0};
+    (void)zcc_hits_with(program, copy_object, &copy);
+    *size = copy.size;
+    return copy.bytes;
+}
+
 zcc_hit *zcc_hits_take(cl_program program)
 {
     if (zcc_hits_empty())
@@ -126,6 +149,7 @@ void zcc_hit_free(zcc_hit *hit)
     free(hit->options);
     free(hit->log);
     free(hit->kernels);
+    free(hit->object);
     free(hit);
 }
 

@@ -15,6 +15,7 @@
 #include "zecache/build_request.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
+#include "zecache/frontend.h"
 #include "zecache/frontend_device.h"
 #include "zecache/key.h"
 
@@ -41,7 +42,8 @@ typedef struct zcc_entry {
 } zcc_entry;
 
 /* The entry of a build of program (the driver's), with its binary and build
- * log; NULL when the kernels cannot be asked or memory runs out. */
+ * log; NULL when the kernels cannot be asked or memory runs out. program
+ * NULL: a compiled object's, with no kernels. */
 zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
                               const char *log, size_t log_length, const zc_artifact_meta *meta);
 /* The parts of artifact's entry (pointing into it); false for a bad one. */
@@ -88,6 +90,11 @@ typedef struct zcc_hit {
     size_t live_kernels; /* kernels of built the application holds */
     uint8_t *kernels;    /* the entry's kernel attributes (zcc_entry) */
     size_t kernels_size;
+    /* A clCompileProgram hit: built is a compiled object created from the
+     * entry's, which answers as compiled with the entry's bytes. */
+    bool compiled;
+    uint8_t *object;
+    size_t object_size;
 } zcc_hit;
 
 /* Takes hit (malloc'd, with its strings) into the table, in place of any
@@ -116,6 +123,9 @@ bool zcc_hits_drop(cl_program program);
 /* Why the key cannot see the whole build of program (specialization
  * constants set, a source string holding a NUL byte); NULL when it can. */
 const char *zcc_unkeyable_reason(cl_program program);
+/* A copy of the compiled object of program's compile hit (malloc'd); NULL
+ * when program is no compile hit. */
+void *zcc_hits_object_of(cl_program program, size_t *size);
 /* Releases the layer's program and frees hit. */
 void zcc_hit_free(zcc_hit *hit);
 /* One atomic load: whether any hit is live. */
@@ -148,7 +158,50 @@ bool zcc_spec_constants_for(cl_program program, const zc_build_input *input,
                             zcc_spec_values *values, char *detail, size_t detail_size);
 void zcc_spec_values_free(zcc_spec_values *values);
 
-/* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
+/* ---- cl_programs.c (builds), cl_compile.c, cl_link.c, cl_program_life.c
+ * (the rest) ---- */
+
+typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
+
+/* What clCompileProgram adds to a build: its headers as given, and as the
+ * key holds them. */
+typedef struct zcc_compile_args {
+    cl_uint num_input_headers;
+    const cl_program *input_headers;
+    const char **header_include_names;
+    uint32_t header_count;
+    const zc_named_header *headers;
+    const char *bypass; /* why the headers cannot be keyed; NULL when they can */
+} zcc_compile_args;
+
+/* Runs a clBuildProgram (compile NULL) or clCompileProgram call through
+ * the cache, or the driver alone; the application's callback called as the
+ * driver would; the call's result. */
+cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+                     const char *options, zcc_notify notify, void *user_data,
+                     const zcc_compile_args *compile);
+/* The binary of a program built for one device (malloc'd); NULL on failure. */
+unsigned char *zcc_binary_of(cl_program program, size_t *size);
+/* The entry of what the driver made of program for device, timed from
+ * start: its binary and build log, and with kernels each kernel's
+ * attributes (a compiled object has none). */
+zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
+                       const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out);
+/* The layer's program (*built) from artifact's binary for device: built
+ * with options, or for an object a compiled object as created; checked to
+ * give back the same bytes (an executable). ZC_HIT_REFUSED with the
+ * driver's answer in detail, ZC_HIT_REBUILT (nothing left), or
+ * ZC_HIT_CREATED with *entry read from artifact. */
+zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
+                                    cl_device_id device, const char *options, bool object,
+                                    cl_program *built, zcc_entry *entry, char *detail,
+                                    size_t detail_size);
+/* The program's IL, else its source, as the driver holds it (malloc'd);
+ * NULL when it has neither. */
+void *zcc_input_of(cl_program program, zc_build_input *input);
+/* The stand-in for the application's callback on the cached path: notes in
+ * *(bool *)notified that the driver called it. */
+void CL_CALLBACK zcc_note_notified(cl_program program, void *notified);
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
@@ -167,6 +220,9 @@ cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
                                         void(CL_CALLBACK *notify)(cl_program, void *),
                                         void *user_data, cl_int *errcode_ret);
 cl_int CL_API_CALL zcc_release_program(cl_program program);
+/* A new program (NULL too): records of one released before at its address
+ * go. */
+cl_program zcc_program_born(cl_program program);
 /* Each way a program comes to exist forgets any record of a program that
  * lived at the same address before. */
 cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uint count,

@@ -1,7 +1,7 @@
-/* The rest of a program's life around the cache: releases, builds the
- * cache does not serve (clCompileProgram, clLinkProgram), specialization
- * constants (which the driver cannot be asked for back), and programs whose
- * build the key cannot see whole (a source string holding a NUL byte). */
+/* The rest of a program's life around the cache: creations, releases,
+ * specialization constants (which the driver cannot be asked for back), and
+ * programs whose build the key cannot see whole (a source string holding a
+ * NUL byte). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +55,7 @@ static void forget_mark(cl_program program)
     pthread_mutex_unlock(&marked.lock);
 }
 
-/* A new program: records of one released before at its address go. */
-static cl_program born(cl_program program)
+cl_program zcc_program_born(cl_program program)
 {
     if (program != NULL && (!zcc_hits_empty() || atomic_load(&marked.live) > 0)) {
         zcc_hit_free(zcc_hits_take(program));
@@ -97,7 +96,7 @@ cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uin
                                                       const char **strings, const size_t *lengths,
                                                       cl_int *errcode_ret)
 {
-    cl_program program = born(
+    cl_program program = zcc_program_born(
         zcc_layer.next.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret));
     bool nul = false;
     for (cl_uint i = 0; program != NULL && i < count && !nul; i++) {
@@ -112,7 +111,7 @@ cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uin
 cl_program CL_API_CALL zcc_create_program_with_il(cl_context context, const void *il, size_t length,
                                                   cl_int *errcode_ret)
 {
-    return born(zcc_layer.next.clCreateProgramWithIL(context, il, length, errcode_ret));
+    return zcc_program_born(zcc_layer.next.clCreateProgramWithIL(context, il, length, errcode_ret));
 }
 
 cl_program CL_API_CALL zcc_create_program_with_binary(cl_context context, cl_uint num_devices,
@@ -121,8 +120,8 @@ cl_program CL_API_CALL zcc_create_program_with_binary(cl_context context, cl_uin
                                                       const unsigned char **binaries,
                                                       cl_int *binary_status, cl_int *errcode_ret)
 {
-    return born(zcc_layer.next.clCreateProgramWithBinary(context, num_devices, device_list, lengths,
-                                                         binaries, binary_status, errcode_ret));
+    return zcc_program_born(zcc_layer.next.clCreateProgramWithBinary(
+        context, num_devices, device_list, lengths, binaries, binary_status, errcode_ret));
 }
 
 cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context context,
@@ -131,8 +130,8 @@ cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context conte
                                                                 const char *kernel_names,
                                                                 cl_int *errcode_ret)
 {
-    return born(zcc_layer.next.clCreateProgramWithBuiltInKernels(context, num_devices, device_list,
-                                                                 kernel_names, errcode_ret));
+    return zcc_program_born(zcc_layer.next.clCreateProgramWithBuiltInKernels(
+        context, num_devices, device_list, kernel_names, errcode_ret));
 }
 
 cl_int CL_API_CALL zcc_release_program(cl_program program)
@@ -165,53 +164,4 @@ bool zcc_hits_drop(cl_program program)
     }
     zcc_hit_free(hit);
     return true;
-}
-
-cl_int CL_API_CALL zcc_compile_program(cl_program program, cl_uint num_devices,
-                                       const cl_device_id *device_list, const char *options,
-                                       cl_uint num_input_headers, const cl_program *input_headers,
-                                       const char **header_include_names,
-                                       void(CL_CALLBACK *notify)(cl_program, void *),
-                                       void *user_data)
-{
-    cl_int entered = zcc_building_enter(program, false);
-    if (entered != CL_SUCCESS)
-        return entered;
-    bool dropped = zcc_hits_drop(program);
-    zcc_building_leave(program);
-    if (!dropped)
-        return CL_INVALID_OPERATION;
-    zc_cache_count_bypass(zcc_layer.cache, ZC_BYPASS_UNSUPPORTED_INPUT,
-                          "clCompileProgram is not cached");
-    return zcc_layer.next.clCompileProgram(program, num_devices, device_list, options,
-                                           num_input_headers, input_headers, header_include_names,
-                                           notify, user_data);
-}
-
-/* A hit among the inputs is an executable to the application, as the
- * layer's program is to the driver, which answers for it. */
-cl_program CL_API_CALL zcc_link_program(cl_context context, cl_uint num_devices,
-                                        const cl_device_id *device_list, const char *options,
-                                        cl_uint num_input_programs,
-                                        const cl_program *input_programs,
-                                        void(CL_CALLBACK *notify)(cl_program, void *),
-                                        void *user_data, cl_int *errcode_ret)
-{
-    zc_cache_count_bypass(zcc_layer.cache, ZC_BYPASS_UNSUPPORTED_INPUT,
-                          "clLinkProgram is not cached");
-    cl_program *inputs = NULL;
-    if (!zcc_hits_empty() && input_programs != NULL && num_input_programs > 0)
-        inputs = malloc(num_input_programs * sizeof(*inputs));
-    for (cl_uint i = 0; inputs != NULL && i < num_input_programs; i++) {
-        inputs[i] = zcc_hits_built_of(input_programs[i]);
-        if (inputs[i] == NULL)
-            inputs[i] = input_programs[i];
-        else
-            zcc_layer.next.clReleaseProgram(inputs[i]); /* the hit holds it */
-    }
-    cl_program linked = zcc_layer.next.clLinkProgram(
-        context, num_devices, device_list, options, num_input_programs,
-        inputs != NULL ? inputs : input_programs, notify, user_data, errcode_ret);
-    free(inputs);
-    return born(linked);
 }

@@ -27,9 +27,44 @@ static bool answered_by_build(cl_program_info name)
     }
 }
 
+/* A compiled hit's binary: the entry's object, as the driver's compile gave
+ * it (the layer's program, made from it, gives other bytes). */
+typedef struct object_query {
+    cl_program_info name;
+    size_t size;
+    void *value;
+    size_t *size_ret;
+    bool answered;
+    cl_int result;
+} object_query;
+
+static void query_object(zcc_hit *hit, void *context)
+{
+    object_query *query = context;
+    if (!hit->compiled)
+        return;
+    query->answered = true;
+    if (query->name == CL_PROGRAM_BINARY_SIZES) {
+        query->result = zcc_answer(&hit->object_size, sizeof(hit->object_size), query->size,
+                                   query->value, query->size_ret);
+        return;
+    }
+    /* One device: one pointer, to memory the application sized. */
+    unsigned char *const *to = query->value;
+    query->result = to != NULL && query->size < sizeof(*to) ? CL_INVALID_VALUE : CL_SUCCESS;
+    if (query->result == CL_SUCCESS && query->size_ret != NULL)
+        *query->size_ret = sizeof(*to);
+    if (query->result == CL_SUCCESS && to != NULL && to[0] != NULL)
+        memcpy(to[0], hit->object, hit->object_size);
+}
+
 cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
                                         void *value, size_t *size_ret)
 {
+    object_query object = {name, size, value, size_ret, false, CL_SUCCESS};
+    if ((name == CL_PROGRAM_BINARY_SIZES || name == CL_PROGRAM_BINARIES) &&
+        zcc_hits_with(program, query_object, &object) && object.answered)
+        return object.result;
     cl_program built = answered_by_build(name) ? zcc_hits_built_of(program) : NULL;
     if (built == NULL)
         return zcc_layer.next.clGetProgramInfo(program, name, size, value, size_ret);
@@ -73,9 +108,16 @@ static void query_hit(zcc_hit *hit, void *context)
     /* Another device of the program: the driver's answer (an error). */
     if (query->device != hit->device)
         return;
+    cl_build_status success = CL_BUILD_SUCCESS;
     if (query->name == CL_PROGRAM_BUILD_OPTIONS)
         answer_text(query, hit->options, strlen(hit->options));
-    else if (query->name == CL_PROGRAM_BUILD_LOG)
+    else if (query->name == CL_PROGRAM_BUILD_STATUS && hit->compiled) {
+        /* A compiled object from a binary is not built: the application's
+         * was compiled. */
+        query->answered = true;
+        query->result =
+            zcc_answer(&success, sizeof(success), query->size, query->value, query->size_ret);
+    } else if (query->name == CL_PROGRAM_BUILD_LOG)
         answer_text(query, hit->log, hit->log_size);
     if (!query->answered) {
         zcc_layer.next.clRetainProgram(hit->built);

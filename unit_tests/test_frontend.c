@@ -184,6 +184,62 @@ Test(key_request, requests_without_inputs_are_not_cacheable)
     cr_assert_eq(request_key(&request, &key), ZC_NOT_CACHEABLE);
 }
 
+/* clCompileProgram's headers given by name: their names and texts are
+ * keyed, in order; one without a text cannot be. */
+Test(key_request, headers_given_by_name_are_keyed_by_name_and_text)
+{
+    static const char source[] = "#include \"given.h\"\nkernel void k(global int *a) { *a = V; }";
+    zc_build_input input = {
+        .kind = ZC_INPUT_OPENCL_C, .bytes = source, .size = sizeof source - 1, .flags = ""};
+    zc_named_header header = {"given.h", "#define V 1\n", 12};
+    zc_build_request request = {.api = ZC_API_OPENCL,
+                                .format = ZC_OPENCL_COMPILE_SOURCE,
+                                .input_count = 1,
+                                .inputs = &input,
+                                .header_count = 1,
+                                .headers = &header};
+    zc_key given, other_text, other_name, none;
+    cr_assert_eq(request_key(&request, &given), ZC_OK);
+    header.text = "#define V 2\n";
+    cr_assert_eq(request_key(&request, &other_text), ZC_OK);
+    header.name = "other.h";
+    cr_assert_eq(request_key(&request, &other_name), ZC_OK);
+    request.header_count = 0;
+    cr_assert_eq(request_key(&request, &none), ZC_OK);
+    cr_assert(!zc_key_equal(&given, &other_text));
+    cr_assert(!zc_key_equal(&other_text, &other_name));
+    cr_assert(!zc_key_equal(&given, &none));
+    request.header_count = 1;
+    header.text = NULL;
+    cr_assert_eq(request_key(&request, &none), ZC_NOT_CACHEABLE);
+}
+
+/* clLinkProgram's inputs: each compiled object byte for byte, with the
+ * link's options byte for byte (none given is not ""). */
+Test(key_request, objects_are_keyed_by_their_bytes_and_the_link_options)
+{
+    uint8_t first[] = {1, 2, 3}, second[] = {4, 5};
+    zc_build_input inputs[2] = {
+        {.kind = ZC_INPUT_OBJECT, .bytes = first, .size = sizeof first, .flags = NULL},
+        {.kind = ZC_INPUT_OBJECT, .bytes = second, .size = sizeof second, .flags = NULL}};
+    zc_build_request request = {.api = ZC_API_OPENCL,
+                                .format = ZC_OPENCL_LINK,
+                                .program = true,
+                                .input_count = 2,
+                                .inputs = inputs};
+    zc_key none, empty, option, changed;
+    cr_assert_eq(request_key(&request, &none), ZC_OK);
+    inputs[0].flags = inputs[1].flags = "";
+    cr_assert_eq(request_key(&request, &empty), ZC_OK);
+    inputs[0].flags = inputs[1].flags = "-cl-denorms-are-zero";
+    cr_assert_eq(request_key(&request, &option), ZC_OK);
+    second[1] = 6;
+    cr_assert_eq(request_key(&request, &changed), ZC_OK);
+    cr_assert(!zc_key_equal(&none, &empty));
+    cr_assert(!zc_key_equal(&empty, &option));
+    cr_assert(!zc_key_equal(&option, &changed));
+}
+
 /* OpenCL C takes no specialization constants: a source input with some is
  * refused before its text is looked at. */
 Test(key_request, constants_on_a_source_input_are_not_cacheable)

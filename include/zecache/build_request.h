@@ -32,7 +32,16 @@ const char *zc_api_name(zc_api api);
 typedef enum zc_input_kind {
     ZC_INPUT_SPIRV,    /* SPIR-V words */
     ZC_INPUT_OPENCL_C, /* OpenCL C source text (size bytes, no NUL needed) */
+    ZC_INPUT_OBJECT,   /* a driver's compiled object (clLinkProgram), its bytes */
 } zc_input_kind;
+
+/* A header given to the compile by name (clCompileProgram's input_headers),
+ * which the compiler finds by that name. */
+typedef struct zc_named_header {
+    const char *name;
+    const char *text;
+    size_t size;
+} zc_named_header;
 
 typedef struct zc_build_input {
     zc_input_kind kind;
@@ -60,6 +69,9 @@ typedef struct zc_build_request {
     /* input_count inputs; NULL when the API's arrays were missing (such a
      * request is not cacheable). */
     const zc_build_input *inputs;
+    /* Headers given by name (OpenCL C only); keyed after the inputs. */
+    uint32_t header_count;
+    const zc_named_header *headers;
 } zc_build_request;
 
 #endif

@@ -6,6 +6,40 @@
 #include "byte_order.h"
 #include "zecache/key_request.h"
 
+/* A compiled object is keyed by its bytes: the driver made it, from inputs
+ * keyed when it was compiled. Its flags (the link's options) byte for byte,
+ * with whether any were given. */
+static zc_status add_object(zc_key_builder *builder, const zc_build_input *input)
+{
+    if (input->has_constants)
+        return ZC_NOT_CACHEABLE;
+    zc_status status = zc_key_add_hardware(builder, "object", input->bytes, input->size);
+    uint8_t given = input->flags != NULL;
+    if (status == ZC_OK)
+        status = zc_key_add_hardware(builder, "object flags given", &given, sizeof given);
+    if (status == ZC_OK && given)
+        status = zc_key_add_hardware(builder, "object flags", input->flags, strlen(input->flags));
+    return status;
+}
+
+/* Each header by its name and text, in the order given: the compiler's
+ * first match of a name wins. */
+static zc_status add_headers(zc_key_builder *builder, const zc_build_request *request)
+{
+    zc_status status = ZC_OK;
+    if (request->header_count > 0 && request->headers == NULL)
+        return ZC_NOT_CACHEABLE;
+    for (uint32_t i = 0; i < request->header_count && status == ZC_OK; i++) {
+        const zc_named_header *header = &request->headers[i];
+        if (header->name == NULL || header->text == NULL)
+            return ZC_NOT_CACHEABLE;
+        status = zc_key_add_hardware(builder, "header name", header->name, strlen(header->name));
+        if (status == ZC_OK)
+            status = zc_key_add_hardware(builder, "header text", header->text, header->size);
+    }
+    return status;
+}
+
 static zc_status add_input(zc_key_builder *builder, const zc_build_input *input,
                            zc_opencl_c_driver request_driver)
 {
@@ -14,6 +48,8 @@ static zc_status add_input(zc_key_builder *builder, const zc_build_input *input,
     if (input->kind == ZC_INPUT_SPIRV)
         return zc_key_add_spirv(builder, input->bytes, input->size, input->flags,
                                 input->has_constants ? &input->constants : NULL);
+    if (input->kind == ZC_INPUT_OBJECT)
+        return add_object(builder, input);
     /* OpenCL C has no specialization constants: a request that gives some
      * is not one the driver builds as keyed. */
     if (input->kind != ZC_INPUT_OPENCL_C || input->has_constants)
@@ -52,5 +88,7 @@ zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *re
                                      &request->input_count, sizeof(request->input_count));
     for (uint32_t i = 0; i < request->input_count && status == ZC_OK; i++)
         status = add_input(builder, &request->inputs[i], driver);
+    if (status == ZC_OK && request->header_count > 0)
+        status = add_headers(builder, request);
     return status;
 }
