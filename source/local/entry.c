@@ -16,6 +16,7 @@
 #include "byte_order.h"
 #include "checked_frame.h"
 #include "parallel.h"
+#include "stored_frame.h"
 #include "zecache/sha256.h"
 
 enum {
@@ -117,8 +118,9 @@ static size_t frame_begin(size_t payload_size, size_t frames, size_t index)
     return (size_t)((uint64_t)payload_size * index / frames);
 }
 
-/* The compressed frames of payload, one after the other in dst; 0 when
- * compression fails. */
+/* The frames of payload, one after the other in dst, each compressed or,
+ * when it compresses poorly, stored (stored_frame.h); 0 when compression
+ * fails. */
 static size_t compress_payload(const uint8_t *payload, size_t payload_size, uint8_t *dst,
                                size_t dst_capacity, int level)
 {
@@ -131,6 +133,11 @@ static size_t compress_payload(const uint8_t *payload, size_t payload_size, uint
         size_t begin = frame_begin(payload_size, frames, i);
         size_t size = frame_begin(payload_size, frames, i + 1) - begin;
         result = ZSTD_compress2(cctx, dst + written, dst_capacity - written, payload + begin, size);
+        if (!ZSTD_isError(result) && zc_frame_better_stored(size, result)) {
+            size_t stored = zc_frame_store(payload + begin, size, dst + written, result,
+                                           dst_capacity - written);
+            result = stored != 0 ? stored : result;
+        }
         written += ZSTD_isError(result) ? 0 : result;
     }
     ZSTD_freeCCtx(cctx);
