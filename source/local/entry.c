@@ -4,8 +4,6 @@
 #include "zecache/entry.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +14,7 @@
 #include "byte_order.h"
 #include "checked_frame.h"
 #include "parallel.h"
+#include "prefault.h"
 #include "stored_frame.h"
 #include "zecache/sha256.h"
 
@@ -424,25 +423,17 @@ void zc_entry_prepare_thread(void)
     free(entry);
 }
 
-/* Below this, page faults cost less than the extra system call. */
-enum { PREFAULT_MIN_BYTES = 256 * 1024, PREFAULT_MAX_RATIO = 64 };
+/* Decompression writes every byte of a fresh payload: its pages are faulted
+ * in at once (prefault.h), but only for frames whose size is plausible for
+ * their compressed size (native binaries compress 5-12x, stored frames 1x):
+ * a hostile header claiming a gigabyte must not make us commit one before
+ * zstd finds the lie. */
+enum { PREFAULT_MAX_RATIO = 64 };
 
-/* Decompression writes every byte of a fresh payload. Faulting its pages in
- * with one call instead of one fault per page cut a 2 MB load from about 6 ms
- * to 1-2 ms on the machines measured (bench/bench_layer.sh). Only for frames
- * whose size is plausible for their compressed size (native binaries
- * compress 5-12x): a hostile header claiming a gigabyte must not make us
- * commit one before zstd finds the lie. Without MADV_POPULATE_WRITE pages
- * fault as usual. */
 static void prefault(uint8_t *target, size_t target_size, size_t source_size)
 {
-    if (target_size < PREFAULT_MIN_BYTES || target_size / PREFAULT_MAX_RATIO > source_size)
-        return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t begin = ((uintptr_t)target + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)target + target_size) & ~(page - 1);
-    if (end > begin)
-        (void)madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
+    if (target_size / PREFAULT_MAX_RATIO <= source_size)
+        zc_prefault_write(target, target_size);
 }
 
 /* zstd's result for one frame: 0 when it filled its target exactly. */
