@@ -61,30 +61,46 @@ static void assert_decodes_to(const uint8_t *entry, size_t size, const zc_key *k
     zc_artifact_unref(out);
 }
 
+/* The entry of a poorly compressible payload of BINARY_SIZE: four frames. */
+typedef struct stored_entry {
+    zc_key key;
+    zc_artifact *artifact;
+    uint8_t *bytes;
+    size_t size;
+    size_t offsets[4];
+} stored_entry;
+
+static stored_entry encode_stored(uint64_t seed)
+{
+    stored_entry e = {.key = t_key(seed), .artifact = artifact_of(BINARY_SIZE, true)};
+    cr_assert_eq(zc_entry_encode(&e.key, e.artifact, 3, &e.bytes, &e.size), ZC_OK);
+    cr_assert_eq(frames_of(e.bytes, e.size, e.offsets, 4), 4);
+    return e;
+}
+
+static void release(stored_entry *e)
+{
+    free(e->bytes);
+    zc_artifact_unref(e->artifact);
+}
+
 Test(entry_stored, poorly_compressible_frames_are_stored_and_read_by_any_zstd_reader)
 {
-    zc_key key = t_key(1);
-    zc_artifact *artifact = artifact_of(BINARY_SIZE, true);
-    uint8_t *entry = NULL;
-    size_t size = 0;
-    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &size), ZC_OK);
-    size_t offsets[8];
-    cr_assert_eq(frames_of(entry, size, offsets, 8), 4);
+    stored_entry e = encode_stored(1);
     for (size_t i = 0; i < 4; i++)
-        cr_assert(first_block_stored(entry + offsets[i]), "frame %zu is stored", i);
-    cr_assert_gt(size, BINARY_SIZE);
-    assert_decodes_to(entry, size, &key, artifact);
+        cr_assert(first_block_stored(e.bytes + e.offsets[i]), "frame %zu is stored", i);
+    cr_assert_gt(e.size, BINARY_SIZE);
+    assert_decodes_to(e.bytes, e.size, &e.key, e.artifact);
     /* One call of plain zstd over all frames gives the payload. */
     size_t payload_size = 0;
-    const uint8_t *payload = zc_artifact_payload(artifact, &payload_size);
+    const uint8_t *payload = zc_artifact_payload(e.artifact, &payload_size);
     uint8_t *plain = malloc(payload_size);
-    size_t got = ZSTD_decompress(plain, payload_size, entry + ZC_ENTRY_HEADER_SIZE,
-                                 size - ZC_ENTRY_HEADER_SIZE);
+    size_t got = ZSTD_decompress(plain, payload_size, e.bytes + ZC_ENTRY_HEADER_SIZE,
+                                 e.size - ZC_ENTRY_HEADER_SIZE);
     cr_assert_eq(got, payload_size, "%s", ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
     cr_assert_eq(memcmp(plain, payload, payload_size), 0);
     free(plain);
-    free(entry);
-    zc_artifact_unref(artifact);
+    release(&e);
 }
 
 Test(entry_stored, compressible_and_small_payloads_stay_compressed)
@@ -111,31 +127,24 @@ Test(entry_stored, compressible_and_small_payloads_stay_compressed)
  * stored bytes of the first and a later block, the checksum. */
 Test(entry_stored, damage_anywhere_in_a_stored_frame_is_a_miss)
 {
-    zc_key key = t_key(3);
-    zc_artifact *artifact = artifact_of(BINARY_SIZE, true);
-    uint8_t *entry = NULL;
-    size_t size = 0;
-    cr_assert_eq(zc_entry_encode(&key, artifact, 3, &entry, &size), ZC_OK);
-    size_t offsets[8];
-    cr_assert_eq(frames_of(entry, size, offsets, 8), 4);
-    size_t second = offsets[1], second_end = offsets[2];
+    stored_entry e = encode_stored(3);
+    size_t second = e.offsets[1], second_end = e.offsets[2];
     const size_t places[] = {second + 5,      second + 9,     second + 12,   second + 12 + 131072,
                              second + 100000, second_end - 4, second_end - 1};
     for (size_t p = 0; p < sizeof places / sizeof places[0]; p++) {
         for (int bit = 0; bit < 8; bit += 3) {
-            entry[places[p]] ^= (uint8_t)(1u << bit);
+            e.bytes[places[p]] ^= (uint8_t)(1u << bit);
             zc_artifact *out = (zc_artifact *)1;
             char reason[256] = "";
-            cr_assert_eq(zc_entry_decode(entry, size, &key, 0, &out, reason, sizeof reason),
+            cr_assert_eq(zc_entry_decode(e.bytes, e.size, &e.key, 0, &out, reason, sizeof reason),
                          ZC_MISS, "byte %zu bit %d", places[p], bit);
             cr_assert_null(out);
             cr_assert_neq(reason[0], '\0');
-            entry[places[p]] ^= (uint8_t)(1u << bit);
+            e.bytes[places[p]] ^= (uint8_t)(1u << bit);
         }
     }
-    assert_decodes_to(entry, size, &key, artifact);
-    free(entry);
-    zc_artifact_unref(artifact);
+    assert_decodes_to(e.bytes, e.size, &e.key, e.artifact);
+    release(&e);
 }
 
 /* Through the disk tier: a hit, and once damaged a miss whose file is
