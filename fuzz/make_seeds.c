@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "../source/common/byte_order.h"
+#include "../source/local/checked_frame.h"
+#include "../source/local/stored_frame.h"
 #include "zecache/bundle.h"
 #include "zecache/pack.h"
 #include "zecache/entry.h"
@@ -106,6 +108,43 @@ static int entry_seeds(const char *root, const char *name, const void *binary, s
     return failed;
 }
 
+/* An entry whose frame is stored (stored_frame.h), as the writer makes
+ * frames of 256 KiB and more that compress poorly, here of a few bytes. */
+static int stored_seeds(const char *root, const char *name, const void *binary, size_t binary_size)
+{
+    enum { OFFSET_COMPRESSED_SIZE = 64, OFFSET_CHECKSUM = 192, ROOM = 64 };
+    zc_key key = {0};
+    for (size_t i = 0; i < ZC_KEY_SIZE; i++)
+        key.bytes[i] = (uint8_t)(i * 37 + 1); /* the frame fuzzer's template key */
+    zc_artifact_meta meta = {.device_name = "Intel(R) Graphics [0xff20]",
+                             .driver_version = "1.3.29735"};
+    zc_artifact *artifact = zc_artifact_create(binary, binary_size, NULL, 0, &meta);
+    uint8_t *entry = NULL, *stored = NULL;
+    size_t size = 0, frame_size = 0;
+    if (artifact != NULL && zc_entry_encode(&key, artifact, 3, &entry, &size) == ZC_OK)
+        stored = malloc(size + binary_size + ROOM);
+    if (stored != NULL) {
+        memcpy(stored, entry, size);
+        frame_size = zc_frame_store(binary, binary_size, stored + ZC_ENTRY_HEADER_SIZE,
+                                    size - ZC_ENTRY_HEADER_SIZE, binary_size + ROOM);
+    }
+    uint8_t sizes[8] = {0};
+    zc_put_le32(sizes, (uint32_t)binary_size);
+    int failed = frame_size == 0;
+    if (!failed) {
+        zc_put_le64(stored + OFFSET_COMPRESSED_SIZE, frame_size);
+        failed = !zc_header_checksum(stored, OFFSET_CHECKSUM, stored + OFFSET_CHECKSUM) ||
+                 write_seed(root, "fuzz_entry", name, "", 0, stored,
+                            ZC_ENTRY_HEADER_SIZE + frame_size) ||
+                 write_seed(root, "fuzz_entry_frame", name, sizes, sizeof sizes,
+                            stored + ZC_ENTRY_HEADER_SIZE, frame_size);
+    }
+    free(stored);
+    free(entry);
+    zc_artifact_unref(artifact);
+    return failed;
+}
+
 static int config_file_seeds(const char *root)
 {
     uint64_t limit = 1 << 20, plausible = 4096, wrapped = UINT64_MAX - 4000;
@@ -135,6 +174,8 @@ int main(int argc, char **argv)
         entry_seeds(argv[1], "random_binary", random_bytes, sizeof random_bytes, log, strlen(log)) |
         entry_seeds(argv[1], "text_binary", kernel, strlen(kernel), NULL, 0) |
         entry_seeds(argv[1], "log_only", "", 0, log, strlen(log)) |
-        entry_seeds(argv[1], "tiny", "x", 1, "", 0) | config_file_seeds(argv[1]);
+        entry_seeds(argv[1], "tiny", "x", 1, "", 0) |
+        stored_seeds(argv[1], "stored", random_bytes, sizeof random_bytes) |
+        config_file_seeds(argv[1]);
     return failed ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cl_layer_internal.h"
+#include "prefault.h"
 #include "zecache/frontend.h"
 #include "zecache/log.h"
 
@@ -73,6 +74,8 @@ unsigned char *zcc_binary_of(cl_program program, size_t *size)
         *size == 0)
         return NULL;
     unsigned char *binary = malloc(*size);
+    if (binary != NULL)
+        zc_prefault_write(binary, *size); /* the driver's size, not an entry's claim */
     if (binary != NULL &&
         zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(binary), &binary,
                                         NULL) != CL_SUCCESS) {
@@ -320,6 +323,8 @@ void *zcc_input_of(cl_program program, zc_build_input *input)
             size <= 1)
             continue;
         char *bytes = malloc(size);
+        if (bytes != NULL)
+            zc_prefault_write(bytes, size);
         if (bytes == NULL || zcc_layer.next.clGetProgramInfo(program, kinds[i].name, size, bytes,
                                                              NULL) != CL_SUCCESS) {
             free(bytes);

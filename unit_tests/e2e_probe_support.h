@@ -221,6 +221,17 @@ static inline void mask_temporary_names(char *text)
 
 /* zecache's entries are <64 hex>.l0_cache; Intel's driver names its own
  * 16-hex (26.x) or 64-hex-and-more (22.43). */
+/* Asserts the files at a and b hold the same bytes. */
+static inline void assert_same_file(const char *a, const char *b)
+{
+    size_t size_a, size_b;
+    uint8_t *bytes_a = t_read_bytes(a, &size_a), *bytes_b = t_read_bytes(b, &size_b);
+    cr_assert_eq(size_a, size_b, "%s and %s differ in size", a, b);
+    cr_assert_eq(memcmp(bytes_a, bytes_b, size_a), 0, "%s and %s differ", a, b);
+    free(bytes_a);
+    free(bytes_b);
+}
+
 static inline bool is_zecache_entry_name(const char *name)
 {
     size_t hex = strspn(name, "0123456789abcdef");

@@ -73,16 +73,6 @@ static void write_bytes(const char *path, const void *data, size_t size)
     cr_assert_eq(fclose(file), 0);
 }
 
-static void assert_same_file(const char *a, const char *b)
-{
-    size_t size_a, size_b;
-    uint8_t *bytes_a = t_read_bytes(a, &size_a), *bytes_b = t_read_bytes(b, &size_b);
-    cr_assert_eq(size_a, size_b, "%s and %s differ in size", a, b);
-    cr_assert_eq(memcmp(bytes_a, bytes_b, size_a), 0, "%s and %s differ", a, b);
-    free(bytes_a);
-    free(bytes_b);
-}
-
 /* The probe's "result 0x..." line for its first thread. */
 static void result_line(char *line, size_t size)
 {

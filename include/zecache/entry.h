@@ -3,7 +3,10 @@
  * binary and then the build log: one frame up to ZC_ENTRY_FRAME_BYTES of
  * payload, else frames of about that size, which a load decompresses in
  * parallel. Readers take any number of frames whose contents add up to the
- * payload.
+ * payload. A frame of 256 KiB or more that compresses less than 4x is
+ * written stored (zstd stored blocks, the same content checksum:
+ * source/local/stored_frame.h), so that a hit on it is a copy, not a decode;
+ * it is a plain zstd frame, read like any other.
  *
  * Header, little-endian, ZC_ENTRY_HEADER_SIZE bytes:
  *   0  magic "ZECACHE\0"          8

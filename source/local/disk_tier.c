@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "disk_internal.h"
+#include "prefault.h"
 #include "zecache/log.h"
 
 enum { REASON_SIZE = 256 };
@@ -62,6 +63,7 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, 
     file->data = malloc(file->size + 1);
     if (file->data == NULL)
         return ZC_ERR_NOMEM;
+    zc_prefault_write(file->data, file->size); /* its size is the file's, not a header's claim */
     zc_status status = zc_disk_read_exact(tier->ops, fd, file->data, file->size);
     if (status == ZC_MISS)
         snprintf(reason, REASON_SIZE, "file ended before its %zu bytes", file->size);

@@ -4,8 +4,6 @@
 #include "zecache/entry.h"
 
 #include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +14,8 @@
 #include "byte_order.h"
 #include "checked_frame.h"
 #include "parallel.h"
+#include "prefault.h"
+#include "stored_frame.h"
 #include "zecache/sha256.h"
 
 enum {
@@ -117,8 +117,9 @@ static size_t frame_begin(size_t payload_size, size_t frames, size_t index)
     return (size_t)((uint64_t)payload_size * index / frames);
 }
 
-/* The compressed frames of payload, one after the other in dst; 0 when
- * compression fails. */
+/* The frames of payload, one after the other in dst, each compressed or,
+ * when it compresses poorly, stored (stored_frame.h); 0 when compression
+ * fails. */
 static size_t compress_payload(const uint8_t *payload, size_t payload_size, uint8_t *dst,
                                size_t dst_capacity, int level)
 {
@@ -131,6 +132,11 @@ static size_t compress_payload(const uint8_t *payload, size_t payload_size, uint
         size_t begin = frame_begin(payload_size, frames, i);
         size_t size = frame_begin(payload_size, frames, i + 1) - begin;
         result = ZSTD_compress2(cctx, dst + written, dst_capacity - written, payload + begin, size);
+        if (!ZSTD_isError(result) && zc_frame_better_stored(size, result)) {
+            size_t stored = zc_frame_store(payload + begin, size, dst + written, result,
+                                           dst_capacity - written);
+            result = stored != 0 ? stored : result;
+        }
         written += ZSTD_isError(result) ? 0 : result;
     }
     ZSTD_freeCCtx(cctx);
@@ -417,25 +423,17 @@ void zc_entry_prepare_thread(void)
     free(entry);
 }
 
-/* Below this, page faults cost less than the extra system call. */
-enum { PREFAULT_MIN_BYTES = 256 * 1024, PREFAULT_MAX_RATIO = 64 };
+/* Decompression writes every byte of a fresh payload: its pages are faulted
+ * in at once (prefault.h), but only for frames whose size is plausible for
+ * their compressed size (native binaries compress 5-12x, stored frames 1x):
+ * a hostile header claiming a gigabyte must not make us commit one before
+ * zstd finds the lie. */
+enum { PREFAULT_MAX_RATIO = 64 };
 
-/* Decompression writes every byte of a fresh payload. Faulting its pages in
- * with one call instead of one fault per page cut a 2 MB load from about 6 ms
- * to 1-2 ms on the machines measured (bench/bench_layer.sh). Only for frames
- * whose size is plausible for their compressed size (native binaries
- * compress 5-12x): a hostile header claiming a gigabyte must not make us
- * commit one before zstd finds the lie. Without MADV_POPULATE_WRITE pages
- * fault as usual. */
 static void prefault(uint8_t *target, size_t target_size, size_t source_size)
 {
-    if (target_size < PREFAULT_MIN_BYTES || target_size / PREFAULT_MAX_RATIO > source_size)
-        return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t begin = ((uintptr_t)target + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)target + target_size) & ~(page - 1);
-    if (end > begin)
-        (void)madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
+    if (target_size / PREFAULT_MAX_RATIO <= source_size)
+        zc_prefault_write(target, target_size);
 }
 
 /* zstd's result for one frame: 0 when it filled its target exactly. */
