@@ -103,3 +103,16 @@ Test(opencl_compile_link, what_cannot_be_keyed_goes_to_the_driver_alone)
     assert_lookups_as_alone(&c, 1, 1, 1);
     cr_assert_not_null(strstr(run.err, "bypass not-cacheable: a library link"), "%s", run.err);
 }
+
+/* A header given by name that names a macro the driver expands anew at each
+ * compile (__DATE__, __TIME__, __FILE__) is not cached, as a source that
+ * names one is not: its compile goes to the driver alone. */
+Test(opencl_compile_link, a_header_given_by_name_naming_the_date_is_not_cached)
+{
+    probe_case c = {"Intel", "sizeof(__DATE__)", "", "-"};
+    /* The helper's compile and the link are cached; the main compile not. */
+    assert_lookups_as_alone(&c, 0, 2, 1);
+    cr_assert_not_null(strstr(run.err, "bypass not-cacheable: OpenCL C: a header given by name "
+                                       "names __DATE__"),
+                       "%s", run.err);
+}

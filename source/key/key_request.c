@@ -1,9 +1,13 @@
 /* A build request's inputs in the key, in a fixed order. Level Zero's
  * layout is the one keys had before requests existed: changing a byte of it
  * would make every existing cache miss. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "byte_order.h"
+#include "key_record.h"
+#include "opencl_c_macros.h"
+#include "opencl_c_scan.h"
 #include "zecache/key_request.h"
 
 /* A compiled object is keyed by its bytes: the driver made it, from inputs
@@ -22,6 +26,24 @@ static zc_status add_object(zc_key_builder *builder, const zc_build_input *input
     return status;
 }
 
+/* Refuses a header whose text names a macro the driver expands anew at
+ * each compile, as a source's or a header file's (opencl_c_key.c). */
+static zc_status refuse_unkeyable_macro(zc_key_builder *builder, const zc_named_header *header)
+{
+    size_t logical_size = 0;
+    char *logical = zc_opencl_c_logical_text(header->text, header->size, &logical_size);
+    if (logical == NULL)
+        return zc_key_refuse(builder, ZC_ERR_NOMEM, "out of memory scanning a header");
+    const char *macro = zc_opencl_c_unkeyable_macro(logical, logical_size);
+    free(logical);
+    if (macro == NULL)
+        return ZC_OK;
+    return zc_key_refuse(builder, ZC_NOT_CACHEABLE,
+                         "OpenCL C: a header given by name names %s, which the driver expands "
+                         "anew at each build: not cached",
+                         macro);
+}
+
 /* Each header by its name and text, in the order given: the compiler's
  * first match of a name wins. */
 static zc_status add_headers(zc_key_builder *builder, const zc_build_request *request)
@@ -33,7 +55,10 @@ static zc_status add_headers(zc_key_builder *builder, const zc_build_request *re
         const zc_named_header *header = &request->headers[i];
         if (header->name == NULL || header->text == NULL)
             return ZC_NOT_CACHEABLE;
-        status = zc_key_add_hardware(builder, "header name", header->name, strlen(header->name));
+        status = refuse_unkeyable_macro(builder, header);
+        if (status == ZC_OK)
+            status =
+                zc_key_add_hardware(builder, "header name", header->name, strlen(header->name));
         if (status == ZC_OK)
             status = zc_key_add_hardware(builder, "header text", header->text, header->size);
     }
