@@ -68,6 +68,9 @@ static bool gather_headers(zcc_compile_args *args)
         args->header_count = i + 1;
         if (text == NULL || headers[i].name == NULL)
             args->bypass = "an input header not made from source, or without a name";
+        else if (zcc_unkeyable_reason(args->input_headers[i]) != NULL)
+            args->bypass = "an input header whose source holds a NUL byte (the driver "
+                           "compiles all of it, CL_PROGRAM_SOURCE ends there)";
         else if (may_include(text))
             args->bypass = "an input header that may include others (where each driver "
                            "looks for those is not keyed)";

@@ -6,7 +6,8 @@
  * the OpenCL layer can be compared with the driver alone
  * (test_opencl_compile_link.c).
  *   cl_compile_link_probe PLATFORM HEADER_VALUE LINK_OPTIONS [digest]
- * HEADER_VALUE is the number the embedded header defines; "digest" prints
+ * HEADER_VALUE is the number the embedded header defines (an '@' in it a NUL
+ * byte); "digest" prints
  * the digests of the main part's compiled object and the linked binary (PoCL's binaries differ from
  * run to run). Exit status 0 when the platform was found, 2 when not. (Its name is its own: the key
  * looks for the name in the include directories too, and glibc has a values.h.) */
@@ -110,7 +111,13 @@ int main(int argc, char **argv)
     context = clCreateContext(NULL, 1, &device, NULL, NULL, NULL);
     char header[64];
     snprintf(header, sizeof(header), "#define VALUE %s\n", argv[2]);
-    cl_program header_program = program_of(header);
+    /* An '@' in HEADER_VALUE is a NUL byte within the header's length. */
+    size_t header_length = strlen(header);
+    for (char *at = strchr(header, '@'); at != NULL; at = strchr(at + 1, '@'))
+        *at = '\0';
+    const char *header_text = header;
+    cl_program header_program =
+        clCreateProgramWithSource(context, 1, &header_text, &header_length, NULL);
     cl_program parts[2] = {program_of(main_source), program_of(helper_source)};
     const char *header_name = "compile_link_values.h";
     printf("compile main: %d\n", (int)clCompileProgram(parts[0], 1, &device, "", 1, &header_program,

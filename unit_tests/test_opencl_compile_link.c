@@ -116,3 +116,15 @@ Test(opencl_compile_link, a_header_given_by_name_naming_the_date_is_not_cached)
                                        "names __DATE__"),
                        "%s", run.err);
 }
+
+/* A header given by name holding a NUL byte: the driver compiles all of it
+ * (clang takes the NUL for a space), CL_PROGRAM_SOURCE ends at the NUL, so
+ * its compile goes to the driver alone, as a program with one does. */
+Test(opencl_compile_link, a_header_given_by_name_holding_a_nul_is_not_cached)
+{
+    probe_case c = {"Intel", "5 @+ 1", "", "digest"};
+    assert_lookups_as_alone(&c, 0, 2, 1);
+    /* Other text after the NUL: the driver alone's program, not the first's. */
+    c.header_value = "5 @+ 2";
+    assert_lookups_as_alone(&c, 2, 0, 1);
+}
