@@ -129,8 +129,23 @@ static bool set_conditions(const zc_recipe_opencl *opencl, char *why, size_t why
     return true;
 }
 
+/* The specialization constants the application set, at the width the IL
+ * declares each (as the layer keys them). */
+static cl_int set_constants(cl_program program, const zc_recipe_input *input)
+{
+    cl_int status = CL_SUCCESS;
+    for (uint32_t i = 0; input->has_constants && i < input->constant_count && status == CL_SUCCESS;
+         i++) {
+        const zc_recipe_constant *constant = &input->constants[i];
+        status = clSetProgramSpecializationConstant(program, constant->id, constant->width,
+                                                    constant->value);
+    }
+    return status;
+}
+
 /* The program as the application made it: its source or IL, then built
- * for the one device with its options, which the layer keys. */
+ * for the one device with its options (and constants), which the layer
+ * keys. */
 static cl_int build_program(cl_context context, cl_device_id device, const prewarm_job *job)
 {
     const zc_recipe *recipe = &job->recipe;
@@ -142,7 +157,9 @@ static cl_int build_program(cl_context context, cl_device_id device, const prewa
                              : clCreateProgramWithIL(context, bytes, size, &status);
     if (program == NULL)
         return status != CL_SUCCESS ? status : CL_OUT_OF_HOST_MEMORY;
-    status = clBuildProgram(program, 1, &device, recipe->inputs[0].flags, NULL, NULL);
+    status = set_constants(program, &recipe->inputs[0]);
+    if (status == CL_SUCCESS)
+        status = clBuildProgram(program, 1, &device, recipe->inputs[0].flags, NULL, NULL);
     clReleaseProgram(program);
     return status;
 }

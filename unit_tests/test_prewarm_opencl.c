@@ -291,3 +291,14 @@ Test(prewarm_opencl_redis, a_node_prewarms_what_another_recorded_in_redis)
     snprintf(remote, sizeof remote, "NEO_CACHE_REMOTE=redis+unix://%s", server.socket);
     assert_a_node_prewarms_what_another_recorded(remote);
 }
+
+/* An IL program built with a specialization constant set: prewarm builds
+ * it with the recorded constant, so the next run's build (with it) is a
+ * disk hit. */
+Test(prewarm_opencl, specialization_constants_are_set_for_the_rebuild)
+{
+    const platform spec = {{(const char *const[]){"--platform", "Intel", "--il", SPEC_CONSTANTS,
+                                                  "--spec", "1=7", NULL}},
+                           1};
+    prewarm_after_an_upgrade(&spec);
+}
