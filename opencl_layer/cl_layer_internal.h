@@ -139,6 +139,8 @@ bool zcc_hits_empty(void);
 bool zcc_spec_constants_record(cl_program program, cl_uint id, size_t size, const void *value);
 /* Forgets program's constants (released, or a new program at its address). */
 void zcc_spec_constants_forget(cl_program program);
+/* Whether program has constants recorded. */
+bool zcc_spec_constants_set(cl_program program);
 /* One atomic load: whether no program has constants recorded. */
 bool zcc_spec_constants_none(void);
 

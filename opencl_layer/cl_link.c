@@ -124,6 +124,13 @@ static bool objects_of(link_call *call, const cl_program *programs, zc_build_inp
             bytes = zcc_binary_of(call->inputs[i], &size);
         inputs[i] = (zc_build_input){
             .kind = ZC_INPUT_OBJECT, .bytes = bytes, .size = size, .flags = call->options};
+        /* Intel's driver links an input's constants from the program, not
+         * its object's bytes, which the key holds. */
+        if (bytes != NULL && zcc_spec_constants_set(programs[i])) {
+            *why = "an input with specialization constants set (the driver takes them at the "
+                   "link, from the program)";
+            return false;
+        }
         if (bytes == NULL) {
             *why = "an input that is not a compiled object of the device, or whose binary "
                    "cannot be read";

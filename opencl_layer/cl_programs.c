@@ -366,6 +366,19 @@ static void build_through_cache(build_call *call)
         free(bytes);
         return;
     }
+    /* Intel's driver takes a compiled program's constants at the link, from
+     * the program, not into its object: the object of a compile hit, made
+     * from the entry's bytes, would carry none. */
+    if (call->compile != NULL && constants.count > 0) {
+        snprintf(detail, sizeof(detail),
+                 "specialization constants on a compiled program (the driver takes them at "
+                 "the link)");
+        zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
+        build_alone(call);
+        zcc_spec_values_free(&constants);
+        free(bytes);
+        return;
+    }
     /* Without constants the key stays what it was before they were cached. */
     input.has_constants = constants.count > 0;
     input.constants = (zc_spec_constants){

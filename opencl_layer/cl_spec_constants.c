@@ -109,6 +109,17 @@ bool zcc_spec_constants_none(void)
     return atomic_load(&table.live) == 0;
 }
 
+bool zcc_spec_constants_set(cl_program program)
+{
+    if (atomic_load(&table.live) == 0)
+        return false;
+    zc_fork_guard_lock(&table.lock, &table.guarded);
+    const program_constants *record = zcc_program_list_find(&table.programs, program);
+    bool set = record != NULL && record->count > 0;
+    pthread_mutex_unlock(&table.lock);
+    return set;
+}
+
 /* A copy of program's constants (count 0 when none were set); false when
  * memory runs out. */
 static bool copy_of(cl_program program, set_constant **copy, size_t *count)

@@ -214,6 +214,29 @@ Test(opencl, intel_compile_and_link)
     cr_assert_not_null(strstr(disk_hit, "compile: 0\nlink: 0\n"), "%s", disk_hit);
 }
 
+/* Intel's driver takes an input program's specialization constants at the
+ * link, not into its compiled object: a link of the same object with other
+ * constants is another program, which the driver alone builds. */
+Test(opencl, intel_compile_and_link_with_specialization_constants)
+{
+    static char first[OUTPUT_MAX];
+    for (int i = 0; i < 2; i++) {
+        const char *value = i == 0 ? "1=7" : "1=9";
+        describe_run(false, "1",
+                     ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", value, "--compile-link"));
+        description(0, alone, sizeof(alone));
+        describe_run(true, "1",
+                     ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", value, "--compile-link"));
+        description(0, disk_hit, sizeof(disk_hit));
+        cr_assert_str_eq(disk_hit, alone, "layer: %s\nalone: %s\nstderr: %s", disk_hit, alone,
+                         run.err);
+        assert_lookups(0, 0, 0, 2);
+        if (i == 0)
+            memcpy(first, alone, sizeof(first));
+    }
+    cr_assert_str_neq(first, alone, "both values linked alike: %s", alone);
+}
+
 Test(opencl, intel_failed_build)
 {
     assert_hit_like_build(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
