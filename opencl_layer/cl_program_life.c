@@ -8,6 +8,7 @@
 
 #include "cl_layer_internal.h"
 #include "zecache/fork_guard.h"
+#include "zecache/log.h"
 
 /* Programs whose build the key cannot see whole, with why. */
 typedef struct marked_program {
@@ -77,6 +78,21 @@ const char *zcc_unkeyable_reason(cl_program program)
     return reason;
 }
 
+typedef struct spec_constant {
+    cl_uint id;
+    size_t size;
+    const void *value;
+} spec_constant;
+
+static void set_on_compiled_object(zcc_hit *hit, void *context)
+{
+    const spec_constant *constant = context;
+    if (hit->compiled &&
+        zcc_layer.next.clSetProgramSpecializationConstant(hit->built, constant->id, constant->size,
+                                                          constant->value) != CL_SUCCESS)
+        zc_log_info("a specialization constant could not be set on a cached compiled object");
+}
+
 cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, cl_uint spec_id,
                                                            size_t spec_size, const void *spec_value)
 {
@@ -87,6 +103,11 @@ cl_int CL_API_CALL zcc_set_program_specialization_constant(cl_program program, c
      * builds unkeyable. */
     if (result == CL_SUCCESS && !zcc_spec_constants_record(program, spec_id, spec_size, spec_value))
         (void)mark(program, "specialization constants the layer could not record");
+    /* A compile hit's object is what the driver links (cl_link.c), and the
+     * driver takes constants at the link, from that program. */
+    spec_constant constant = {spec_id, spec_size, spec_value};
+    if (result == CL_SUCCESS)
+        (void)zcc_hits_with(program, set_on_compiled_object, &constant);
     return result;
 }
 

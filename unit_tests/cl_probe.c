@@ -21,6 +21,8 @@
  *                     build
  *   --compile-link    clCompileProgram then clLinkProgram instead of
  *                     clBuildProgram; the linked program is described
+ *   --spec-at-link    with --compile-link: --spec set after the compile,
+ *                     before the link
  *   --devices WHICH   build for "all" the context's devices given as a list,
  *                     or for the one of index WHICH (default: device_list
  *                     NULL)
@@ -55,7 +57,7 @@
 typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
-    bool callback, no_binaries, rebuild, compile_link, time;
+    bool callback, no_binaries, rebuild, compile_link, spec_at_link, time;
     const char *spec, *append, *devices;
     char *setenv[MAX_SETENV];
     int setenv_count;
@@ -372,11 +374,22 @@ static cl_program create_program(cl_context context, const probe_options *option
 
 /* clCompileProgram, then clLinkProgram of the one object; the linked
  * program (the compiled one released), or NULL. */
+static void set_spec(cl_program program, const probe_options *options)
+{
+    if (options->spec == NULL)
+        return;
+    cl_uint id = (cl_uint)strtoul(options->spec, NULL, 0);
+    cl_uint value = (cl_uint)strtoul(strchr(options->spec, '=') + 1, NULL, 0);
+    printf("spec: %d\n", clSetProgramSpecializationConstant(program, id, sizeof(value), &value));
+}
+
 static cl_program compile_and_link(cl_context context, cl_program program,
                                    const probe_options *options)
 {
     cl_int code = clCompileProgram(program, 0, NULL, options->options, 0, NULL, NULL, NULL, NULL);
     printf("compile: %d\n", code);
+    if (options->spec_at_link)
+        set_spec(program, options);
     cl_program linked = clLinkProgram(context, 0, NULL, NULL, 1, &program, NULL, NULL, &code);
     printf("link: %d\n", code);
     clReleaseProgram(program);
@@ -415,12 +428,8 @@ static void probe_once(cl_context context, cl_uint device_count, const cl_device
     if (program == NULL)
         return;
     callback_calls = 0;
-    if (options->spec != NULL) {
-        cl_uint id = (cl_uint)strtoul(options->spec, NULL, 0);
-        cl_uint value = (cl_uint)strtoul(strchr(options->spec, '=') + 1, NULL, 0);
-        printf("spec: %d\n",
-               clSetProgramSpecializationConstant(program, id, sizeof(value), &value));
-    }
+    if (!options->spec_at_link)
+        set_spec(program, options);
     if (options->compile_link) {
         program = compile_and_link(context, program, options);
         if (program == NULL)
@@ -468,6 +477,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->time = true;
         else if (strcmp(arg, "--compile-link") == 0)
             options->compile_link = true;
+        else if (strcmp(arg, "--spec-at-link") == 0)
+            options->spec_at_link = true;
         else if (strcmp(arg, "--rebuild") == 0)
             options->rebuild = true;
         else if (strcmp(arg, "--no-binaries") == 0)

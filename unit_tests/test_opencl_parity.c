@@ -237,6 +237,24 @@ Test(opencl, intel_compile_and_link_with_specialization_constants)
     cr_assert_str_neq(first, alone, "both values linked alike: %s", alone);
 }
 
+/* The same, with the constant set on a compile hit after its compile: the
+ * link (the driver's) takes it. */
+Test(opencl, intel_specialization_constant_set_on_a_compile_hit)
+{
+    describe_run(true, "1", ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--compile-link"));
+    assert_lookups(2, 0, 0, 0);
+    describe_run(false, "1",
+                 ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", "1=9", "--spec-at-link",
+                         "--compile-link"));
+    description(0, alone, sizeof(alone));
+    describe_run(true, "1",
+                 ARGS_OF(INTEL, "--il", SPEC_CONSTANTS, "--spec", "1=9", "--spec-at-link",
+                         "--compile-link"));
+    description(0, disk_hit, sizeof(disk_hit));
+    cr_assert_str_eq(disk_hit, alone, "layer: %s\nalone: %s\nstderr: %s", disk_hit, alone, run.err);
+    assert_lookups(0, 1, 0, 1);
+}
+
 Test(opencl, intel_failed_build)
 {
     assert_hit_like_build(ARGS_OF(INTEL, "--source", SOURCE("cl_probe_broken.cl"), "--callback"),
