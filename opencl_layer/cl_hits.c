@@ -126,6 +126,9 @@ void zcc_hit_free(zcc_hit *hit)
     free(hit->options);
     free(hit->log);
     free(hit->kernels);
+    for (size_t i = 0; i < hit->other_count; i++)
+        free(hit->others[i].log);
+    free(hit->others);
     free(hit);
 }
 

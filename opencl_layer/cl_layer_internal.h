@@ -88,6 +88,14 @@ typedef struct zcc_hit {
     size_t live_kernels; /* kernels of built the application holds */
     uint8_t *kernels;    /* the entry's kernel attributes (zcc_entry) */
     size_t kernels_size;
+    /* A build for several devices: the others, after device (the
+     * program's order), each with its build log; 0 and NULL for one. */
+    size_t other_count;
+    struct zcc_hit_device {
+        cl_device_id device;
+        char *log;
+        size_t log_size;
+    } * others;
 } zcc_hit;
 
 /* Takes hit (malloc'd, with its strings) into the table, in place of any
@@ -149,6 +157,32 @@ bool zcc_spec_constants_for(cl_program program, const zc_build_input *input,
 void zcc_spec_values_free(zcc_spec_values *values);
 
 /* ---- cl_programs.c (builds), cl_program_life.c (the rest) ---- */
+
+typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
+
+/* The program's IL, else its source, as the driver holds it (the returned
+ * bytes, malloc'd, which input points into); NULL when it has neither. */
+void *zcc_program_input(cl_program program, zc_build_input *input);
+/* A program's build log for device (malloc'd, NUL-terminated, its length
+ * in *length); NULL on failure. */
+char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length);
+/* Runs build(context, notify, user_data) as the only build of program (a
+ * second one waits, or when refuses gets CL_INVALID_OPERATION, as the
+ * driver does), after dropping program's hit, with a stand-in for the
+ * application's callback, which it then calls once the layer is done with
+ * the program. build returns the call's result. */
+cl_int zcc_build_guarded(cl_program program, bool refuses, zcc_notify notify, void *user_data,
+                         cl_int (*build)(void *context, zcc_notify notify, void *user_data),
+                         void *context);
+
+/* ---- cl_multi_device.c: a build of a program of several devices ---- */
+
+/* Serves clBuildProgram for a program of several devices (its result in
+ * *result) and returns true; false when program has one device or the
+ * arguments are ones the driver answers with an error (the single-device
+ * path answers those). */
+bool zcc_build_several(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+                       const char *options, zcc_notify notify, void *user_data, cl_int *result);
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,

@@ -13,8 +13,6 @@
 #include "zecache/frontend.h"
 #include "zecache/log.h"
 
-typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
-
 /* One clBuildProgram call with the application's arguments. */
 typedef struct build_call {
     cl_program program;
@@ -37,9 +35,7 @@ static bool build_alone(void *context)
     return call->result == CL_SUCCESS;
 }
 
-/* A program's build log for device (malloc'd, NUL-terminated); NULL on
- * failure. */
-static char *build_log_of(cl_program program, cl_device_id device, size_t *length)
+char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length)
 {
     size_t size = 0;
     *length = 0;
@@ -87,7 +83,7 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     meta.created_unix = (uint64_t)time(NULL);
     size_t binary_size, log_length;
     unsigned char *binary = binary_of(call->program, &binary_size);
-    char *log = build_log_of(call->program, call->device, &log_length);
+    char *log = zcc_build_log_of(call->program, call->device, &log_length);
     zc_status status = ZC_ERR_NOMEM;
     if (binary != NULL && log != NULL) {
         *out = zcc_entry_create(call->program, binary, binary_size, log, log_length, &meta);
@@ -254,9 +250,7 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
     return true;
 }
 
-/* The program's IL, else its source, as the driver holds it (malloc'd);
- * NULL when it has neither (a program from a binary or built-in kernels). */
-static void *input_of(cl_program program, zc_build_input *input)
+void *zcc_program_input(cl_program program, zc_build_input *input)
 {
     static const struct {
         cl_program_info name;
@@ -290,7 +284,7 @@ static void build_through_cache(build_call *call)
     char detail[256] = "";
     const zcc_device *device = zcc_device_of(call->device, &status, detail, sizeof(detail));
     zc_build_input input;
-    void *bytes = device != NULL ? input_of(call->program, &input) : NULL;
+    void *bytes = device != NULL ? zcc_program_input(call->program, &input) : NULL;
     if (bytes == NULL) {
         if (device != NULL)
             snprintf(detail, sizeof(detail), "a program from neither source nor IL");
@@ -340,10 +334,42 @@ static void CL_CALLBACK note_notified(cl_program program, void *notified)
     *(bool *)notified = true;
 }
 
+static cl_int build_one_through_cache(void *context, zcc_notify notify, void *user_data)
+{
+    build_call *call = context;
+    call->notify = notify;
+    call->user_data = user_data;
+    build_through_cache(call);
+    return call->result;
+}
+
+cl_int zcc_build_guarded(cl_program program, bool refuses, zcc_notify notify, void *user_data,
+                         cl_int (*build)(void *context, zcc_notify notify, void *user_data),
+                         void *context)
+{
+    cl_int entered = zcc_building_enter(program, !refuses);
+    if (entered != CL_SUCCESS)
+        return entered;
+    bool built = zcc_hits_drop(program), notified = false;
+    cl_int result = CL_INVALID_OPERATION;
+    if (built)
+        result = build(context, notify != NULL ? note_notified : NULL,
+                       notify != NULL ? &notified : NULL);
+    zcc_building_leave(program);
+    /* A hit is a build that succeeded, which both drivers report. */
+    if (notify != NULL && built && (notified || result == CL_SUCCESS))
+        notify(program, user_data);
+    return result;
+}
+
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
                                      zcc_notify notify, void *user_data)
 {
+    cl_int several_result;
+    if (zcc_build_several(program, num_devices, device_list, options, notify, user_data,
+                          &several_result))
+        return several_result;
     build_call call = {.program = program,
                        .num_devices = num_devices,
                        .device_list = device_list,
@@ -365,20 +391,5 @@ cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
     zc_status described;
     const zcc_device *device = zcc_device_of(call.device, &described, detail, sizeof(detail));
     bool refuses = device != NULL && zcc_device_compiler(device) != NULL;
-    cl_int entered = zcc_building_enter(program, !refuses);
-    if (entered != CL_SUCCESS)
-        return entered;
-    bool built = zcc_hits_drop(program), notified = false;
-    if (built) {
-        call.notify = notify != NULL ? note_notified : NULL;
-        call.user_data = notify != NULL ? &notified : NULL;
-        build_through_cache(&call);
-    } else {
-        call.result = CL_INVALID_OPERATION;
-    }
-    zcc_building_leave(program);
-    /* A hit is a build that succeeded, which both drivers report. */
-    if (notify != NULL && built && (notified || call.result == CL_SUCCESS))
-        notify(program, user_data);
-    return call.result;
+    return zcc_build_guarded(program, refuses, notify, user_data, build_one_through_cache, &call);
 }
