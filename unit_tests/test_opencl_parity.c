@@ -37,9 +37,9 @@ typedef enum expected_path {
     FAILED, /* the driver's build fails: built each time, never stored */
 } expected_path;
 
-/* PoCL's devices (POCL_DEVICES) for the runs of a test, or NULL for its
- * default of one. */
-static const char *pocl_devices;
+/* The devices for the runs of a test (PoCL's POCL_DEVICES, Intel's
+ * CreateMultipleRootDevices), or NULL for the driver's default of one. */
+static const char *devices_setting;
 
 static char alone[OUTPUT_MAX], alone_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
     disk_hit[OUTPUT_MAX];
@@ -56,9 +56,9 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
     }
     argv[argc] = NULL;
     if (with_layer)
-        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", pocl_devices), argv);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", devices_setting), argv);
     else
-        probe_run(false, ENV("POCL_KERNEL_CACHE=0", pocl_devices), argv);
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0", devices_setting), argv);
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
                  run.err);
 }
@@ -294,9 +294,9 @@ Test(opencl, pocl_failed_build)
 static void assert_two_devices_like_the_driver(const char *const *args, lookups cold, lookups warm,
                                                int entries)
 {
-    pocl_devices = TWO_DEVICES;
+    devices_setting = TWO_DEVICES;
     assert_runs_alike(args, cold, warm, entries);
-    pocl_devices = NULL;
+    devices_setting = NULL;
     cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
                        disk_hit);
 }
@@ -330,6 +330,20 @@ Test(opencl, pocl_two_devices_built_for_one)
         run.err);
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run on device 0: not built for it\n"), "%s", disk_hit);
+}
+
+/* Intel's driver with two root devices: one binary per device, compared
+ * byte for byte, each stored under its device's key. */
+Test(opencl, intel_two_root_devices)
+{
+    devices_setting = "CreateMultipleRootDevices=2";
+    assert_runs_alike(
+        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"), two_cold,
+        two_warm, 2);
+    devices_setting = NULL;
+    cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
+                       disk_hit);
+    cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
 }
 
 /* ---- a header rewritten while the driver compiles ---- */
