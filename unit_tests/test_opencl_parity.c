@@ -38,7 +38,8 @@ typedef enum expected_path {
 } expected_path;
 
 /* The devices for the runs of a test (PoCL's POCL_DEVICES, Intel's
- * CreateMultipleRootDevices), or NULL for the driver's default of one. */
+ * CreateMultipleRootDevices), or NULL for the driver's default of one; each
+ * test runs in a process of its own. */
 static const char *devices_setting;
 
 static char alone[OUTPUT_MAX], alone_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
@@ -296,7 +297,6 @@ static void assert_two_devices_like_the_driver(const char *const *args, lookups 
 {
     devices_setting = TWO_DEVICES;
     assert_runs_alike(args, cold, warm, entries);
-    devices_setting = NULL;
     cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
                        disk_hit);
 }
@@ -304,10 +304,27 @@ static void assert_two_devices_like_the_driver(const char *const *args, lookups 
 /* Cached per device: two misses, then two hits. */
 static const lookups two_cold = {2, 0, 2, 0}, two_warm = {0, 2, 0, 0};
 
+/* A later build of a program of one device (a context of the second
+ * device alone) finds the entry the build for both stored: each device's
+ * key is a single build's. */
+static void assert_one_device_hits(const char *const *args)
+{
+    const char *argv[MAX_ARGS + 1] = {"--context-device", "1"};
+    int argc = 2;
+    for (int i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(argc, MAX_ARGS);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    describe_run(true, "1", argv);
+    assert_lookups(0, 1, 0, 0);
+}
+
 Test(opencl, pocl_two_devices_built_for_both)
 {
     assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"), two_cold,
                                        two_warm, 2);
+    assert_one_device_hits(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"));
     cr_assert_not_null(strstr(disk_hit, "run add_offsets: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
@@ -340,10 +357,11 @@ Test(opencl, intel_two_root_devices)
     assert_runs_alike(
         ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"), two_cold,
         two_warm, 2);
-    devices_setting = NULL;
     cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
                        disk_hit);
     cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
+    assert_one_device_hits(
+        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"));
 }
 
 /* ---- a header rewritten while the driver compiles ---- */
