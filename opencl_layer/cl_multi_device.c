@@ -16,6 +16,9 @@
 #include "zecache/frontend_several.h"
 #include "zecache/log.h"
 
+/* No OpenCL status: positive values are not used by the API's errors. */
+#define UNWRITTEN_STATUS 0x7a63
+
 typedef struct several_call {
     cl_program program;
     cl_uint num_devices;
@@ -123,7 +126,12 @@ static cl_program program_from(several_call *call, const size_t *sizes,
     cl_context context = NULL;
     cl_int status = zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT,
                                                     sizeof(context), &context, NULL);
-    cl_int binary_status[ZC_FRONTEND_MAX_DEVICES] = {CL_SUCCESS};
+    /* A status the driver leaves unwritten is a refusal: Intel's 26.x
+     * answers so for a second root device (CreateMultipleRootDevices=2),
+     * lists each kernel twice, and crashes in clCreateKernelsInProgram. */
+    cl_int binary_status[ZC_FRONTEND_MAX_DEVICES];
+    for (cl_uint i = 0; i < call->count; i++)
+        binary_status[i] = UNWRITTEN_STATUS;
     cl_program built = NULL;
     if (status == CL_SUCCESS)
         built = zcc_layer.next.clCreateProgramWithBinary(context, call->count, call->devices, sizes,
@@ -136,7 +144,10 @@ static cl_program program_from(several_call *call, const size_t *sizes,
                                                NULL, NULL);
     if (built != NULL && status == CL_SUCCESS)
         return built;
-    snprintf(detail, detail_size, "the driver returned %d for the binaries", (int)status);
+    if (status == UNWRITTEN_STATUS)
+        snprintf(detail, detail_size, "the driver gave no status for a device's binary");
+    else
+        snprintf(detail, detail_size, "the driver returned %d for the binaries", (int)status);
     if (built != NULL)
         zcc_layer.next.clReleaseProgram(built);
     return NULL;

@@ -93,7 +93,14 @@ static const lookups bypassed_cold = {0, 0, 0, 2}, bypassed_warm = {0, 0, 0, 1};
  * compared with the driver's second: Intel's front end names a program's
  * source by a counter of the process's builds, which its diagnostics show
  * ("2:4:14: error: ..."). */
-static void assert_runs_alike(const char *const *args, lookups cold, lookups warm, int entries)
+static void assert_lookups_were(lookups expected)
+{
+    assert_lookups(expected.misses, expected.disk_hits, expected.memory_hits, expected.bypasses);
+}
+
+/* The driver alone and the layer cold alike (the cold run's stderr left in
+ * run.err for the caller to check). */
+static void assert_cold_alike(const char *const *args)
 {
     describe_run(false, "2", args);
     description(0, alone, sizeof(alone));
@@ -101,18 +108,28 @@ static void assert_runs_alike(const char *const *args, lookups cold, lookups war
     describe_run(true, "2", args);
     description(0, missed, sizeof(missed));
     description(1, memory_hit, sizeof(memory_hit));
-    assert_lookups(cold.misses, cold.disk_hits, cold.memory_hits, cold.bypasses);
     char *const texts[] = {alone, alone_again, missed, memory_hit};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         mask_temporary_names(texts[i]);
     assert_same_description("the layer's build", alone, missed);
     assert_same_description("the memory hit", alone_again, memory_hit);
+}
+
+static void assert_warm_alike(const char *const *args, lookups warm, int entries)
+{
     describe_run(true, "1", args);
     description(0, disk_hit, sizeof(disk_hit));
-    assert_lookups(warm.misses, warm.disk_hits, warm.memory_hits, warm.bypasses);
+    assert_lookups_were(warm);
     cr_assert_eq(opencl_entries_in(sc.cache), entries);
     mask_temporary_names(disk_hit);
     assert_same_description("the disk hit", alone, disk_hit);
+}
+
+static void assert_runs_alike(const char *const *args, lookups cold, lookups warm, int entries)
+{
+    assert_cold_alike(args);
+    assert_lookups_were(cold);
+    assert_warm_alike(args, warm, entries);
 }
 
 static void assert_hit_like_build(const char *const *args, expected_path path)
@@ -301,8 +318,28 @@ static void assert_two_devices_like_the_driver(const char *const *args, lookups 
                        disk_hit);
 }
 
-/* Cached per device: two misses, then two hits. */
-static const lookups two_cold = {2, 0, 2, 0}, two_warm = {0, 2, 0, 0};
+/* A build for two devices cached per device, cold and warm, as the driver
+ * answers alone. Each device's entry is a single build's (keyed by what
+ * the device tells), so devices that tell nothing apart (PoCL 6.0's two
+ * pthread devices) share one entry: the second lookup of a warm run finds
+ * it in memory. A driver that gives no status for a device's binary
+ * (Intel's 26.x with two root devices) has each hit refused and the
+ * driver's build stored again. */
+static void assert_two_devices_cached(const char *const *args)
+{
+    assert_cold_alike(args);
+    if (strstr(run.err, BYPASS "rejected-binary: the driver gave no status") != NULL) {
+        assert_lookups_were((lookups){2, 0, 0, 1});
+        assert_warm_alike(args, (lookups){0, 0, 0, 1}, 2);
+        return;
+    }
+    assert_lookups_were((lookups){2, 0, 2, 0});
+    int entries = opencl_entries_in(sc.cache);
+    cr_assert(entries == 1 || entries == 2, "%d entries", entries);
+    assert_warm_alike(args, entries == 2 ? (lookups){0, 2, 0, 0} : (lookups){0, 1, 1, 0}, entries);
+    cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
+                       disk_hit);
+}
 
 /* A later build of a program of one device (a context of the second
  * device alone) finds the entry the build for both stored: each device's
@@ -322,8 +359,8 @@ static void assert_one_device_hits(const char *const *args)
 
 Test(opencl, pocl_two_devices_built_for_both)
 {
-    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"), two_cold,
-                                       two_warm, 2);
+    devices_setting = TWO_DEVICES;
+    assert_two_devices_cached(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"));
     assert_one_device_hits(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"));
     cr_assert_not_null(strstr(disk_hit, "run add_offsets: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
@@ -332,7 +369,8 @@ Test(opencl, pocl_two_devices_built_for_both)
 
 Test(opencl, pocl_two_devices_built_with_no_list)
 {
-    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE), two_cold, two_warm, 2);
+    devices_setting = TWO_DEVICES;
+    assert_two_devices_cached(ARGS_OF(TWO_DEVICE_SOURCE));
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
 }
 
@@ -354,11 +392,8 @@ Test(opencl, pocl_two_devices_built_for_one)
 Test(opencl, intel_two_root_devices)
 {
     devices_setting = "CreateMultipleRootDevices=2";
-    assert_runs_alike(
-        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"), two_cold,
-        two_warm, 2);
-    cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
-                       disk_hit);
+    assert_two_devices_cached(
+        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"));
     cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
     assert_one_device_hits(
         ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"));

@@ -538,7 +538,7 @@ zc_status zc_cache_store(zc_cache *cache, const zc_key *key, zc_artifact *artifa
     zc_cache_count_miss(cache, ZC_OK, artifact);
     char hex[ZC_KEY_HEX_SIZE];
     zc_key_to_hex(key, hex);
-    zc_log_info("miss %s: compiled by the caller, stored", hex);
+    zc_log_info("miss %s: compiled by the caller", hex);
     return put_in_every_tier(cache, key, artifact, trace, false);
 }
 
