@@ -15,6 +15,7 @@
 #include "zecache/build_request.h"
 #include "zecache/cache.h"
 #include "zecache/config.h"
+#include "zecache/frontend.h"
 #include "zecache/frontend_device.h"
 #include "zecache/key.h"
 
@@ -102,6 +103,10 @@ typedef struct zcc_hit {
  * record of its program; false when memory runs out (then nothing was
  * taken). */
 bool zcc_hits_add(zcc_hit *hit);
+/* Takes hit (NULL when it could not be made) into the table with built, the
+ * layer's program, which it owns from then on: ZC_HIT_CREATED; else built
+ * is released, "out of memory" written in detail, and ZC_HIT_REFUSED. */
+zc_hit_outcome zcc_hits_add_built(zcc_hit *hit, cl_program built, char *detail, size_t detail_size);
 /* Runs fn on the hit of program (the application's) under the table's
  * lock, and returns true; false when program is no hit. */
 bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), void *context);
@@ -163,6 +168,34 @@ typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
 /* The program's IL, else its source, as the driver holds it (the returned
  * bytes, malloc'd, which input points into); NULL when it has neither. */
 void *zcc_program_input(cl_program program, zc_build_input *input);
+/* One clBuildProgram call's arguments. */
+typedef struct zcc_build_args {
+    cl_program program;
+    cl_uint num_devices;
+    const cl_device_id *device_list;
+    const char *options;
+    zcc_notify notify;
+    void *user_data;
+} zcc_build_args;
+/* The driver's clBuildProgram with args. */
+cl_int zcc_build_with_driver(const zcc_build_args *args);
+
+/* The front end's request for a build of program with options: its IL or
+ * source (as zcc_program_input) and the specialization constants set;
+ * false, with why in detail, when it has neither or the key cannot hold
+ * the constants. request.inputs points into the struct: keep it in place,
+ * and free it with zcc_request_free. */
+typedef struct zcc_request {
+    zc_build_input input;
+    zcc_spec_values constants;
+    zc_build_request request;
+    void *bytes;
+} zcc_request;
+bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
+                    size_t detail_size);
+void zcc_request_free(zcc_request *request);
+/* The front end the layer's requests go to. */
+zc_frontend zcc_frontend(void);
 /* A program's build log for device (malloc'd, NUL-terminated, its length
  * in *length); NULL on failure. */
 char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length);

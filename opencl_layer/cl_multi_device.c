@@ -20,13 +20,8 @@
 #define UNWRITTEN_STATUS 0x7a63
 
 typedef struct several_call {
-    cl_program program;
-    cl_uint num_devices;
-    const cl_device_id *device_list;
-    const char *options;
-    zcc_notify notify;
-    void *user_data;
-    cl_uint count; /* the program's devices, in its order */
+    zcc_build_args app; /* the application\'s */
+    cl_uint count;      /* the program's devices, in its order */
     cl_device_id devices[ZC_FRONTEND_MAX_DEVICES];
     const zc_device_description *descriptions[ZC_FRONTEND_MAX_DEVICES];
     const zc_compiler_identity *compilers[ZC_FRONTEND_MAX_DEVICES];
@@ -36,9 +31,7 @@ typedef struct several_call {
 static bool several_alone(void *context)
 {
     several_call *call = context;
-    call->result =
-        zcc_layer.next.clBuildProgram(call->program, call->num_devices, call->device_list,
-                                      call->options, call->notify, call->user_data);
+    call->result = zcc_build_with_driver(&call->app);
     return call->result == CL_SUCCESS;
 }
 
@@ -71,9 +64,10 @@ static zc_artifact *entry_of(several_call *call, cl_uint i, const unsigned char 
     meta.compile_ns = compile_ns;
     meta.created_unix = (uint64_t)time(NULL);
     size_t log_length;
-    char *log = zcc_build_log_of(call->program, call->devices[i], &log_length);
+    char *log = zcc_build_log_of(call->app.program, call->devices[i], &log_length);
     zc_artifact *entry =
-        log != NULL ? zcc_entry_create(call->program, binary, size, log, log_length, &meta) : NULL;
+        log != NULL ? zcc_entry_create(call->app.program, binary, size, log, log_length, &meta)
+                    : NULL;
     free(log);
     return entry;
 }
@@ -89,7 +83,7 @@ static zc_status several_compile(void *context, zc_artifact **out)
     size_t sizes[ZC_FRONTEND_MAX_DEVICES];
     unsigned char *binaries[ZC_FRONTEND_MAX_DEVICES];
     zc_status status = ZC_ERR_NOMEM;
-    if (binaries_of(call->program, call->count, sizes, binaries)) {
+    if (binaries_of(call->app.program, call->count, sizes, binaries)) {
         status = ZC_OK;
         for (cl_uint i = 0; i < call->count; i++) {
             out[i] = entry_of(call, i, binaries[i], sizes[i], compile_ns);
@@ -124,7 +118,7 @@ static cl_program program_from(several_call *call, const size_t *sizes,
                                size_t detail_size)
 {
     cl_context context = NULL;
-    cl_int status = zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT,
+    cl_int status = zcc_layer.next.clGetProgramInfo(call->app.program, CL_PROGRAM_CONTEXT,
                                                     sizeof(context), &context, NULL);
     /* A status the driver leaves unwritten is a refusal: Intel's 26.x
      * answers so for a second root device (CreateMultipleRootDevices=2),
@@ -140,7 +134,7 @@ static cl_program program_from(several_call *call, const size_t *sizes,
     for (cl_uint i = 0; status == CL_SUCCESS && i < call->count; i++)
         status = binary_status[i];
     if (built != NULL && status == CL_SUCCESS)
-        status = zcc_layer.next.clBuildProgram(built, call->count, call->devices, call->options,
+        status = zcc_layer.next.clBuildProgram(built, call->count, call->devices, call->app.options,
                                                NULL, NULL);
     if (built != NULL && status == CL_SUCCESS)
         return built;
@@ -172,9 +166,9 @@ static zcc_hit *hit_of(several_call *call, const zc_artifact *const *artifacts,
     zcc_hit *hit = calloc(1, sizeof(*hit));
     if (hit == NULL)
         return NULL;
-    *hit = (zcc_hit){.program = call->program,
+    *hit = (zcc_hit){.program = call->app.program,
                      .device = call->devices[0],
-                     .options = strdup(call->options != NULL ? call->options : ""),
+                     .options = strdup(call->app.options != NULL ? call->app.options : ""),
                      .kernels = malloc(first->kernels_size),
                      .kernels_size = first->kernels_size,
                      .others = calloc(call->count - 1, sizeof(*hit->others))};
@@ -217,19 +211,11 @@ static zc_hit_outcome several_create(void *context, const zc_artifact *const *ar
         zcc_layer.next.clReleaseProgram(built);
         return ZC_HIT_REBUILT;
     }
-    zcc_hit *hit = hit_of(call, artifacts, &entries[0]);
-    if (hit != NULL)
-        hit->built = built;
-    if (hit == NULL || !zcc_hits_add(hit)) {
-        if (hit != NULL)
-            zcc_hit_free(hit);
-        else
-            zcc_layer.next.clReleaseProgram(built);
-        snprintf(detail, detail_size, "out of memory");
-        return ZC_HIT_REFUSED;
-    }
-    call->result = CL_SUCCESS;
-    return ZC_HIT_CREATED;
+    zc_hit_outcome outcome =
+        zcc_hits_add_built(hit_of(call, artifacts, &entries[0]), built, detail, detail_size);
+    if (outcome == ZC_HIT_CREATED)
+        call->result = CL_SUCCESS;
+    return outcome;
 }
 
 static const zc_frontend_several_ops several_ops = {
@@ -241,14 +227,14 @@ static const zc_frontend_several_ops several_ops = {
 /* Whether the call names every device of the program (or none: all). */
 static bool names_every_device(const several_call *call)
 {
-    if (call->device_list == NULL)
+    if (call->app.device_list == NULL)
         return true;
-    if (call->num_devices != call->count)
+    if (call->app.num_devices != call->count)
         return false;
     for (cl_uint i = 0; i < call->count; i++) {
         bool named = false;
-        for (cl_uint j = 0; !named && j < call->num_devices; j++)
-            named = call->device_list[j] == call->devices[i];
+        for (cl_uint j = 0; !named && j < call->app.num_devices; j++)
+            named = call->app.device_list[j] == call->devices[i];
         if (!named)
             return false;
     }
@@ -267,7 +253,7 @@ static bool cacheable(several_call *call, zc_bypass_reason *reason, char *detail
     }
     for (cl_uint i = 0; i < call->count; i++) {
         cl_build_status built = CL_BUILD_NONE;
-        if (zcc_layer.next.clGetProgramBuildInfo(call->program, call->devices[i],
+        if (zcc_layer.next.clGetProgramBuildInfo(call->app.program, call->devices[i],
                                                  CL_PROGRAM_BUILD_STATUS, sizeof(built), &built,
                                                  NULL) != CL_SUCCESS ||
             built != CL_BUILD_NONE) {
@@ -283,7 +269,7 @@ static bool cacheable(several_call *call, zc_bypass_reason *reason, char *detail
         call->descriptions[i] = zcc_device_description(device);
         call->compilers[i] = zcc_device_compiler(device);
     }
-    const char *unkeyable = zcc_unkeyable_reason(call->program);
+    const char *unkeyable = zcc_unkeyable_reason(call->app.program);
     if (unkeyable != NULL)
         snprintf(detail, detail_size, "%s", unkeyable);
     return unkeyable == NULL;
@@ -292,47 +278,26 @@ static bool cacheable(several_call *call, zc_bypass_reason *reason, char *detail
 static cl_int several_through_cache(void *context, zcc_notify notify, void *user_data)
 {
     several_call *call = context;
-    call->notify = notify;
-    call->user_data = user_data;
-    char detail[256] = "a program from neither source nor IL";
-    zc_build_input input;
-    void *bytes = zcc_program_input(call->program, &input);
-    zcc_spec_values constants = {0};
-    if (bytes == NULL ||
-        !zcc_spec_constants_for(call->program, &input, &constants, detail, sizeof(detail))) {
+    call->app.notify = notify;
+    call->app.user_data = user_data;
+    char detail[256] = "";
+    zcc_request request;
+    if (!zcc_request_of(call->app.program, call->app.options, &request, detail, sizeof(detail))) {
         zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
         several_alone(call);
-        free(bytes);
         return call->result;
     }
-    input.flags = call->options;
-    input.has_constants = constants.count > 0;
-    input.constants = (zc_spec_constants){
-        .count = constants.count, .ids = constants.ids, .values = constants.values};
-    zc_build_request request = {.api = ZC_API_OPENCL,
-                                .format = input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL
-                                                                       : ZC_OPENCL_BUILD_SOURCE,
-                                .input_count = 1,
-                                .inputs = &input};
-    zc_frontend frontend = {.cache = zcc_layer.cache,
-                            .config = &zcc_layer.config,
-                            .hits_off = &zcc_layer.hits_not_reproduced};
-    (void)zc_frontend_build_several(&frontend, &request, call->descriptions, call->compilers,
-                                    call->count, &several_ops, call);
-    zcc_spec_values_free(&constants);
-    free(bytes);
+    zc_frontend frontend = zcc_frontend();
+    (void)zc_frontend_build_several(&frontend, &request.request, call->descriptions,
+                                    call->compilers, call->count, &several_ops, call);
+    zcc_request_free(&request);
     return call->result;
 }
 
 bool zcc_build_several(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
                        const char *options, zcc_notify notify, void *user_data, cl_int *result)
 {
-    several_call call = {.program = program,
-                         .num_devices = num_devices,
-                         .device_list = device_list,
-                         .options = options,
-                         .notify = notify,
-                         .user_data = user_data,
+    several_call call = {.app = {program, num_devices, device_list, options, notify, user_data},
                          .result = CL_SUCCESS};
     size_t size = 0;
     if (program == NULL || (notify == NULL && user_data != NULL) ||

@@ -15,23 +15,22 @@
 
 /* One clBuildProgram call with the application's arguments. */
 typedef struct build_call {
-    cl_program program;
-    cl_uint num_devices;
-    const cl_device_id *device_list;
-    const char *options;
-    zcc_notify notify;
-    void *user_data;
+    zcc_build_args app;  /* the application\'s */
     cl_device_id device; /* the one device built for */
     const zc_artifact_meta *meta;
     cl_int result;
 } build_call;
 
+cl_int zcc_build_with_driver(const zcc_build_args *args)
+{
+    return zcc_layer.next.clBuildProgram(args->program, args->num_devices, args->device_list,
+                                         args->options, args->notify, args->user_data);
+}
+
 static bool build_alone(void *context)
 {
     build_call *call = context;
-    call->result =
-        zcc_layer.next.clBuildProgram(call->program, call->num_devices, call->device_list,
-                                      call->options, call->notify, call->user_data);
+    call->result = zcc_build_with_driver(&call->app);
     return call->result == CL_SUCCESS;
 }
 
@@ -82,11 +81,11 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     meta.compile_ns = zc_artifact_clock_ns() - start;
     meta.created_unix = (uint64_t)time(NULL);
     size_t binary_size, log_length;
-    unsigned char *binary = binary_of(call->program, &binary_size);
-    char *log = zcc_build_log_of(call->program, call->device, &log_length);
+    unsigned char *binary = binary_of(call->app.program, &binary_size);
+    char *log = zcc_build_log_of(call->app.program, call->device, &log_length);
     zc_status status = ZC_ERR_NOMEM;
     if (binary != NULL && log != NULL) {
-        *out = zcc_entry_create(call->program, binary, binary_size, log, log_length, &meta);
+        *out = zcc_entry_create(call->app.program, binary, binary_size, log, log_length, &meta);
         status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
     } else {
         zc_log_info("cannot read the binary or build log of a built OpenCL program");
@@ -103,7 +102,7 @@ static cl_program program_from(build_call *call, const unsigned char *binary, si
                                char *detail, size_t detail_size)
 {
     cl_context context = NULL;
-    cl_int status = zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT,
+    cl_int status = zcc_layer.next.clGetProgramInfo(call->app.program, CL_PROGRAM_CONTEXT,
                                                     sizeof(context), &context, NULL);
     cl_int binary_status = CL_SUCCESS;
     cl_program built = NULL;
@@ -111,7 +110,8 @@ static cl_program program_from(build_call *call, const unsigned char *binary, si
         built = zcc_layer.next.clCreateProgramWithBinary(context, 1, &call->device, &size, &binary,
                                                          &binary_status, &status);
     if (built != NULL && status == CL_SUCCESS && binary_status == CL_SUCCESS)
-        status = zcc_layer.next.clBuildProgram(built, 1, &call->device, call->options, NULL, NULL);
+        status =
+            zcc_layer.next.clBuildProgram(built, 1, &call->device, call->app.options, NULL, NULL);
     if (built != NULL && status == CL_SUCCESS && binary_status == CL_SUCCESS)
         return built;
     snprintf(detail, detail_size, "the driver returned %d (binary status %d) for the binary",
@@ -133,17 +133,16 @@ static bool loaded_unchanged(cl_program built, const unsigned char *binary, size
     return same;
 }
 
-static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact,
-                       const zcc_entry *entry)
+static zcc_hit *hit_of(build_call *call, const zc_artifact *artifact, const zcc_entry *entry)
 {
     size_t log_size;
     const char *log = zc_artifact_build_log(artifact, &log_size);
     zcc_hit *hit = calloc(1, sizeof(*hit));
     if (hit == NULL)
         return NULL;
-    *hit = (zcc_hit){.program = call->program,
+    *hit = (zcc_hit){.program = call->app.program,
                      .device = call->device,
-                     .options = strdup(call->options != NULL ? call->options : ""),
+                     .options = strdup(call->app.options != NULL ? call->app.options : ""),
                      .log = malloc(log_size + 1),
                      .log_size = log_size,
                      .kernels = malloc(entry->kernels_size),
@@ -155,7 +154,6 @@ static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *ar
     memcpy(hit->log, log, log_size);
     hit->log[log_size] = '\0';
     memcpy(hit->kernels, entry->kernels, entry->kernels_size);
-    hit->built = built;
     return hit;
 }
 
@@ -175,17 +173,11 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
         zcc_layer.next.clReleaseProgram(built);
         return ZC_HIT_REBUILT;
     }
-    zcc_hit *hit = hit_of(call, built, artifact, &entry);
-    if (hit == NULL || !zcc_hits_add(hit)) {
-        if (hit != NULL)
-            zcc_hit_free(hit);
-        else
-            zcc_layer.next.clReleaseProgram(built);
-        snprintf(detail, detail_size, "out of memory");
-        return ZC_HIT_REFUSED;
-    }
-    call->result = CL_SUCCESS;
-    return ZC_HIT_CREATED;
+    zc_hit_outcome outcome =
+        zcc_hits_add_built(hit_of(call, artifact, &entry), built, detail, detail_size);
+    if (outcome == ZC_HIT_CREATED)
+        call->result = CL_SUCCESS;
+    return outcome;
 }
 
 static const zc_frontend_ops build_ops = {
@@ -200,8 +192,8 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
 {
     cl_device_id devices[2];
     size_t size = 0;
-    if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_DEVICES, sizeof(devices), devices,
-                                        &size) != CL_SUCCESS ||
+    if (zcc_layer.next.clGetProgramInfo(call->app.program, CL_PROGRAM_DEVICES, sizeof(devices),
+                                        devices, &size) != CL_SUCCESS ||
         size != sizeof(cl_device_id)) {
         snprintf(detail, detail_size,
                  "a program of several devices (its context's): the layer caches programs of "
@@ -209,7 +201,7 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
         return false;
     }
     call->device = devices[0];
-    if (call->device_list == NULL || call->device_list[0] == devices[0])
+    if (call->app.device_list == NULL || call->app.device_list[0] == devices[0])
         return true;
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
     snprintf(detail, detail_size, "a build for a device not the program's");
@@ -220,13 +212,13 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
 static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, size_t detail_size)
 {
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
-    if (call->program == NULL || (call->notify == NULL && call->user_data != NULL) ||
-        (call->num_devices == 0) != (call->device_list == NULL)) {
+    if (call->app.program == NULL || (call->app.notify == NULL && call->app.user_data != NULL) ||
+        (call->app.num_devices == 0) != (call->app.device_list == NULL)) {
         snprintf(detail, detail_size, "arguments the driver answers with an error");
         return false;
     }
     *reason = ZC_BYPASS_NOT_CACHEABLE;
-    if (call->num_devices > 1) {
+    if (call->app.num_devices > 1) {
         snprintf(detail, detail_size,
                  "a build for several devices: the layer caches builds for one device");
         return false;
@@ -236,13 +228,14 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
     /* Built by the driver before: whether kernels of it live (then the
      * driver refuses to build it again) only the driver knows. */
     cl_build_status built = CL_BUILD_NONE;
-    if (zcc_layer.next.clGetProgramBuildInfo(call->program, call->device, CL_PROGRAM_BUILD_STATUS,
-                                             sizeof(built), &built, NULL) != CL_SUCCESS ||
+    if (zcc_layer.next.clGetProgramBuildInfo(call->app.program, call->device,
+                                             CL_PROGRAM_BUILD_STATUS, sizeof(built), &built,
+                                             NULL) != CL_SUCCESS ||
         built != CL_BUILD_NONE) {
         snprintf(detail, detail_size, "a program the driver built before");
         return false;
     }
-    const char *unkeyable = zcc_unkeyable_reason(call->program);
+    const char *unkeyable = zcc_unkeyable_reason(call->app.program);
     if (unkeyable != NULL) {
         snprintf(detail, detail_size, "%s", unkeyable);
         return false;
@@ -276,18 +269,55 @@ void *zcc_program_input(cl_program program, zc_build_input *input)
     return NULL;
 }
 
-/* Builds call through the front end for its device; false (with the
- * bypass already counted) when it cannot. */
+bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
+                    size_t detail_size)
+{
+    *out = (zcc_request){0};
+    out->bytes = zcc_program_input(program, &out->input);
+    if (out->bytes == NULL) {
+        snprintf(detail, detail_size, "a program from neither source nor IL");
+        return false;
+    }
+    out->input.flags = options;
+    if (!zcc_spec_constants_for(program, &out->input, &out->constants, detail, detail_size)) {
+        free(out->bytes);
+        out->bytes = NULL;
+        return false;
+    }
+    /* Without constants the key stays what it was before they were cached. */
+    out->input.has_constants = out->constants.count > 0;
+    out->input.constants = (zc_spec_constants){
+        .count = out->constants.count, .ids = out->constants.ids, .values = out->constants.values};
+    out->request = (zc_build_request){
+        .api = ZC_API_OPENCL,
+        .format = out->input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL : ZC_OPENCL_BUILD_SOURCE,
+        .input_count = 1,
+        .inputs = &out->input};
+    return true;
+}
+
+void zcc_request_free(zcc_request *request)
+{
+    zcc_spec_values_free(&request->constants);
+    free(request->bytes);
+}
+
+zc_frontend zcc_frontend(void)
+{
+    return (zc_frontend){.cache = zcc_layer.cache,
+                         .config = &zcc_layer.config,
+                         .hits_off = &zcc_layer.hits_not_reproduced};
+}
+
+/* Builds call through the front end for its device, or (the bypass
+ * counted) with the driver alone when it cannot. */
 static void build_through_cache(build_call *call)
 {
     zc_status status;
     char detail[256] = "";
     const zcc_device *device = zcc_device_of(call->device, &status, detail, sizeof(detail));
-    zc_build_input input;
-    void *bytes = device != NULL ? zcc_program_input(call->program, &input) : NULL;
-    if (bytes == NULL) {
-        if (device != NULL)
-            snprintf(detail, sizeof(detail), "a program from neither source nor IL");
+    zcc_request request;
+    if (device == NULL) {
         zc_frontend_bypass(zcc_layer.cache,
                            status == ZC_OK || status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE
                                                                          : ZC_BYPASS_CACHE_ERROR,
@@ -295,31 +325,16 @@ static void build_through_cache(build_call *call)
         build_alone(call);
         return;
     }
-    input.flags = call->options;
-    zcc_spec_values constants;
-    if (!zcc_spec_constants_for(call->program, &input, &constants, detail, sizeof(detail))) {
+    if (!zcc_request_of(call->app.program, call->app.options, &request, detail, sizeof(detail))) {
         zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
         build_alone(call);
-        free(bytes);
         return;
     }
-    /* Without constants the key stays what it was before they were cached. */
-    input.has_constants = constants.count > 0;
-    input.constants = (zc_spec_constants){
-        .count = constants.count, .ids = constants.ids, .values = constants.values};
-    zc_build_request request = {.api = ZC_API_OPENCL,
-                                .format = input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL
-                                                                       : ZC_OPENCL_BUILD_SOURCE,
-                                .input_count = 1,
-                                .inputs = &input};
-    zc_frontend frontend = {.cache = zcc_layer.cache,
-                            .config = &zcc_layer.config,
-                            .hits_off = &zcc_layer.hits_not_reproduced};
+    zc_frontend frontend = zcc_frontend();
     call->meta = &zcc_device_description(device)->meta;
-    (void)zc_frontend_build(&frontend, &request, zcc_device_description(device),
+    (void)zc_frontend_build(&frontend, &request.request, zcc_device_description(device),
                             zcc_device_compiler(device), &build_ops, call);
-    zcc_spec_values_free(&constants);
-    free(bytes);
+    zcc_request_free(&request);
 }
 
 /* The layer's stand-in for the application's callback, given to the driver
@@ -337,8 +352,8 @@ static void CL_CALLBACK note_notified(cl_program program, void *notified)
 static cl_int build_one_through_cache(void *context, zcc_notify notify, void *user_data)
 {
     build_call *call = context;
-    call->notify = notify;
-    call->user_data = user_data;
+    call->app.notify = notify;
+    call->app.user_data = user_data;
     build_through_cache(call);
     return call->result;
 }
@@ -370,12 +385,7 @@ cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
     if (zcc_build_several(program, num_devices, device_list, options, notify, user_data,
                           &several_result))
         return several_result;
-    build_call call = {.program = program,
-                       .num_devices = num_devices,
-                       .device_list = device_list,
-                       .options = options,
-                       .notify = notify,
-                       .user_data = user_data,
+    build_call call = {.app = {program, num_devices, device_list, options, notify, user_data},
                        .result = CL_SUCCESS};
     zc_bypass_reason reason;
     char detail[256] = "";

@@ -35,6 +35,19 @@ static void close_scratch(scratch_cache *scratch)
     t_remove_tree(scratch->root);
 }
 
+/* zc_cache_lookup finds exactly expected, from where; returns it (the
+ * caller unrefs it). */
+static zc_artifact *assert_found(zc_cache *cache, const zc_key *key, const zc_artifact *expected,
+                                 zc_lookup_outcome where)
+{
+    zc_artifact *found = NULL;
+    zc_lookup_outcome outcome;
+    cr_assert_eq(zc_cache_lookup(cache, key, &found, &outcome), ZC_OK);
+    cr_assert_eq(outcome, where);
+    t_assert_same_artifact(found, expected);
+    return found;
+}
+
 static int compiles;
 
 static zc_status compile_never(void *context, zc_artifact **out)
@@ -83,12 +96,7 @@ Test(cache_lookup, a_store_is_found_by_every_kind_of_lookup)
     cr_assert_eq(stats.stores, 1);
     cr_assert_eq(stats.compile_ns_spent, zc_artifact_meta_of(expected)->compile_ns);
 
-    zc_artifact *found = NULL;
-    zc_lookup_outcome outcome;
-    cr_assert_eq(zc_cache_lookup(scratch.cache, &key, &found, &outcome), ZC_OK);
-    cr_assert_eq(outcome, ZC_LOOKUP_MEMORY_HIT);
-    t_assert_same_artifact(found, expected);
-    zc_artifact_unref(found);
+    zc_artifact_unref(assert_found(scratch.cache, &key, expected, ZC_LOOKUP_MEMORY_HIT));
     compiles = 0;
     cr_assert_eq(t_lookup_expecting(scratch.cache, &key, compile_never, NULL, expected),
                  ZC_LOOKUP_MEMORY_HIT);
@@ -96,10 +104,7 @@ Test(cache_lookup, a_store_is_found_by_every_kind_of_lookup)
 
     /* Another process: from disk, for both kinds of lookup. */
     zc_cache *other = open_at(scratch.dir);
-    cr_assert_eq(zc_cache_lookup(other, &key, &found, &outcome), ZC_OK);
-    cr_assert_eq(outcome, ZC_LOOKUP_DISK_HIT);
-    t_assert_same_artifact(found, expected);
-    zc_artifact_unref(found);
+    zc_artifact_unref(assert_found(other, &key, expected, ZC_LOOKUP_DISK_HIT));
     zc_cache_close(other);
     other = open_at(scratch.dir);
     cr_assert_eq(t_lookup_expecting(other, &key, compile_never, NULL, expected),
@@ -119,13 +124,10 @@ Test(cache_lookup, hits_count_only_when_the_caller_counts_them)
     zc_cache_close(scratch.cache);
     scratch.cache = open_at(scratch.dir);
 
-    zc_artifact *found = NULL;
-    zc_lookup_outcome outcome;
-    cr_assert_eq(zc_cache_lookup(scratch.cache, &key, &found, &outcome), ZC_OK);
-    cr_assert_eq(outcome, ZC_LOOKUP_DISK_HIT);
+    zc_artifact *found = assert_found(scratch.cache, &key, expected, ZC_LOOKUP_DISK_HIT);
     zc_cache_stats stats = t_cache_stats(scratch.cache);
     cr_assert_eq(stats.disk_hits + stats.memory_hits + stats.misses, 0);
-    zc_cache_count_hit(scratch.cache, &key, outcome, found);
+    zc_cache_count_hit(scratch.cache, &key, ZC_LOOKUP_DISK_HIT, found);
     stats = t_cache_stats(scratch.cache);
     cr_assert_eq(stats.disk_hits, 1);
     cr_assert_eq(stats.memory_hits + stats.misses, 0);
@@ -133,9 +135,8 @@ Test(cache_lookup, hits_count_only_when_the_caller_counts_them)
     zc_artifact_unref(found);
 
     /* Found again in memory: a memory hit once counted. */
-    cr_assert_eq(zc_cache_lookup(scratch.cache, &key, &found, &outcome), ZC_OK);
-    cr_assert_eq(outcome, ZC_LOOKUP_MEMORY_HIT);
-    zc_cache_count_hit(scratch.cache, &key, outcome, found);
+    found = assert_found(scratch.cache, &key, expected, ZC_LOOKUP_MEMORY_HIT);
+    zc_cache_count_hit(scratch.cache, &key, ZC_LOOKUP_MEMORY_HIT, found);
     cr_assert_eq(t_cache_stats(scratch.cache).memory_hits, 1);
     zc_artifact_unref(found);
     zc_artifact_unref(expected);
@@ -155,11 +156,7 @@ Test(cache_lookup, a_store_keeps_an_entry_in_place)
     cr_assert_eq(stats.store_errors, 0);
     zc_cache_close(other);
     other = open_at(scratch.dir);
-    zc_artifact *found = NULL;
-    zc_lookup_outcome outcome;
-    cr_assert_eq(zc_cache_lookup(other, &key, &found, &outcome), ZC_OK);
-    t_assert_same_artifact(found, first);
-    zc_artifact_unref(found);
+    zc_artifact_unref(assert_found(other, &key, first, ZC_LOOKUP_DISK_HIT));
     zc_cache_close(other);
     zc_artifact_unref(first);
     zc_artifact_unref(second);
