@@ -2,6 +2,7 @@
  * the layer built from a cached binary. The common path (no hits) is one
  * atomic load. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,20 @@ bool zcc_hits_add(zcc_hit *hit)
     pthread_mutex_unlock(&table.lock);
     zcc_hit_free(stale);
     return added;
+}
+
+zc_hit_outcome zcc_hits_add_built(zcc_hit *hit, cl_program built, char *detail, size_t detail_size)
+{
+    if (hit != NULL)
+        hit->built = built;
+    if (hit != NULL && zcc_hits_add(hit))
+        return ZC_HIT_CREATED;
+    if (hit != NULL)
+        zcc_hit_free(hit);
+    else
+        zcc_layer.next.clReleaseProgram(built);
+    snprintf(detail, detail_size, "out of memory");
+    return ZC_HIT_REFUSED;
 }
 
 bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), void *context)
@@ -150,6 +165,9 @@ void zcc_hit_free(zcc_hit *hit)
     free(hit->log);
     free(hit->kernels);
     free(hit->object);
+    for (size_t i = 0; i < hit->other_count; i++)
+        free(hit->others[i].log);
+    free(hit->others);
     free(hit);
 }
 

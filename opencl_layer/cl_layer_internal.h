@@ -95,12 +95,24 @@ typedef struct zcc_hit {
     bool compiled;
     uint8_t *object;
     size_t object_size;
+    /* A build for several devices: the others, after device (the
+     * program's order), each with its build log; 0 and NULL for one. */
+    size_t other_count;
+    struct zcc_hit_device {
+        cl_device_id device;
+        char *log;
+        size_t log_size;
+    } * others;
 } zcc_hit;
 
 /* Takes hit (malloc'd, with its strings) into the table, in place of any
  * record of its program; false when memory runs out (then nothing was
  * taken). */
 bool zcc_hits_add(zcc_hit *hit);
+/* Takes hit (NULL when it could not be made) into the table with built, the
+ * layer's program, which it owns from then on: ZC_HIT_CREATED; else built
+ * is released, "out of memory" written in detail, and ZC_HIT_REFUSED. */
+zc_hit_outcome zcc_hits_add_built(zcc_hit *hit, cl_program built, char *detail, size_t detail_size);
 /* Runs fn on the hit of program (the application's) under the table's
  * lock, and returns true; false when program is no hit. */
 bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), void *context);
@@ -204,6 +216,57 @@ void *zcc_input_of(cl_program program, zc_build_input *input);
 /* The stand-in for the application's callback on the cached path: notes in
  * *(bool *)notified that the driver called it. */
 void CL_CALLBACK zcc_note_notified(cl_program program, void *notified);
+
+typedef void(CL_CALLBACK *zcc_notify)(cl_program, void *);
+
+/* One clBuildProgram call's arguments. */
+typedef struct zcc_build_args {
+    cl_program program;
+    cl_uint num_devices;
+    const cl_device_id *device_list;
+    const char *options;
+    zcc_notify notify;
+    void *user_data;
+} zcc_build_args;
+/* The driver's clBuildProgram with args. */
+cl_int zcc_build_with_driver(const zcc_build_args *args);
+
+/* The front end's request for a build of program with options: its IL or
+ * source (as zcc_input_of) and the specialization constants set;
+ * false, with why in detail, when it has neither or the key cannot hold
+ * the constants. request.inputs points into the struct: keep it in place,
+ * and free it with zcc_request_free. */
+typedef struct zcc_request {
+    zc_build_input input;
+    zcc_spec_values constants;
+    zc_build_request request;
+    void *bytes;
+} zcc_request;
+bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
+                    size_t detail_size);
+void zcc_request_free(zcc_request *request);
+/* The front end the layer's requests go to. */
+zc_frontend zcc_frontend(void);
+/* A program's build log for device (malloc'd, NUL-terminated, its length
+ * in *length); NULL on failure. */
+char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length);
+/* Runs build(context, notify, user_data) as the only build of program (a
+ * second one waits, or when refuses gets CL_INVALID_OPERATION, as the
+ * driver does), after dropping program's hit, with a stand-in for the
+ * application's callback, which it then calls once the layer is done with
+ * the program. build returns the call's result. */
+cl_int zcc_build_guarded(cl_program program, bool refuses, zcc_notify notify, void *user_data,
+                         cl_int (*build)(void *context, zcc_notify notify, void *user_data),
+                         void *context);
+
+/* ---- cl_multi_device.c: a build of a program of several devices ---- */
+
+/* Serves clBuildProgram for a program of several devices (its result in
+ * *result) and returns true; false when program has one device or the
+ * arguments are ones the driver answers with an error (the single-device
+ * path answers those). */
+bool zcc_build_several(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+                       const char *options, zcc_notify notify, void *user_data, cl_int *result);
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,

@@ -30,24 +30,28 @@ typedef struct build_call {
     cl_int result;
 } build_call;
 
+cl_int zcc_build_with_driver(const zcc_build_args *args)
+{
+    return zcc_layer.next.clBuildProgram(args->program, args->num_devices, args->device_list,
+                                         args->options, args->notify, args->user_data);
+}
+
 static bool build_alone(void *context)
 {
     build_call *call = context;
     const zcc_compile_args *compile = call->compile;
-    call->result =
-        compile != NULL
-            ? zcc_layer.next.clCompileProgram(call->program, call->num_devices, call->device_list,
-                                              call->options, compile->num_input_headers,
-                                              compile->input_headers, compile->header_include_names,
-                                              call->notify, call->user_data)
-            : zcc_layer.next.clBuildProgram(call->program, call->num_devices, call->device_list,
-                                            call->options, call->notify, call->user_data);
+    zcc_build_args args = {call->program, call->num_devices, call->device_list,
+                           call->options, call->notify,      call->user_data};
+    call->result = compile != NULL
+                       ? zcc_layer.next.clCompileProgram(
+                             call->program, call->num_devices, call->device_list, call->options,
+                             compile->num_input_headers, compile->input_headers,
+                             compile->header_include_names, call->notify, call->user_data)
+                       : zcc_build_with_driver(&args);
     return call->result == CL_SUCCESS;
 }
 
-/* A program's build log for device (malloc'd, NUL-terminated); NULL on
- * failure. */
-static char *build_log_of(cl_program program, cl_device_id device, size_t *length)
+char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length)
 {
     size_t size = 0;
     *length = 0;
@@ -93,7 +97,7 @@ zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
     meta.created_unix = (uint64_t)time(NULL);
     size_t binary_size, log_length;
     unsigned char *binary = zcc_binary_of(program, &binary_size);
-    char *log = build_log_of(program, device, &log_length);
+    char *log = zcc_build_log_of(program, device, &log_length);
     zc_status status = ZC_ERR_NOMEM;
     if (binary != NULL && log != NULL) {
         *out =
@@ -339,18 +343,76 @@ void *zcc_input_of(cl_program program, zc_build_input *input)
     return NULL;
 }
 
-/* Builds call through the front end for its device; false (with the
- * bypass already counted) when it cannot. */
+bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
+                    size_t detail_size)
+{
+    *out = (zcc_request){0};
+    out->bytes = zcc_input_of(program, &out->input);
+    if (out->bytes == NULL) {
+        snprintf(detail, detail_size, "a program from neither source nor IL");
+        return false;
+    }
+    out->input.flags = options;
+    if (!zcc_spec_constants_for(program, &out->input, &out->constants, detail, detail_size)) {
+        free(out->bytes);
+        out->bytes = NULL;
+        return false;
+    }
+    /* Without constants the key stays what it was before they were cached. */
+    out->input.has_constants = out->constants.count > 0;
+    out->input.constants = (zc_spec_constants){
+        .count = out->constants.count, .ids = out->constants.ids, .values = out->constants.values};
+    out->request = (zc_build_request){
+        .api = ZC_API_OPENCL,
+        .format = out->input.kind == ZC_INPUT_SPIRV ? ZC_OPENCL_BUILD_IL : ZC_OPENCL_BUILD_SOURCE,
+        .input_count = 1,
+        .inputs = &out->input};
+    return true;
+}
+
+void zcc_request_free(zcc_request *request)
+{
+    zcc_spec_values_free(&request->constants);
+    free(request->bytes);
+}
+
+zc_frontend zcc_frontend(void)
+{
+    return (zc_frontend){.cache = zcc_layer.cache,
+                         .config = &zcc_layer.config,
+                         .hits_off = &zcc_layer.hits_not_reproduced};
+}
+
+/* A compile's request: the build's, with the compile's format and its
+ * headers given by name; false, with why in detail, when it cannot be
+ * keyed. */
+static bool as_compile(zcc_request *request, const zcc_compile_args *compile, char *detail,
+                       size_t detail_size)
+{
+    /* Intel's driver takes a compiled program's constants at the link, from
+     * the program, not into its object: the object of a compile hit, made
+     * from the entry's bytes, would carry none. */
+    if (request->constants.count > 0) {
+        snprintf(detail, detail_size,
+                 "specialization constants on a compiled program (the driver takes them at "
+                 "the link)");
+        return false;
+    }
+    bool il = request->input.kind == ZC_INPUT_SPIRV;
+    request->request.format = il ? ZC_OPENCL_COMPILE_IL : ZC_OPENCL_COMPILE_SOURCE;
+    request->request.header_count = compile->header_count;
+    request->request.headers = compile->headers;
+    return true;
+}
+
+/* Builds call through the front end for its device, or (the bypass
+ * counted) with the driver alone when it cannot. */
 static void build_through_cache(build_call *call)
 {
     zc_status status;
     char detail[256] = "";
     const zcc_device *device = zcc_device_of(call->device, &status, detail, sizeof(detail));
-    zc_build_input input;
-    void *bytes = device != NULL ? zcc_input_of(call->program, &input) : NULL;
-    if (bytes == NULL) {
-        if (device != NULL)
-            snprintf(detail, sizeof(detail), "a program from neither source nor IL");
+    if (device == NULL) {
         zc_frontend_bypass(zcc_layer.cache,
                            status == ZC_OK || status == ZC_NOT_CACHEABLE ? ZC_BYPASS_NOT_CACHEABLE
                                                                          : ZC_BYPASS_CACHE_ERROR,
@@ -358,49 +420,23 @@ static void build_through_cache(build_call *call)
         build_alone(call);
         return;
     }
-    input.flags = call->options;
-    zcc_spec_values constants;
-    if (!zcc_spec_constants_for(call->program, &input, &constants, detail, sizeof(detail))) {
+    zcc_request request;
+    if (!zcc_request_of(call->program, call->options, &request, detail, sizeof(detail))) {
         zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
         build_alone(call);
-        free(bytes);
         return;
     }
-    /* Intel's driver takes a compiled program's constants at the link, from
-     * the program, not into its object: the object of a compile hit, made
-     * from the entry's bytes, would carry none. */
-    if (call->compile != NULL && constants.count > 0) {
-        snprintf(detail, sizeof(detail),
-                 "specialization constants on a compiled program (the driver takes them at "
-                 "the link)");
+    if (call->compile != NULL && !as_compile(&request, call->compile, detail, sizeof(detail))) {
         zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
         build_alone(call);
-        zcc_spec_values_free(&constants);
-        free(bytes);
+        zcc_request_free(&request);
         return;
     }
-    /* Without constants the key stays what it was before they were cached. */
-    input.has_constants = constants.count > 0;
-    input.constants = (zc_spec_constants){
-        .count = constants.count, .ids = constants.ids, .values = constants.values};
-    bool il = input.kind == ZC_INPUT_SPIRV;
-    const zcc_compile_args *compile = call->compile;
-    zc_build_request request = {
-        .api = ZC_API_OPENCL,
-        .format = compile != NULL ? (il ? ZC_OPENCL_COMPILE_IL : ZC_OPENCL_COMPILE_SOURCE)
-                                  : (il ? ZC_OPENCL_BUILD_IL : ZC_OPENCL_BUILD_SOURCE),
-        .input_count = 1,
-        .inputs = &input,
-        .header_count = compile != NULL ? compile->header_count : 0,
-        .headers = compile != NULL ? compile->headers : NULL};
-    zc_frontend frontend = {.cache = zcc_layer.cache,
-                            .config = &zcc_layer.config,
-                            .hits_off = &zcc_layer.hits_not_reproduced};
+    zc_frontend frontend = zcc_frontend();
     call->meta = &zcc_device_description(device)->meta;
-    (void)zc_frontend_build(&frontend, &request, zcc_device_description(device),
+    (void)zc_frontend_build(&frontend, &request.request, zcc_device_description(device),
                             zcc_device_compiler(device), &build_ops, call);
-    zcc_spec_values_free(&constants);
-    free(bytes);
+    zcc_request_free(&request);
 }
 
 /* The layer's stand-in for the application's callback, given to the driver
@@ -413,6 +449,34 @@ void CL_CALLBACK zcc_note_notified(cl_program program, void *notified)
 {
     (void)program;
     *(bool *)notified = true;
+}
+
+static cl_int build_one_through_cache(void *context, zcc_notify notify, void *user_data)
+{
+    build_call *call = context;
+    call->notify = notify;
+    call->user_data = user_data;
+    build_through_cache(call);
+    return call->result;
+}
+
+cl_int zcc_build_guarded(cl_program program, bool refuses, zcc_notify notify, void *user_data,
+                         cl_int (*build)(void *context, zcc_notify notify, void *user_data),
+                         void *context)
+{
+    cl_int entered = zcc_building_enter(program, !refuses);
+    if (entered != CL_SUCCESS)
+        return entered;
+    bool built = zcc_hits_drop(program), notified = false;
+    cl_int result = CL_INVALID_OPERATION;
+    if (built)
+        result = build(context, notify != NULL ? zcc_note_notified : NULL,
+                       notify != NULL ? &notified : NULL);
+    zcc_building_leave(program);
+    /* A hit is a build that succeeded, which both drivers report. */
+    if (notify != NULL && built && (notified || result == CL_SUCCESS))
+        notify(program, user_data);
+    return result;
 }
 
 cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
@@ -441,27 +505,16 @@ cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id
     zc_status described;
     const zcc_device *device = zcc_device_of(call.device, &described, detail, sizeof(detail));
     bool refuses = device != NULL && zcc_device_compiler(device) != NULL;
-    cl_int entered = zcc_building_enter(program, !refuses);
-    if (entered != CL_SUCCESS)
-        return entered;
-    bool built = zcc_hits_drop(program), notified = false;
-    if (built) {
-        call.notify = notify != NULL ? zcc_note_notified : NULL;
-        call.user_data = notify != NULL ? &notified : NULL;
-        build_through_cache(&call);
-    } else {
-        call.result = CL_INVALID_OPERATION;
-    }
-    zcc_building_leave(program);
-    /* A hit is a build that succeeded, which both drivers report. */
-    if (notify != NULL && built && (notified || call.result == CL_SUCCESS))
-        notify(program, user_data);
-    return call.result;
+    return zcc_build_guarded(program, refuses, notify, user_data, build_one_through_cache, &call);
 }
 
 cl_int CL_API_CALL zcc_build_program(cl_program program, cl_uint num_devices,
                                      const cl_device_id *device_list, const char *options,
                                      zcc_notify notify, void *user_data)
 {
+    cl_int several_result;
+    if (zcc_build_several(program, num_devices, device_list, options, notify, user_data,
+                          &several_result))
+        return several_result;
     return zcc_build_run(program, num_devices, device_list, options, notify, user_data, NULL);
 }

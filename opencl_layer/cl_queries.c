@@ -105,8 +105,15 @@ static void answer_text(text_query *query, const char *text, size_t length)
 static void query_hit(zcc_hit *hit, void *context)
 {
     text_query *query = context;
+    const char *log = query->device == hit->device ? hit->log : NULL;
+    size_t log_size = hit->log_size;
+    for (size_t i = 0; log == NULL && i < hit->other_count; i++)
+        if (query->device == hit->others[i].device) {
+            log = hit->others[i].log;
+            log_size = hit->others[i].log_size;
+        }
     /* Another device of the program: the driver's answer (an error). */
-    if (query->device != hit->device)
+    if (log == NULL)
         return;
     cl_build_status success = CL_BUILD_SUCCESS;
     if (query->name == CL_PROGRAM_BUILD_OPTIONS)
@@ -118,7 +125,7 @@ static void query_hit(zcc_hit *hit, void *context)
         query->result =
             zcc_answer(&success, sizeof(success), query->size, query->value, query->size_ret);
     } else if (query->name == CL_PROGRAM_BUILD_LOG)
-        answer_text(query, hit->log, hit->log_size);
+        answer_text(query, log, log_size);
     if (!query->answered) {
         zcc_layer.next.clRetainProgram(hit->built);
         query->built = hit->built;

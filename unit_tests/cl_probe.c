@@ -26,6 +26,8 @@
  *   --devices WHICH   build for "all" the context's devices given as a list,
  *                     or for the one of index WHICH (default: device_list
  *                     NULL)
+ *   --context-device N  a context of the platform's device N alone (default:
+ *                     all its devices)
  *   --time            print how long clBuildProgram took ("build time: N us"),
  *                     on stderr (the descriptions stay comparable)
  *   --setenv NAME=VALUE  set NAME once the context is created, before the
@@ -58,7 +60,7 @@ typedef struct probe_options {
     const char *platform, *source_path, *il_path, *options, *run, *global;
     int repeat;
     bool callback, no_binaries, rebuild, compile_link, spec_at_link, time;
-    const char *spec, *append, *devices;
+    const char *spec, *append, *devices, *context_device;
     char *setenv[MAX_SETENV];
     int setenv_count;
 } probe_options;
@@ -497,6 +499,8 @@ static bool parse(int argc, char **argv, probe_options *options)
             options->append = argv[++i];
         else if (strcmp(arg, "--devices") == 0)
             options->devices = argv[++i];
+        else if (strcmp(arg, "--context-device") == 0)
+            options->context_device = argv[++i];
         else if (strcmp(arg, "--spec") == 0)
             options->spec = argv[++i];
         else if (strcmp(arg, "--global") == 0)
@@ -532,6 +536,15 @@ int main(int argc, char **argv)
     }
     if (device_count > MAX_DEVICES)
         device_count = MAX_DEVICES;
+    if (options.context_device != NULL) {
+        cl_uint index = (cl_uint)strtoul(options.context_device, NULL, 10);
+        if (index >= device_count) {
+            fprintf(stderr, "no device %u\n", index);
+            return 2;
+        }
+        devices[0] = devices[index];
+        device_count = 1;
+    }
     cl_context context = clCreateContext(NULL, device_count, devices, NULL, NULL, NULL);
     for (int i = 0; i < options.setenv_count; i++) {
         char *setting = options.setenv[i];

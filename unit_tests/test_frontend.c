@@ -15,6 +15,7 @@
 #include "zecache/driver_cache.h"
 #include "zecache/frontend.h"
 #include "zecache/frontend_process.h"
+#include "zecache/frontend_several.h"
 #include "zecache/key_request.h"
 
 /* ---- requests ---- */
@@ -852,4 +853,144 @@ Test(frontend, the_driver_s_opencl_cache_is_hidden_and_comes_back)
     unsetenv("l0_cache_dir");
     unsetenv("ZECACHE_ORIGINAL_NEO_CACHE_PERSISTENT");
     unsetenv("ZECACHE_ORIGINAL_cl_cache_dir");
+}
+
+/* ---- a build for several devices ---- */
+
+static const uint32_t second_ip_version = 0x030d0000;
+
+static const zc_device_part second_hardware[] = {
+    {"device properties", properties, sizeof properties},
+    {"device module properties", module_properties, sizeof module_properties},
+    {"device IP version", &second_ip_version, sizeof second_ip_version},
+};
+
+static const zc_device_description second_device = {
+    .identity = &second_device,
+    .libraries = &driver_library,
+    .library_count = 1,
+    .driver_version = 0x01030000 | 24595,
+    .hardware = second_hardware,
+    .hardware_count = 3,
+    .meta = {.device_name = "Test GPU 2", .driver_version = "1.3.24595"},
+};
+
+static const zc_device_description *const both_devices[] = {&device, &second_device};
+static const zc_compiler_identity *const no_compilers[] = {NULL, NULL};
+
+/* Each compile makes "<binary>-<device index>"; a hit's binaries are kept
+ * joined by commas. */
+static zc_status several_compile(void *context, zc_artifact **out)
+{
+    stand_in *layer = context;
+    layer->compiles++;
+    if (layer->compile_status != ZC_OK)
+        return layer->compile_status;
+    for (size_t i = 0; i < 2; i++) {
+        char binary[32];
+        int length = snprintf(binary, sizeof binary, "%s-%zu", layer->binary, i);
+        zc_artifact_meta meta = both_devices[i]->meta;
+        meta.compile_ns = 1000000;
+        out[i] = zc_artifact_create(binary, (size_t)length, "log", 3, &meta);
+        cr_assert_not_null(out[i]);
+    }
+    return ZC_OK;
+}
+
+static zc_hit_outcome several_create(void *context, const zc_artifact *const *artifacts,
+                                     char *detail, size_t detail_size)
+{
+    stand_in *layer = context;
+    layer->creates++;
+    size_t first, second;
+    const uint8_t *binary = zc_artifact_binary(artifacts[0], &first);
+    const uint8_t *other = zc_artifact_binary(artifacts[1], &second);
+    snprintf(layer->created, sizeof layer->created, "%.*s,%.*s", (int)first, (const char *)binary,
+             (int)second, (const char *)other);
+    snprintf(detail, detail_size, "the driver returned 0x78000004");
+    return layer->hit;
+}
+
+static const zc_frontend_several_ops several_ops = {several_compile, several_create,
+                                                    stand_in_alone};
+
+static zc_frontend_outcome build_both(stand_in *layer)
+{
+    return zc_frontend_build_several(&frontend, &flow_request, both_devices, no_compilers, 2,
+                                     &several_ops, layer);
+}
+
+Test(frontend, a_build_for_two_devices_stores_both_and_then_hits_both)
+{
+    stand_in layer = new_layer("two");
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    assert_calls(&layer, 1, 0, 0);
+    assert_counted(0, 2, 0, 2);
+    zc_cache_close(frontend.cache);
+    open_cache();
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_PRESENT);
+    assert_calls(&layer, 1, 1, 0);
+    cr_assert_str_eq(layer.created, "two-0,two-1");
+    assert_counted(2, 0, 0, 0);
+    cr_assert_eq(stats().disk_hits, 2);
+    /* Each entry is the one a build for that device alone finds. */
+    stand_in single = new_layer("single");
+    cr_assert_eq(zc_frontend_build(&frontend, &flow_request, &second_device, NULL, &ops, &single),
+                 ZC_FRONTEND_PRESENT);
+    assert_calls(&single, 0, 1, 0);
+    cr_assert_str_eq(single.created, "two-1");
+}
+
+Test(frontend, a_partial_hit_is_one_driver_build_storing_what_was_missing)
+{
+    stand_in single = new_layer("single");
+    cr_assert_eq(build(&single), ZC_FRONTEND_BUILT);
+    stand_in layer = new_layer("two");
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    assert_calls(&layer, 1, 0, 0);
+    /* The single build's miss, then one per device the driver compiled; the
+     * first device's entry stays the single build's. */
+    assert_counted(0, 3, 0, 2);
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_PRESENT);
+    assert_calls(&layer, 1, 1, 0);
+    cr_assert_str_eq(layer.created, "single,two-1");
+    assert_counted(2, 3, 0, 2);
+}
+
+Test(frontend, a_refused_hit_for_two_devices_compiles_and_replaces_both)
+{
+    stand_in layer = new_layer("old");
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    layer.hit = ZC_HIT_REFUSED;
+    layer.binary = "new";
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    assert_calls(&layer, 2, 1, 0);
+    assert_counted(0, 4, 0, 4);
+    layer.hit = ZC_HIT_CREATED;
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_PRESENT);
+    cr_assert_str_eq(layer.created, "new-0,new-1");
+}
+
+Test(frontend, a_rebuilt_hit_for_two_devices_turns_hits_off)
+{
+    stand_in layer = new_layer("two");
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    layer.hit = ZC_HIT_REBUILT;
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_UNCACHED);
+    assert_calls(&layer, 1, 1, 1);
+    cr_assert(atomic_load(&hits_off));
+    assert_counted(0, 2, 0, 2);
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BYPASS);
+    assert_calls(&layer, 1, 1, 2);
+}
+
+Test(frontend, a_failed_build_for_two_devices_stores_nothing)
+{
+    stand_in layer = new_layer("two");
+    layer.compile_status = ZC_ERR_BUILD;
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_FAILED);
+    assert_counted(0, 2, 2, 0);
+    layer.compile_status = ZC_OK;
+    cr_assert_eq(build_both(&layer), ZC_FRONTEND_BUILT);
+    assert_calls(&layer, 2, 0, 0);
 }

@@ -37,9 +37,10 @@ typedef enum expected_path {
     FAILED, /* the driver's build fails: built each time, never stored */
 } expected_path;
 
-/* PoCL's devices (POCL_DEVICES) for the runs of a test, or NULL for its
- * default of one. */
-static const char *pocl_devices;
+/* The devices for the runs of a test (PoCL's POCL_DEVICES, Intel's
+ * CreateMultipleRootDevices), or NULL for the driver's default of one; each
+ * test runs in a process of its own. */
+static const char *devices_setting;
 
 static char alone[OUTPUT_MAX], alone_again[OUTPUT_MAX], missed[OUTPUT_MAX], memory_hit[OUTPUT_MAX],
     disk_hit[OUTPUT_MAX];
@@ -56,9 +57,9 @@ static void describe_run(bool with_layer, const char *repeat, const char *const 
     }
     argv[argc] = NULL;
     if (with_layer)
-        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", pocl_devices), argv);
+        probe_run(false, ENV(LAYER, LAYER_SETTINGS, "POCL_KERNEL_CACHE=0", devices_setting), argv);
     else
-        probe_run(false, ENV("POCL_KERNEL_CACHE=0", pocl_devices), argv);
+        probe_run(false, ENV("POCL_KERNEL_CACHE=0", devices_setting), argv);
     cr_assert_eq(run.exit_status, 0, "exit %d; stdout: %s stderr: %s", run.exit_status, run.out,
                  run.err);
 }
@@ -92,7 +93,14 @@ static const lookups bypassed_cold = {0, 0, 0, 2}, bypassed_warm = {0, 0, 0, 1};
  * compared with the driver's second: Intel's front end names a program's
  * source by a counter of the process's builds, which its diagnostics show
  * ("2:4:14: error: ..."). */
-static void assert_runs_alike(const char *const *args, lookups cold, lookups warm, int entries)
+static void assert_lookups_were(lookups expected)
+{
+    assert_lookups(expected.misses, expected.disk_hits, expected.memory_hits, expected.bypasses);
+}
+
+/* The driver alone and the layer cold alike (the cold run's stderr left in
+ * run.err for the caller to check). */
+static void assert_cold_alike(const char *const *args)
 {
     describe_run(false, "2", args);
     description(0, alone, sizeof(alone));
@@ -100,18 +108,28 @@ static void assert_runs_alike(const char *const *args, lookups cold, lookups war
     describe_run(true, "2", args);
     description(0, missed, sizeof(missed));
     description(1, memory_hit, sizeof(memory_hit));
-    assert_lookups(cold.misses, cold.disk_hits, cold.memory_hits, cold.bypasses);
     char *const texts[] = {alone, alone_again, missed, memory_hit};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         mask_temporary_names(texts[i]);
     assert_same_description("the layer's build", alone, missed);
     assert_same_description("the memory hit", alone_again, memory_hit);
+}
+
+static void assert_warm_alike(const char *const *args, lookups warm, int entries)
+{
     describe_run(true, "1", args);
     description(0, disk_hit, sizeof(disk_hit));
-    assert_lookups(warm.misses, warm.disk_hits, warm.memory_hits, warm.bypasses);
+    assert_lookups_were(warm);
     cr_assert_eq(opencl_entries_in(sc.cache), entries);
     mask_temporary_names(disk_hit);
     assert_same_description("the disk hit", alone, disk_hit);
+}
+
+static void assert_runs_alike(const char *const *args, lookups cold, lookups warm, int entries)
+{
+    assert_cold_alike(args);
+    assert_lookups_were(cold);
+    assert_warm_alike(args, warm, entries);
 }
 
 static void assert_hit_like_build(const char *const *args, expected_path path)
@@ -329,23 +347,62 @@ Test(opencl, pocl_failed_build)
         "--run", "add_offsets:bbi"
 
 /* A context of two devices, a program built (devices as given) through the
- * layer: the driver's answers, its computed results on both devices (or its
- * error on the one not built for), cold and warm. The layer sends programs
- * of several devices to the driver, counted with the reason. */
-static void assert_two_devices_like_the_driver(const char *const *args, const char *reason)
+ * layer: the driver's answers (per-device build status, log and options,
+ * one binary per device), its computed results on both devices (or its
+ * error on the one not built for), cold and warm, with the lookups given. */
+static void assert_two_devices_like_the_driver(const char *const *args, lookups cold, lookups warm,
+                                               int entries)
 {
-    pocl_devices = TWO_DEVICES;
-    assert_runs_alike(args, bypassed_cold, bypassed_warm, 0);
-    pocl_devices = NULL;
+    devices_setting = TWO_DEVICES;
+    assert_runs_alike(args, cold, warm, entries);
     cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
                        disk_hit);
-    cr_assert_not_null(strstr(run.err, reason), "%s", run.err);
+}
+
+/* A build for two devices cached per device, cold and warm, as the driver
+ * answers alone. Each device's entry is a single build's (keyed by what
+ * the device tells), so devices that tell nothing apart (PoCL 6.0's two
+ * pthread devices) share one entry: the second lookup of a warm run finds
+ * it in memory. A driver that gives no status for a device's binary
+ * (Intel's 26.x with two root devices) has each hit refused and the
+ * driver's build stored again. */
+static void assert_two_devices_cached(const char *const *args)
+{
+    assert_cold_alike(args);
+    if (strstr(run.err, BYPASS "rejected-binary: the driver gave no status") != NULL) {
+        assert_lookups_were((lookups){2, 0, 0, 1});
+        assert_warm_alike(args, (lookups){0, 0, 0, 1}, 2);
+        return;
+    }
+    assert_lookups_were((lookups){2, 0, 2, 0});
+    int entries = opencl_entries_in(sc.cache);
+    cr_assert(entries == 1 || entries == 2, "%d entries", entries);
+    assert_warm_alike(args, entries == 2 ? (lookups){0, 2, 0, 0} : (lookups){0, 1, 1, 0}, entries);
+    cr_assert_not_null(strstr(disk_hit, "program num devices: 0 size=4 02 00 00 00\n"), "%s",
+                       disk_hit);
+}
+
+/* A later build of a program of one device (a context of the second
+ * device alone) finds the entry the build for both stored: each device's
+ * key is a single build's. */
+static void assert_one_device_hits(const char *const *args)
+{
+    const char *argv[MAX_ARGS + 1] = {"--context-device", "1"};
+    int argc = 2;
+    for (int i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(argc, MAX_ARGS);
+        argv[argc++] = args[i];
+    }
+    argv[argc] = NULL;
+    describe_run(true, "1", argv);
+    assert_lookups(0, 1, 0, 0);
 }
 
 Test(opencl, pocl_two_devices_built_for_both)
 {
-    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"),
-                                       BYPASS "not-cacheable: a build for several devices");
+    devices_setting = TWO_DEVICES;
+    assert_two_devices_cached(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"));
+    assert_one_device_hits(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "all"));
     cr_assert_not_null(strstr(disk_hit, "run add_offsets: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
@@ -353,19 +410,34 @@ Test(opencl, pocl_two_devices_built_for_both)
 
 Test(opencl, pocl_two_devices_built_with_no_list)
 {
-    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE),
-                                       BYPASS "not-cacheable: a program of several devices");
+    devices_setting = TWO_DEVICES;
+    assert_two_devices_cached(ARGS_OF(TWO_DEVICE_SOURCE));
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
 }
 
 /* Built for the second device only (kernels run there only: PoCL aborts on
- * a launch on the other). */
+ * a launch on the other): the driver's alone, counted with the reason. */
 Test(opencl, pocl_two_devices_built_for_one)
 {
-    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "1"),
-                                       BYPASS "not-cacheable: a program of several devices");
+    assert_two_devices_like_the_driver(ARGS_OF(TWO_DEVICE_SOURCE, "--devices", "1"), bypassed_cold,
+                                       bypassed_warm, 0);
+    cr_assert_not_null(
+        strstr(run.err, BYPASS "not-cacheable: a build for some of a program's devices"), "%s",
+        run.err);
     cr_assert_not_null(strstr(disk_hit, "run add_offsets on device 1: 0 "), "%s", disk_hit);
     cr_assert_not_null(strstr(disk_hit, "run on device 0: not built for it\n"), "%s", disk_hit);
+}
+
+/* Intel's driver with two root devices: one binary per device, compared
+ * byte for byte, each stored under its device's key. */
+Test(opencl, intel_two_root_devices)
+{
+    devices_setting = "CreateMultipleRootDevices=2";
+    assert_two_devices_cached(
+        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"));
+    cr_assert_not_null(strstr(disk_hit, "callback calls: 1\n"), "%s", disk_hit);
+    assert_one_device_hits(
+        ARGS_OF(INTEL, "--il", KERNEL("e2e_saxpy.spv"), "--devices", "all", "--callback"));
 }
 
 /* ---- a header rewritten while the driver compiles ---- */

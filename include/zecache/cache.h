@@ -141,6 +141,29 @@ void zc_cache_prepare_thread(zc_cache *cache);
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
                            const char *trace);
 
+/* For a build that needs several keys at once (an OpenCL build for several
+ * devices): look every key up first, then either count them all as hits or
+ * have the driver build and store what was missing. */
+
+/* key's artifact from memory, the packs, disk or the remotes, as
+ * zc_cache_get_or_compile finds it, but with no compile behind them:
+ * ZC_MISS when none holds it. Counts and logs nothing (zc_cache_count_hit,
+ * zc_cache_store do). */
+zc_status zc_cache_lookup(zc_cache *cache, const zc_key *key, zc_artifact **out,
+                          zc_lookup_outcome *outcome);
+
+/* Counts and logs a hit zc_cache_lookup found (outcome as it gave it), as
+ * zc_cache_get_or_compile counts its own. */
+void zc_cache_count_hit(zc_cache *cache, const zc_key *key, zc_lookup_outcome outcome,
+                        const zc_artifact *artifact);
+
+/* Counts a miss the caller compiled (its compile time spent) and keeps
+ * artifact under key in memory, on disk (trace beside it when not NULL) and
+ * in every writable remote that admits it, as zc_cache_get_or_compile stores
+ * a compile; an entry in place on disk is kept. */
+zc_status zc_cache_store(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
+                         const char *trace);
+
 /* Keeps what builds key's entry again (recipe.h) beside it on disk: each
  * input's SPIR-V (spirv[i], recipe->inputs[i].spirv_size bytes) once per
  * content, its SHA-256 written into the recipe. For after a compile

@@ -320,17 +320,24 @@ static zc_status compile_unless_another_process_does(lookup_context *lookup, zc_
     return status;
 }
 
-static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
+/* What the tiers behind memory hold for the key; false when none has it. */
+static bool find_stored(lookup_context *lookup, zc_artifact **out)
 {
     zc_cache *cache = lookup->cache;
     if (take_prefetched(lookup, out))
-        return ZC_OK;
+        return true;
     /* Packs first: their index is in memory, so a miss costs no system call. */
     if (cache->packs != NULL && load_from_pack(lookup, out))
-        return ZC_OK;
+        return true;
     if (cache->disk != NULL && load_from_disk(lookup, out))
-        return ZC_OK;
-    if (load_from_remote(lookup, out))
+        return true;
+    return load_from_remote(lookup, out);
+}
+
+static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
+{
+    zc_cache *cache = lookup->cache;
+    if (find_stored(lookup, out))
         return ZC_OK;
     if (cache->disk == NULL || cache->wait_timeout_ms == 0)
         return compile_unless_another_node_does(lookup, out);
@@ -340,7 +347,9 @@ static zc_status find_or_compile(lookup_context *lookup, zc_artifact **out)
 static zc_status load_or_compile(void *context, zc_artifact **out)
 {
     lookup_context *lookup = context;
-    zc_status status = find_or_compile(lookup, out);
+    zc_status status = lookup->compile != NULL    ? find_or_compile(lookup, out)
+                       : find_stored(lookup, out) ? ZC_OK
+                                                  : ZC_MISS;
     if (status == ZC_OK)
         zc_prefetch_note_use(lookup->cache->prefetch, lookup->key);
     return status;
@@ -459,31 +468,78 @@ void zc_cache_prepare_thread(zc_cache *cache)
         zc_entry_prepare_thread();
 }
 
+/* Keeps artifact in every tier; when replacing, over what they held (the
+ * disk store skips keys that exist, so the old entry goes first). */
+static zc_status put_in_every_tier(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
+                                   const char *trace, bool replacing)
+{
+    zc_status status = zc_memory_tier_put(cache->memory, key, artifact);
+    if (cache->disk != NULL) {
+        char path[ZC_DISK_ENTRY_PATH_SIZE];
+        zc_disk_tier_entry_path(key, path);
+        if (replacing)
+            (void)zc_disk_tier_remove_entry(cache->disk, path);
+        store_on_disk(cache, key, artifact, trace);
+    }
+    if (cache->remote != NULL) {
+        /* Replacing, every writable remote gets the fresh compile over what
+         * it held, or loses what it held when the fresh compile is not
+         * admitted. */
+        lookup_context lookup = {
+            .cache = cache, .key = key, .rejects = replacing ? ~(zc_remote_rejects)0 : 0};
+        store_remotely(&lookup, artifact);
+        if (lookup.not_admitted) {
+            char hex[ZC_KEY_HEX_SIZE];
+            zc_key_to_hex(key, hex);
+            log_not_admitted(cache, replacing ? "replaced" : "stored", hex, artifact);
+        }
+    }
+    return status;
+}
+
 zc_status zc_cache_replace(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
                            const char *trace)
 {
     if (cache == NULL || key == NULL || artifact == NULL)
         return ZC_ERR_INVALID_ARG;
-    zc_status status = zc_memory_tier_put(cache->memory, key, artifact);
-    if (cache->disk != NULL) {
-        char path[ZC_DISK_ENTRY_PATH_SIZE];
-        zc_disk_tier_entry_path(key, path);
-        /* The store skips keys that exist, so the refused entry goes first. */
-        (void)zc_disk_tier_remove_entry(cache->disk, path);
-        store_on_disk(cache, key, artifact, trace);
-    }
-    if (cache->remote != NULL) {
-        /* Every writable remote gets the fresh compile over what it held, or
-         * loses what it held when the fresh compile is not admitted. */
-        lookup_context lookup = {.cache = cache, .key = key, .rejects = ~(zc_remote_rejects)0};
-        store_remotely(&lookup, artifact);
-        if (lookup.not_admitted) {
-            char hex[ZC_KEY_HEX_SIZE];
-            zc_key_to_hex(key, hex);
-            log_not_admitted(cache, "replaced", hex, artifact);
-        }
-    }
+    return put_in_every_tier(cache, key, artifact, trace, true);
+}
+
+zc_status zc_cache_lookup(zc_cache *cache, const zc_key *key, zc_artifact **out,
+                          zc_lookup_outcome *outcome)
+{
+    if (cache == NULL || key == NULL || out == NULL || outcome == NULL)
+        return ZC_ERR_INVALID_ARG;
+    /* No compile: find_stored alone runs inside the memory tier's single
+     * flight, and a ZC_MISS there is a failed build, which it keeps nothing
+     * of. */
+    lookup_context lookup = {.cache = cache, .key = key, .outcome = ZC_LOOKUP_MEMORY_HIT};
+    zc_memory_outcome memory_outcome = ZC_MEMORY_HIT;
+    zc_status status = zc_memory_tier_get_or_build(cache->memory, key, load_or_compile, &lookup,
+                                                   out, &memory_outcome);
+    *outcome = memory_outcome == ZC_MEMORY_BUILT ? lookup.outcome : ZC_LOOKUP_MEMORY_HIT;
     return status;
+}
+
+void zc_cache_count_hit(zc_cache *cache, const zc_key *key, zc_lookup_outcome outcome,
+                        const zc_artifact *artifact)
+{
+    if (cache == NULL || key == NULL || artifact == NULL || outcome == ZC_LOOKUP_COMPILED)
+        return;
+    lookup_context lookup = {.cache = cache, .key = key};
+    count_and_log_lookup(cache, &lookup, outcome, ZC_OK, artifact);
+}
+
+zc_status zc_cache_store(zc_cache *cache, const zc_key *key, zc_artifact *artifact,
+                         const char *trace)
+{
+    if (cache == NULL || key == NULL || artifact == NULL)
+        return ZC_ERR_INVALID_ARG;
+    zc_cache_count_miss(cache, ZC_OK, artifact);
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key_to_hex(key, hex);
+    zc_log_info("miss %s: compiled by the caller", hex);
+    return put_in_every_tier(cache, key, artifact, trace, false);
 }
 
 static void free_blobs(zc_input_blob *blobs, uint32_t count)
