@@ -614,3 +614,49 @@ Test(evict, a_store_at_the_limit_lists_and_evicts_one_shard_only)
     zc_disk_tier_close(tier);
     cr_assert_leq(census.total, limit);
 }
+
+/* The seeds, from 2 on, of count keys in shard. */
+static void seeds_in_shard(const char *shard, uint64_t *seeds, size_t count)
+{
+    char other[4];
+    for (uint64_t seed = 2; count > 0; seed++) {
+        shard_of(seed, other);
+        if (strcmp(other, shard) == 0)
+            seeds[--count] = seed;
+    }
+}
+
+/* A cache whose limit gives a third of a shard's share room for about 90
+ * entries of the shard: a store at the limit evicts what it needs and at
+ * most ZC_SPARE_ENTRIES_MAX more, so that its time under the lock does not
+ * grow with the cache; the oldest go first. */
+Test(evict, a_store_at_the_limit_evicts_a_bounded_number_of_entries)
+{
+    enum { IN_SHARD = 120, SMALL = 200, SPARE_MAX = 32 };
+    char shard[4], path[PATH_MAX];
+    shard_of(1, shard);
+    uint64_t seeds[IN_SHARD + 1];
+    seeds_in_shard(shard, seeds, IN_SHARD + 1); /* seeds[IN_SHARD]: the incoming */
+    zc_disk_tier *tier = open_tier(0);
+    uint64_t big = 1;
+    for (char big_shard[4] = ""; shard_of(big, big_shard), strcmp(big_shard, shard) == 0;)
+        big++;
+    store_entry(tier, big, 32u << 20);
+    for (size_t i = 0; i < IN_SHARD; i++) {
+        store_entry(tier, seeds[i], SMALL);
+        entry_file(seeds[i], ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    zc_disk_tier_close(tier);
+    tier = open_tier(config_file_value());
+    store_entry(tier, seeds[IN_SHARD], SMALL);
+    uint64_t evicted = zc_disk_tier_evictions(tier);
+    cr_assert(evicted >= 1 && evicted <= 1 + SPARE_MAX, "one store evicted %llu entries",
+              (unsigned long long)evicted);
+    for (size_t i = 0; i < IN_SHARD; i++) {
+        entry_file(seeds[i], ".l0_cache", path);
+        cr_assert_eq(t_exists(path), i >= evicted, "entry %zu of the shard (oldest first)", i);
+    }
+    assert_accounting_exact("after the bounded eviction");
+    zc_disk_tier_close(tier);
+}

@@ -217,14 +217,15 @@ zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t inc
 /* ---- disk_shard_evict.c ---- */
 
 enum {
-    ZC_SHARD_COUNT = 256,    /* k0/k1: two levels of one hex digit */
-    ZC_SHARD_VISITS_MAX = 4, /* shards one store may list before the full sweep */
+    ZC_SHARD_COUNT = 256,      /* k0/k1: two levels of one hex digit */
+    ZC_SHARD_VISITS_MAX = 4,   /* shards one store may list before the full sweep */
+    ZC_SPARE_ENTRIES_MAX = 32, /* entries one store may evict beyond its need */
 };
 /* Under the lock, incoming <= max_size: removes the least recently used
  * entries of first_shard, then of the shards after it (at most
  * ZC_SHARD_VISITS_MAX), until incoming fits with a third of a shard's share
- * to spare. ZC_OK when it fits, ZC_MISS when the shards could not free
- * enough, ZC_ERR_IO when the total became unknown. */
+ * to spare, or ZC_SPARE_ENTRIES_MAX entries more than it needed. ZC_OK when it fits, ZC_MISS when
+ * the shards could not free enough, ZC_ERR_IO when the total became unknown. */
 zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
                                     const char *first_shard);
 

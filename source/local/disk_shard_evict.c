@@ -67,10 +67,25 @@ static int oldest_first(const void *a, const void *b)
     return by_time != 0 ? by_time : strcmp(x->name, y->name);
 }
 
-/* Removes shard's least recently used entries until lock->total is at most
- * keep_at_most; the entries removed, or -1 when the total became unknown. */
+/* How far one store evicts: to need_at_most (incoming fits), then on to
+ * keep_at_most (room to spare) but by at most spare_entries more entries,
+ * so that what one store pays under the lock does not grow with the cache
+ * (a shard's share of a large cache holds hundreds of entries). */
+typedef struct evict_goal {
+    uint64_t need_at_most, keep_at_most;
+    uint64_t spare_entries; /* left to remove beyond the need */
+} evict_goal;
+
+static bool goal_open(const zc_disk_lock *lock, const evict_goal *goal)
+{
+    return lock->total > goal->need_at_most ||
+           (lock->total > goal->keep_at_most && goal->spare_entries > 0);
+}
+
+/* Removes shard's least recently used entries until goal is met; the
+ * entries removed, or -1 when the total became unknown. */
 static int64_t evict_from_shard(zc_disk_tier *tier, zc_disk_lock *lock, const char *shard,
-                                uint64_t keep_at_most)
+                                evict_goal *goal)
 {
     int fd = zc_disk_open_dir(tier, shard, false);
     if (fd < 0)
@@ -81,10 +96,12 @@ static int64_t evict_from_shard(zc_disk_tier *tier, zc_disk_lock *lock, const ch
     if (dir_fd >= 0 && list_shard(tier, dir_fd, &list) && list.count > 0) {
         qsort(list.files, list.count, sizeof *list.files, oldest_first);
         zc_disk_begin_change(tier, lock);
-        for (size_t i = 0; i < list.count && lock->total > keep_at_most && removed >= 0; i++) {
+        for (size_t i = 0; i < list.count && goal_open(lock, goal) && removed >= 0; i++) {
             uint64_t trace_size; /* already in size, from the listing */
+            bool beyond_need = lock->total <= goal->need_at_most;
             if (!zc_disk_unlink_entry(tier, fd, list.files[i].name, &trace_size))
                 continue; /* it still counts; the next one may go */
+            goal->spare_entries -= beyond_need ? 1 : 0;
             removed =
                 zc_disk_account_removed(tier, lock, list.files[i].size) == ZC_OK ? removed + 1 : -1;
         }
@@ -122,14 +139,15 @@ zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint
     /* Freeing a third of a shard's share beyond the need, as the driver
      * frees a third of the limit, so the next stores do not each evict. */
     uint64_t spare = tier->max_size / (3 * ZC_SHARD_COUNT);
-    uint64_t keep_at_most = tier->max_size - incoming > spare ? tier->max_size - incoming - spare
-                                                              : tier->max_size - incoming;
+    uint64_t need_at_most = tier->max_size - incoming;
+    evict_goal goal = {need_at_most, need_at_most > spare ? need_at_most - spare : 0,
+                       ZC_SPARE_ENTRIES_MAX};
     unsigned first = shard_index(first_shard);
     uint64_t evicted = 0;
-    for (unsigned visit = 0; visit < ZC_SHARD_VISITS_MAX && lock->total > keep_at_most; visit++) {
+    for (unsigned visit = 0; visit < ZC_SHARD_VISITS_MAX && goal_open(lock, &goal); visit++) {
         char shard[ZC_ENTRY_DIR_SIZE];
         shard_name((first + visit) % ZC_SHARD_COUNT, shard);
-        int64_t removed = evict_from_shard(tier, lock, shard, keep_at_most);
+        int64_t removed = evict_from_shard(tier, lock, shard, &goal);
         if (removed < 0)
             return ZC_ERR_IO;
         evicted += (uint64_t)removed;
