@@ -18,12 +18,7 @@
 /* One clBuildProgram or clCompileProgram call with the application's
  * arguments. */
 typedef struct build_call {
-    cl_program program;
-    cl_uint num_devices;
-    const cl_device_id *device_list;
-    const char *options;
-    zcc_notify notify;
-    void *user_data;
+    zcc_build_args app;              /* the application's */
     const zcc_compile_args *compile; /* NULL for clBuildProgram */
     cl_device_id device;             /* the one device built for */
     const zc_artifact_meta *meta;
@@ -40,14 +35,12 @@ static bool build_alone(void *context)
 {
     build_call *call = context;
     const zcc_compile_args *compile = call->compile;
-    zcc_build_args args = {call->program, call->num_devices, call->device_list,
-                           call->options, call->notify,      call->user_data};
     call->result = compile != NULL
                        ? zcc_layer.next.clCompileProgram(
-                             call->program, call->num_devices, call->device_list, call->options,
-                             compile->num_input_headers, compile->input_headers,
-                             compile->header_include_names, call->notify, call->user_data)
-                       : zcc_build_with_driver(&args);
+                             call->app.program, call->app.num_devices, call->app.device_list,
+                             call->app.options, compile->num_input_headers, compile->input_headers,
+                             compile->header_include_names, call->app.notify, call->app.user_data)
+                       : zcc_build_with_driver(&call->app);
     return call->result == CL_SUCCESS;
 }
 
@@ -119,7 +112,8 @@ static zc_status compile_with_driver(void *context, zc_artifact **out)
     uint64_t start = zc_artifact_clock_ns();
     if (!build_alone(call))
         return ZC_ERR_BUILD;
-    return zcc_entry_of(call->program, call->device, call->compile == NULL, call->meta, start, out);
+    return zcc_entry_of(call->app.program, call->device, call->compile == NULL, call->meta, start,
+                        out);
 }
 
 /* The layer's program from binary for device, built with options (which
@@ -186,8 +180,7 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
     return ZC_HIT_CREATED;
 }
 
-static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *artifact,
-                       const zcc_entry *entry)
+static zcc_hit *hit_of(build_call *call, const zc_artifact *artifact, const zcc_entry *entry)
 {
     bool object = call->compile != NULL;
     size_t log_size;
@@ -195,9 +188,9 @@ static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *ar
     zcc_hit *hit = calloc(1, sizeof(*hit));
     if (hit == NULL)
         return NULL;
-    *hit = (zcc_hit){.program = call->program,
+    *hit = (zcc_hit){.program = call->app.program,
                      .device = call->device,
-                     .options = strdup(call->options != NULL ? call->options : ""),
+                     .options = strdup(call->app.options != NULL ? call->app.options : ""),
                      .log = malloc(log_size + 1),
                      .log_size = log_size,
                      .kernels = malloc(entry->kernels_size),
@@ -215,7 +208,6 @@ static zcc_hit *hit_of(build_call *call, cl_program built, const zc_artifact *ar
     memcpy(hit->kernels, entry->kernels, entry->kernels_size);
     if (object)
         memcpy(hit->object, entry->binary, entry->binary_size);
-    hit->built = built;
     return hit;
 }
 
@@ -224,29 +216,23 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
 {
     build_call *call = context;
     cl_context program_context = NULL;
-    if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_CONTEXT, sizeof(program_context),
-                                        &program_context, NULL) != CL_SUCCESS) {
+    if (zcc_layer.next.clGetProgramInfo(call->app.program, CL_PROGRAM_CONTEXT,
+                                        sizeof(program_context), &program_context,
+                                        NULL) != CL_SUCCESS) {
         snprintf(detail, detail_size, "the program's context cannot be asked");
         return ZC_HIT_REFUSED;
     }
     cl_program built = NULL;
     zcc_entry entry;
     zc_hit_outcome outcome =
-        zcc_program_of_entry(artifact, program_context, call->device, call->options,
+        zcc_program_of_entry(artifact, program_context, call->device, call->app.options,
                              call->compile != NULL, &built, &entry, detail, detail_size);
     if (outcome != ZC_HIT_CREATED)
         return outcome;
-    zcc_hit *hit = hit_of(call, built, artifact, &entry);
-    if (hit == NULL || !zcc_hits_add(hit)) {
-        if (hit != NULL)
-            zcc_hit_free(hit);
-        else
-            zcc_layer.next.clReleaseProgram(built);
-        snprintf(detail, detail_size, "out of memory");
-        return ZC_HIT_REFUSED;
-    }
-    call->result = CL_SUCCESS;
-    return ZC_HIT_CREATED;
+    outcome = zcc_hits_add_built(hit_of(call, artifact, &entry), built, detail, detail_size);
+    if (outcome == ZC_HIT_CREATED)
+        call->result = CL_SUCCESS;
+    return outcome;
 }
 
 static const zc_frontend_ops build_ops = {
@@ -261,8 +247,8 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
 {
     cl_device_id devices[2];
     size_t size = 0;
-    if (zcc_layer.next.clGetProgramInfo(call->program, CL_PROGRAM_DEVICES, sizeof(devices), devices,
-                                        &size) != CL_SUCCESS ||
+    if (zcc_layer.next.clGetProgramInfo(call->app.program, CL_PROGRAM_DEVICES, sizeof(devices),
+                                        devices, &size) != CL_SUCCESS ||
         size != sizeof(cl_device_id)) {
         snprintf(detail, detail_size,
                  "a program of several devices (its context's): the layer caches programs of "
@@ -270,7 +256,7 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
         return false;
     }
     call->device = devices[0];
-    if (call->device_list == NULL || call->device_list[0] == devices[0])
+    if (call->app.device_list == NULL || call->app.device_list[0] == devices[0])
         return true;
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
     snprintf(detail, detail_size, "a build for a device not the program's");
@@ -281,13 +267,13 @@ static bool single_device(build_call *call, zc_bypass_reason *reason, char *deta
 static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, size_t detail_size)
 {
     *reason = ZC_BYPASS_UNSUPPORTED_INPUT;
-    if (call->program == NULL || (call->notify == NULL && call->user_data != NULL) ||
-        (call->num_devices == 0) != (call->device_list == NULL)) {
+    if (call->app.program == NULL || (call->app.notify == NULL && call->app.user_data != NULL) ||
+        (call->app.num_devices == 0) != (call->app.device_list == NULL)) {
         snprintf(detail, detail_size, "arguments the driver answers with an error");
         return false;
     }
     *reason = ZC_BYPASS_NOT_CACHEABLE;
-    if (call->num_devices > 1) {
+    if (call->app.num_devices > 1) {
         snprintf(detail, detail_size,
                  "a build for several devices: the layer caches builds for one device");
         return false;
@@ -297,13 +283,14 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
     /* Built by the driver before: whether kernels of it live (then the
      * driver refuses to build it again) only the driver knows. */
     cl_build_status built = CL_BUILD_NONE;
-    if (zcc_layer.next.clGetProgramBuildInfo(call->program, call->device, CL_PROGRAM_BUILD_STATUS,
-                                             sizeof(built), &built, NULL) != CL_SUCCESS ||
+    if (zcc_layer.next.clGetProgramBuildInfo(call->app.program, call->device,
+                                             CL_PROGRAM_BUILD_STATUS, sizeof(built), &built,
+                                             NULL) != CL_SUCCESS ||
         built != CL_BUILD_NONE) {
         snprintf(detail, detail_size, "a program the driver built before");
         return false;
     }
-    const char *unkeyable = zcc_unkeyable_reason(call->program);
+    const char *unkeyable = zcc_unkeyable_reason(call->app.program);
     if (unkeyable == NULL && call->compile != NULL)
         unkeyable = call->compile->bypass;
     if (unkeyable != NULL) {
@@ -421,7 +408,7 @@ static void build_through_cache(build_call *call)
         return;
     }
     zcc_request request;
-    if (!zcc_request_of(call->program, call->options, &request, detail, sizeof(detail))) {
+    if (!zcc_request_of(call->app.program, call->app.options, &request, detail, sizeof(detail))) {
         zc_frontend_bypass(zcc_layer.cache, ZC_BYPASS_NOT_CACHEABLE, detail);
         build_alone(call);
         return;
@@ -454,8 +441,8 @@ void CL_CALLBACK zcc_note_notified(cl_program program, void *notified)
 static cl_int build_one_through_cache(void *context, zcc_notify notify, void *user_data)
 {
     build_call *call = context;
-    call->notify = notify;
-    call->user_data = user_data;
+    call->app.notify = notify;
+    call->app.user_data = user_data;
     build_through_cache(call);
     return call->result;
 }
@@ -483,12 +470,7 @@ cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id
                      const char *options, zcc_notify notify, void *user_data,
                      const zcc_compile_args *compile)
 {
-    build_call call = {.program = program,
-                       .num_devices = num_devices,
-                       .device_list = device_list,
-                       .options = options,
-                       .notify = notify,
-                       .user_data = user_data,
+    build_call call = {.app = {program, num_devices, device_list, options, notify, user_data},
                        .compile = compile,
                        .result = CL_SUCCESS};
     zc_bypass_reason reason;
