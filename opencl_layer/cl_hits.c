@@ -1,29 +1,21 @@
 /* The table of hits: the application's programs that answer from a program
  * the layer built from a cached binary. The common path (no hits) is one
  * atomic load. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_layer_internal.h"
-#include "zecache/fork_guard.h"
 
-static struct {
-    pthread_mutex_t lock;
-    zcc_program_list hits;
-    atomic_size_t live;
-    atomic_bool guarded; /* held across fork() (fork_guard.h) */
-} table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static zcc_program_table table = ZCC_PROGRAM_TABLE_INIT;
 
 bool zcc_hits_add(zcc_hit *hit)
 {
-    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_program_table_lock(&table);
     /* One record per program: a stale one would answer for the new. */
-    zcc_hit *stale = zcc_program_list_take(&table.hits, hit->program);
-    bool added = zcc_program_list_add(&table.hits, hit);
-    atomic_store(&table.live, table.hits.count);
-    pthread_mutex_unlock(&table.lock);
+    zcc_hit *stale = zcc_program_list_take(&table.list, hit->program);
+    bool added = zcc_program_list_add(&table.list, hit);
+    zcc_program_table_unlock(&table);
     zcc_hit_free(stale);
     return added;
 }
@@ -46,11 +38,11 @@ bool zcc_hits_with(cl_program program, void (*fn)(zcc_hit *hit, void *context), 
 {
     if (zcc_hits_empty())
         return false;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    zcc_hit *hit = zcc_program_list_find(&table.hits, program);
+    zcc_program_table_lock(&table);
+    zcc_hit *hit = zcc_program_list_find(&table.list, program);
     if (hit != NULL)
         fn(hit, context);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return hit != NULL;
 }
 
@@ -58,21 +50,21 @@ cl_program zcc_hits_built_of(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    zcc_hit *hit = zcc_program_list_find(&table.hits, program);
+    zcc_program_table_lock(&table);
+    zcc_hit *hit = zcc_program_list_find(&table.list, program);
     cl_program built = hit != NULL ? hit->built : NULL;
     /* Retained so a release racing with the caller cannot free it. */
     if (built != NULL)
         zcc_layer.next.clRetainProgram(built);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return built;
 }
 
 /* The hit whose layer's program is built; NULL when none. Under the lock. */
 static zcc_hit *hit_of_built(cl_program built)
 {
-    for (size_t i = 0; i < table.hits.count; i++) {
-        zcc_hit *hit = table.hits.records[i];
+    for (size_t i = 0; i < table.list.count; i++) {
+        zcc_hit *hit = table.list.records[i];
         if (hit->built == built)
             return hit;
     }
@@ -83,10 +75,10 @@ cl_program zcc_hits_owner_of(cl_program built)
 {
     if (zcc_hits_empty())
         return NULL;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_program_table_lock(&table);
     zcc_hit *hit = hit_of_built(built);
     cl_program owner = hit != NULL ? hit->program : NULL;
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return owner;
 }
 
@@ -94,7 +86,7 @@ char *zcc_hits_kernel_attributes(cl_program built, const char *name)
 {
     if (zcc_hits_empty())
         return NULL;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_program_table_lock(&table);
     zcc_hit *hit = hit_of_built(built);
     const char *attributes = NULL;
     size_t length = 0;
@@ -102,7 +94,7 @@ char *zcc_hits_kernel_attributes(cl_program built, const char *name)
     if (hit != NULL &&
         zcc_entry_kernel_attributes(hit->kernels, hit->kernels_size, name, &attributes, &length))
         copy = strndup(attributes, length);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return copy;
 }
 
@@ -110,13 +102,13 @@ void zcc_hits_count_kernel(cl_program built, int delta)
 {
     if (zcc_hits_empty())
         return;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_program_table_lock(&table);
     zcc_hit *hit = hit_of_built(built);
     if (hit != NULL && delta > 0)
         hit->live_kernels++;
     else if (hit != NULL && hit->live_kernels > 0)
         hit->live_kernels--;
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
 }
 
 typedef struct object_copy {
@@ -146,10 +138,9 @@ zcc_hit *zcc_hits_take(cl_program program)
 {
     if (zcc_hits_empty())
         return NULL;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    zcc_hit *hit = zcc_program_list_take(&table.hits, program);
-    atomic_store(&table.live, table.hits.count);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_lock(&table);
+    zcc_hit *hit = zcc_program_list_take(&table.list, program);
+    zcc_program_table_unlock(&table);
     return hit;
 }
 
@@ -173,5 +164,5 @@ void zcc_hit_free(zcc_hit *hit)
 
 bool zcc_hits_empty(void)
 {
-    return atomic_load(&table.live) == 0;
+    return zcc_program_table_empty(&table);
 }

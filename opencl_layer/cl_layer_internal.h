@@ -7,6 +7,7 @@
 #include <CL/cl.h>
 #include <CL/cl_icd.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,26 @@ bool zcc_program_list_add(zcc_program_list *list, void *record);
 void *zcc_program_list_find(const zcc_program_list *list, cl_program program);
 /* Removes program's record and returns it, or NULL. */
 void *zcc_program_list_take(zcc_program_list *list, cl_program program);
+
+/* A process-wide list behind a lock held across fork() (fork_guard.h),
+ * whose record count (live) is read without the lock: the layer's common
+ * path, a program in no table, is one atomic load. */
+typedef struct zcc_program_table {
+    pthread_mutex_t lock;
+    zcc_program_list list;
+    atomic_size_t live;
+    atomic_bool guarded;
+} zcc_program_table;
+#define ZCC_PROGRAM_TABLE_INIT                                                                     \
+    {                                                                                              \
+        .lock = PTHREAD_MUTEX_INITIALIZER                                                          \
+    }
+
+void zcc_program_table_lock(zcc_program_table *table);
+/* Publishes the list's count as live, then unlocks. */
+void zcc_program_table_unlock(zcc_program_table *table);
+/* One atomic load: whether the table holds no record. */
+bool zcc_program_table_empty(zcc_program_table *table);
 
 /* ---- cl_building.c: programs the layer is building now ---- */
 

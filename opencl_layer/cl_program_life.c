@@ -16,12 +16,7 @@ typedef struct marked_program {
     const char *reason; /* a static string */
 } marked_program;
 
-static struct {
-    pthread_mutex_t lock;
-    zcc_program_list programs; /* of marked_program */
-    atomic_size_t live;
-    atomic_bool guarded; /* held across fork() (fork_guard.h) */
-} marked = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static zcc_program_table marked = ZCC_PROGRAM_TABLE_INIT;
 
 /* Held across reading a program's reference count and releasing it, so of
  * two threads releasing its last two references one sees the last. */
@@ -32,17 +27,16 @@ static atomic_bool releasing_guarded;
  * hits go off for the process. */
 static bool mark(cl_program program, const char *reason)
 {
-    zc_fork_guard_lock(&marked.lock, &marked.guarded);
-    bool ok = zcc_program_list_find(&marked.programs, program) != NULL;
+    zcc_program_table_lock(&marked);
+    bool ok = zcc_program_list_find(&marked.list, program) != NULL;
     marked_program *record = ok ? NULL : malloc(sizeof(*record));
     if (record != NULL) {
         *record = (marked_program){program, reason};
-        ok = zcc_program_list_add(&marked.programs, record);
+        ok = zcc_program_list_add(&marked.list, record);
         if (!ok)
             free(record);
     }
-    atomic_store(&marked.live, marked.programs.count);
-    pthread_mutex_unlock(&marked.lock);
+    zcc_program_table_unlock(&marked);
     if (!ok)
         atomic_store(&zcc_layer.hits_not_reproduced, true);
     return ok;
@@ -50,15 +44,14 @@ static bool mark(cl_program program, const char *reason)
 
 static void forget_mark(cl_program program)
 {
-    zc_fork_guard_lock(&marked.lock, &marked.guarded);
-    free(zcc_program_list_take(&marked.programs, program));
-    atomic_store(&marked.live, marked.programs.count);
-    pthread_mutex_unlock(&marked.lock);
+    zcc_program_table_lock(&marked);
+    free(zcc_program_list_take(&marked.list, program));
+    zcc_program_table_unlock(&marked);
 }
 
 cl_program zcc_program_born(cl_program program)
 {
-    if (program != NULL && (!zcc_hits_empty() || atomic_load(&marked.live) > 0)) {
+    if (program != NULL && (!zcc_hits_empty() || !zcc_program_table_empty(&marked))) {
         zcc_hit_free(zcc_hits_take(program));
         forget_mark(program);
     }
@@ -69,12 +62,12 @@ cl_program zcc_program_born(cl_program program)
 
 const char *zcc_unkeyable_reason(cl_program program)
 {
-    if (atomic_load(&marked.live) == 0)
+    if (zcc_program_table_empty(&marked))
         return NULL;
-    zc_fork_guard_lock(&marked.lock, &marked.guarded);
-    const marked_program *record = zcc_program_list_find(&marked.programs, program);
+    zcc_program_table_lock(&marked);
+    const marked_program *record = zcc_program_list_find(&marked.list, program);
     const char *reason = record != NULL ? record->reason : NULL;
-    pthread_mutex_unlock(&marked.lock);
+    zcc_program_table_unlock(&marked);
     return reason;
 }
 
@@ -157,7 +150,7 @@ cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context conte
 
 cl_int CL_API_CALL zcc_release_program(cl_program program)
 {
-    if (zcc_hits_empty() && atomic_load(&marked.live) == 0 && zcc_spec_constants_none())
+    if (zcc_hits_empty() && zcc_program_table_empty(&marked) && zcc_spec_constants_none())
         return zcc_layer.next.clReleaseProgram(program);
     zc_fork_guard_lock(&releasing, &releasing_guarded);
     cl_uint references = 0;

@@ -1,9 +1,11 @@
-/* A growable list of records keyed by the application's program, for the
- * layer's tables (hits, programs the key cannot see whole). A process has
- * few programs, so a plain array searched in order is enough. */
+/* A growable list of records keyed by the application's program, and the
+ * locked tables the layer keeps of them (hits, programs the key cannot see
+ * whole, specialization constants). A process has few programs, so a plain
+ * array searched in order is enough. */
 #include <stdlib.h>
 
 #include "cl_layer_internal.h"
+#include "zecache/fork_guard.h"
 
 /* Every record starts with its program. */
 static cl_program program_of(const void *record)
@@ -47,4 +49,20 @@ void *zcc_program_list_take(zcc_program_list *list, cl_program program)
     void *record = list->records[i];
     list->records[i] = list->records[--list->count];
     return record;
+}
+
+void zcc_program_table_lock(zcc_program_table *table)
+{
+    zc_fork_guard_lock(&table->lock, &table->guarded);
+}
+
+void zcc_program_table_unlock(zcc_program_table *table)
+{
+    atomic_store(&table->live, table->list.count);
+    pthread_mutex_unlock(&table->lock);
+}
+
+bool zcc_program_table_empty(zcc_program_table *table)
+{
+    return atomic_load(&table->live) == 0;
 }

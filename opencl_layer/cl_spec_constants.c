@@ -4,13 +4,11 @@
  * holds them as Level Zero's does (by id, at the width the SPIR-V
  * declares). A value the driver took at a size other than that width is
  * one the key cannot read as the driver does: that build is bypassed. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_layer_internal.h"
-#include "zecache/fork_guard.h"
 #include "zecache/spirv.h"
 
 /* SPIR-V scalars are 8 bytes at most; a size beyond is kept as given (so
@@ -33,20 +31,15 @@ typedef struct program_constants {
     size_t count, capacity;
 } program_constants;
 
-static struct {
-    pthread_mutex_t lock;
-    zcc_program_list programs; /* of program_constants */
-    atomic_size_t live;
-    atomic_bool guarded; /* held across fork() (fork_guard.h) */
-} table = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static zcc_program_table table = ZCC_PROGRAM_TABLE_INIT;
 
 static program_constants *record_of(cl_program program)
 {
-    program_constants *record = zcc_program_list_find(&table.programs, program);
+    program_constants *record = zcc_program_list_find(&table.list, program);
     if (record != NULL)
         return record;
     record = calloc(1, sizeof(*record));
-    if (record != NULL && !zcc_program_list_add(&table.programs, record)) {
+    if (record != NULL && !zcc_program_list_add(&table.list, record)) {
         free(record);
         return NULL;
     }
@@ -78,7 +71,7 @@ static set_constant *slot_of(program_constants *record, uint32_t id)
 
 bool zcc_spec_constants_record(cl_program program, cl_uint id, size_t size, const void *value)
 {
-    zc_fork_guard_lock(&table.lock, &table.guarded);
+    zcc_program_table_lock(&table);
     program_constants *record = record_of(program);
     set_constant *slot = record != NULL ? slot_of(record, id) : NULL;
     if (slot != NULL) {
@@ -86,19 +79,17 @@ bool zcc_spec_constants_record(cl_program program, cl_uint id, size_t size, cons
         memset(slot->value, 0, sizeof(slot->value));
         memcpy(slot->value, value, size < VALUE_MAX ? size : VALUE_MAX);
     }
-    atomic_store(&table.live, table.programs.count);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return slot != NULL;
 }
 
 void zcc_spec_constants_forget(cl_program program)
 {
-    if (atomic_load(&table.live) == 0)
+    if (zcc_program_table_empty(&table))
         return;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    program_constants *record = zcc_program_list_take(&table.programs, program);
-    atomic_store(&table.live, table.programs.count);
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_lock(&table);
+    program_constants *record = zcc_program_list_take(&table.list, program);
+    zcc_program_table_unlock(&table);
     if (record != NULL)
         free(record->constants);
     free(record);
@@ -106,17 +97,17 @@ void zcc_spec_constants_forget(cl_program program)
 
 bool zcc_spec_constants_none(void)
 {
-    return atomic_load(&table.live) == 0;
+    return zcc_program_table_empty(&table);
 }
 
 bool zcc_spec_constants_set(cl_program program)
 {
-    if (atomic_load(&table.live) == 0)
+    if (zcc_program_table_empty(&table))
         return false;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    const program_constants *record = zcc_program_list_find(&table.programs, program);
+    zcc_program_table_lock(&table);
+    const program_constants *record = zcc_program_list_find(&table.list, program);
     bool set = record != NULL && record->count > 0;
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return set;
 }
 
@@ -126,10 +117,10 @@ static bool copy_of(cl_program program, set_constant **copy, size_t *count)
 {
     *copy = NULL;
     *count = 0;
-    if (atomic_load(&table.live) == 0)
+    if (zcc_program_table_empty(&table))
         return true;
-    zc_fork_guard_lock(&table.lock, &table.guarded);
-    const program_constants *record = zcc_program_list_find(&table.programs, program);
+    zcc_program_table_lock(&table);
+    const program_constants *record = zcc_program_list_find(&table.list, program);
     bool ok = true;
     if (record != NULL && record->count > 0) {
         *copy = malloc(record->count * sizeof(**copy));
@@ -139,7 +130,7 @@ static bool copy_of(cl_program program, set_constant **copy, size_t *count)
             *count = record->count;
         }
     }
-    pthread_mutex_unlock(&table.lock);
+    zcc_program_table_unlock(&table);
     return ok;
 }
 
