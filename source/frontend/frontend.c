@@ -125,25 +125,32 @@ static void compile_and_replace(lookup *request, const zc_key *key, const char *
     }
 }
 
-/* A hit the driver would not take as it is. */
-static void hit_not_created(lookup *request, zc_hit_outcome hit, const char *detail,
-                            const zc_key *key, const char *trace)
+bool zc_frontend_hit_refused(const zc_frontend *frontend, zc_hit_outcome hit, const char *detail)
 {
     if (hit == ZC_HIT_REBUILT) {
         /* Whatever made the driver rebuild (a debug key, a debugger) holds
          * for the whole process: later requests go straight to the driver
          * instead of paying for a rebuild and a compile. */
-        atomic_store(request->frontend->hits_off, true);
-        zc_cache_count_bypass(cache_of(request), ZC_BYPASS_REJECTED_BINARY,
-                              "the driver rebuilt the cached binary instead of loading it; "
+        atomic_store(frontend->hits_off, true);
+        zc_cache_count_bypass(frontend->cache, ZC_BYPASS_REJECTED_BINARY,
+                              "the driver rebuilt a cached binary instead of loading it; "
                               "compiling, and no more hits in this process");
-        build_alone(request);
-        return;
+        return false;
     }
     char why[320];
     snprintf(why, sizeof(why), "%s; compiling", detail);
-    zc_cache_count_bypass(cache_of(request), ZC_BYPASS_REJECTED_BINARY, why);
-    compile_and_replace(request, key, trace, true);
+    zc_cache_count_bypass(frontend->cache, ZC_BYPASS_REJECTED_BINARY, why);
+    return true;
+}
+
+/* A hit the driver would not take as it is. */
+static void hit_not_created(lookup *request, zc_hit_outcome hit, const char *detail,
+                            const zc_key *key, const char *trace)
+{
+    if (zc_frontend_hit_refused(request->frontend, hit, detail))
+        compile_and_replace(request, key, trace, true);
+    else
+        build_alone(request);
 }
 
 static void look_up(lookup *request, const zc_key *key, const char *trace)

@@ -7,12 +7,19 @@
 
 #include "zecache/build_request.h"
 #include "zecache/cache.h"
+#include "zecache/frontend.h"
 #include "zecache/frontend_device.h"
 #include "zecache/key.h"
 
 /* frontend_report.c: writes "<outcome> <key hex or ->" to ZECACHE_REPORT_FD
  * when it is set (zecache prewarm's helper reads it). */
 void zc_frontend_report(const char *outcome, const zc_key *key);
+
+/* Counts a hit the driver did not take (hit: ZC_HIT_REFUSED or
+ * ZC_HIT_REBUILT) with why; a rebuild turns hits off for the process.
+ * true when the caller compiles and replaces the entry, false when it
+ * builds with the driver alone. */
+bool zc_frontend_hit_refused(const zc_frontend *frontend, zc_hit_outcome hit, const char *detail);
 
 /* frontend_record.c: keeps request's inputs beside key's entry
  * (NEO_CACHE_RECORD_INPUTS), after a compile of compile_ns that succeeded

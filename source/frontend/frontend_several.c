@@ -160,16 +160,8 @@ static zc_frontend_outcome create_all(several *build)
             zc_cache_count_hit(cache_of(build), &build->keys[i], build->where[i], build->found[i]);
         return ZC_FRONTEND_PRESENT;
     }
-    if (hit == ZC_HIT_REBUILT) {
-        atomic_store(build->frontend->hits_off, true);
-        zc_cache_count_bypass(cache_of(build), ZC_BYPASS_REJECTED_BINARY,
-                              "the driver rebuilt the cached binaries instead of loading them; "
-                              "compiling, and no more hits in this process");
+    if (!zc_frontend_hit_refused(build->frontend, hit, detail))
         return alone(build, ZC_FRONTEND_UNCACHED);
-    }
-    char why[320];
-    snprintf(why, sizeof(why), "%s; compiling", detail);
-    zc_cache_count_bypass(cache_of(build), ZC_BYPASS_REJECTED_BINARY, why);
     return compile_all(build, true);
 }
 
