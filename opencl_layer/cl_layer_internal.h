@@ -215,11 +215,24 @@ typedef struct zcc_compile_args {
 cl_int zcc_build_run(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
                      const char *options, zcc_notify notify, void *user_data,
                      const zcc_compile_args *compile);
+/* Each of count devices' binary of program (binaries[i] malloc'd, NULL
+ * when not read; free them with zcc_binaries_free whatever the result). */
+bool zcc_binaries_of(cl_program program, cl_uint count, size_t *sizes, unsigned char **binaries);
+void zcc_binaries_free(cl_uint count, unsigned char **binaries);
 /* The binary of a program built for one device (malloc'd); NULL on failure. */
 unsigned char *zcc_binary_of(cl_program program, size_t *size);
-/* The entry of what the driver made of program for device, timed from
- * start: its binary and build log, and with kernels each kernel's
- * attributes (a compiled object has none). */
+/* Whether built gives back exactly each of its count devices' binary: the
+ * driver did not rebuild them from the intermediate code it holds (a debug
+ * key, a debugger). */
+bool zcc_loaded_unchanged(cl_program built, cl_uint count, const size_t *sizes,
+                          const unsigned char *const *binaries);
+/* The entry of binary, which the driver made of program for device in
+ * compile_ns, with the device's build log, and with kernels each kernel's
+ * attributes (a compiled object has none); NULL on failure. */
+zc_artifact *zcc_entry_made(cl_program program, cl_device_id device, bool kernels,
+                            const zc_artifact_meta *device_meta, uint64_t compile_ns,
+                            const unsigned char *binary, size_t binary_size);
+/* zcc_entry_made of program's one binary, timed from start. */
 zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
                        const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out);
 /* The layer's program (*built) from artifact's binary for device: built

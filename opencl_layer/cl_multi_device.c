@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cl_layer_internal.h"
 #include "zecache/frontend_several.h"
@@ -35,43 +34,6 @@ static bool several_alone(void *context)
     return call->result == CL_SUCCESS;
 }
 
-/* Each device's binary of program (binaries[i] malloc'd, NULL on failure;
- * sizes[i] 0 for a device with none). */
-static bool binaries_of(cl_program program, cl_uint count, size_t *sizes, unsigned char **binaries)
-{
-    memset(binaries, 0, count * sizeof(*binaries));
-    if (zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(*sizes),
-                                        sizes, NULL) != CL_SUCCESS)
-        return false;
-    for (cl_uint i = 0; i < count; i++)
-        if (sizes[i] == 0 || (binaries[i] = malloc(sizes[i])) == NULL)
-            return false;
-    return zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(*binaries),
-                                           binaries, NULL) == CL_SUCCESS;
-}
-
-static void free_binaries(cl_uint count, unsigned char **binaries)
-{
-    for (cl_uint i = 0; i < count; i++)
-        free(binaries[i]);
-}
-
-/* Device i's entry of the driver's build. */
-static zc_artifact *entry_of(several_call *call, cl_uint i, const unsigned char *binary,
-                             size_t size, uint64_t compile_ns)
-{
-    zc_artifact_meta meta = call->descriptions[i]->meta;
-    meta.compile_ns = compile_ns;
-    meta.created_unix = (uint64_t)time(NULL);
-    size_t log_length;
-    char *log = zcc_build_log_of(call->app.program, call->devices[i], &log_length);
-    zc_artifact *entry =
-        log != NULL ? zcc_entry_create(call->app.program, binary, size, log, log_length, &meta)
-                    : NULL;
-    free(log);
-    return entry;
-}
-
 static zc_status several_compile(void *context, zc_artifact **out)
 {
     several_call *call = context;
@@ -83,10 +45,12 @@ static zc_status several_compile(void *context, zc_artifact **out)
     size_t sizes[ZC_FRONTEND_MAX_DEVICES];
     unsigned char *binaries[ZC_FRONTEND_MAX_DEVICES];
     zc_status status = ZC_ERR_NOMEM;
-    if (binaries_of(call->app.program, call->count, sizes, binaries)) {
+    if (zcc_binaries_of(call->app.program, call->count, sizes, binaries)) {
         status = ZC_OK;
         for (cl_uint i = 0; i < call->count; i++) {
-            out[i] = entry_of(call, i, binaries[i], sizes[i], compile_ns);
+            out[i] =
+                zcc_entry_made(call->app.program, call->devices[i], true,
+                               &call->descriptions[i]->meta, compile_ns, binaries[i], sizes[i]);
             status = out[i] != NULL ? status : ZC_ERR_NOMEM;
         }
         for (cl_uint i = 0; status != ZC_OK && i < call->count; i++)
@@ -94,21 +58,8 @@ static zc_status several_compile(void *context, zc_artifact **out)
     }
     if (status != ZC_OK)
         zc_log_info("cannot read the binaries or build logs of a built OpenCL program");
-    free_binaries(call->count, binaries);
+    zcc_binaries_free(call->count, binaries);
     return status;
-}
-
-/* Whether built gives back exactly each device's binary. */
-static bool loaded_unchanged(several_call *call, cl_program built, const size_t *sizes,
-                             const unsigned char *const *binaries)
-{
-    size_t built_sizes[ZC_FRONTEND_MAX_DEVICES];
-    unsigned char *built_binaries[ZC_FRONTEND_MAX_DEVICES];
-    bool same = binaries_of(built, call->count, built_sizes, built_binaries);
-    for (cl_uint i = 0; same && i < call->count; i++)
-        same = built_sizes[i] == sizes[i] && memcmp(built_binaries[i], binaries[i], sizes[i]) == 0;
-    free_binaries(call->count, built_binaries);
-    return same;
 }
 
 /* The layer's program from the binaries, built for every device with the
@@ -207,7 +158,7 @@ static zc_hit_outcome several_create(void *context, const zc_artifact *const *ar
     cl_program built = program_from(call, sizes, binaries, detail, detail_size);
     if (built == NULL)
         return ZC_HIT_REFUSED;
-    if (!loaded_unchanged(call, built, sizes, binaries)) {
+    if (!zcc_loaded_unchanged(built, call->count, sizes, binaries)) {
         zcc_layer.next.clReleaseProgram(built);
         return ZC_HIT_REBUILT;
     }

@@ -13,6 +13,7 @@
 #include "cl_layer_internal.h"
 #include "prefault.h"
 #include "zecache/frontend.h"
+#include "zecache/frontend_several.h"
 #include "zecache/log.h"
 
 /* One clBuildProgram or clCompileProgram call with the application's
@@ -62,46 +63,65 @@ char *zcc_build_log_of(cl_program program, cl_device_id device, size_t *length)
     return log;
 }
 
-/* The binary of a program built for one device (malloc'd); NULL on failure. */
+bool zcc_binaries_of(cl_program program, cl_uint count, size_t *sizes, unsigned char **binaries)
+{
+    memset(binaries, 0, count * sizeof(*binaries));
+    if (zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(*sizes),
+                                        sizes, NULL) != CL_SUCCESS)
+        return false;
+    for (cl_uint i = 0; i < count; i++) {
+        if (sizes[i] == 0 || (binaries[i] = malloc(sizes[i])) == NULL)
+            return false;
+        zc_prefault_write(binaries[i], sizes[i]); /* the driver's size, not an entry's claim */
+    }
+    return zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, count * sizeof(*binaries),
+                                           binaries, NULL) == CL_SUCCESS;
+}
+
+void zcc_binaries_free(cl_uint count, unsigned char **binaries)
+{
+    for (cl_uint i = 0; i < count; i++)
+        free(binaries[i]);
+}
+
 unsigned char *zcc_binary_of(cl_program program, size_t *size)
 {
-    *size = 0;
-    if (zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(*size), size,
-                                        NULL) != CL_SUCCESS ||
-        *size == 0)
-        return NULL;
-    unsigned char *binary = malloc(*size);
-    if (binary != NULL)
-        zc_prefault_write(binary, *size); /* the driver's size, not an entry's claim */
-    if (binary != NULL &&
-        zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(binary), &binary,
-                                        NULL) != CL_SUCCESS) {
-        free(binary);
-        binary = NULL;
-    }
-    return binary;
+    unsigned char *binary;
+    if (zcc_binaries_of(program, 1, size, &binary))
+        return binary;
+    free(binary);
+    return NULL;
+}
+
+zc_artifact *zcc_entry_made(cl_program program, cl_device_id device, bool kernels,
+                            const zc_artifact_meta *device_meta, uint64_t compile_ns,
+                            const unsigned char *binary, size_t binary_size)
+{
+    zc_artifact_meta meta = *device_meta;
+    meta.compile_ns = compile_ns;
+    meta.created_unix = (uint64_t)time(NULL);
+    size_t log_length;
+    char *log = zcc_build_log_of(program, device, &log_length);
+    zc_artifact *entry = log != NULL ? zcc_entry_create(kernels ? program : NULL, binary,
+                                                        binary_size, log, log_length, &meta)
+                                     : NULL;
+    free(log);
+    return entry;
 }
 
 zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
                        const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out)
 {
-    zc_artifact_meta meta = *device_meta;
-    meta.compile_ns = zc_artifact_clock_ns() - start;
-    meta.created_unix = (uint64_t)time(NULL);
-    size_t binary_size, log_length;
+    uint64_t compile_ns = zc_artifact_clock_ns() - start;
+    size_t binary_size;
     unsigned char *binary = zcc_binary_of(program, &binary_size);
-    char *log = zcc_build_log_of(program, device, &log_length);
-    zc_status status = ZC_ERR_NOMEM;
-    if (binary != NULL && log != NULL) {
-        *out =
-            zcc_entry_create(kernels ? program : NULL, binary, binary_size, log, log_length, &meta);
-        status = *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
-    } else {
-        zc_log_info("cannot read the binary or build log of a built OpenCL program");
-    }
+    *out = binary != NULL ? zcc_entry_made(program, device, kernels, device_meta, compile_ns,
+                                           binary, binary_size)
+                          : NULL;
     free(binary);
-    free(log);
-    return status;
+    if (*out == NULL)
+        zc_log_info("cannot read the binary or build log of a built OpenCL program");
+    return *out != NULL ? ZC_OK : ZC_ERR_NOMEM;
 }
 
 /* The driver's build; its binary and log for the entry (a compiled object
@@ -146,15 +166,16 @@ static cl_program program_from(cl_context context, cl_device_id device, const ch
     return NULL;
 }
 
-/* Whether built gives back exactly binary: the driver did not rebuild it
- * from the intermediate code it holds (a debug key, a debugger). */
-static bool loaded_unchanged(cl_program built, const unsigned char *binary, size_t size)
+bool zcc_loaded_unchanged(cl_program built, cl_uint count, const size_t *sizes,
+                          const unsigned char *const *binaries)
 {
-    size_t built_size;
-    unsigned char *built_binary = zcc_binary_of(built, &built_size);
-    bool same =
-        built_binary != NULL && built_size == size && memcmp(built_binary, binary, size) == 0;
-    free(built_binary);
+    size_t built_sizes[ZC_FRONTEND_MAX_DEVICES];
+    unsigned char *built_binaries[ZC_FRONTEND_MAX_DEVICES];
+    bool same = count <= ZC_FRONTEND_MAX_DEVICES &&
+                zcc_binaries_of(built, count, built_sizes, built_binaries);
+    for (cl_uint i = 0; same && i < count; i++)
+        same = built_sizes[i] == sizes[i] && memcmp(built_binaries[i], binaries[i], sizes[i]) == 0;
+    zcc_binaries_free(count <= ZC_FRONTEND_MAX_DEVICES ? count : 0, built_binaries);
     return same;
 }
 
@@ -173,7 +194,8 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
         return ZC_HIT_REFUSED;
     /* A compiled object made from a binary gives back other bytes on both
      * drivers; its hit answers with the entry's (cl_queries.c). */
-    if (!object && !loaded_unchanged(*built, entry->binary, entry->binary_size)) {
+    const unsigned char *binary = entry->binary;
+    if (!object && !zcc_loaded_unchanged(*built, 1, &entry->binary_size, &binary)) {
         zcc_layer.next.clReleaseProgram(*built);
         return ZC_HIT_REBUILT;
     }
