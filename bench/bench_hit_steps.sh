@@ -23,8 +23,13 @@
 #            the OpenCL floor also its untimed compile)
 #
 # so the columns side by side show what the layer pays beyond the floor and
-# the driver's cache. Timings are wall clock of the call; steps are CPU
-# time of the process (start-up included: compare columns, not absolutes).
+# the driver's cache. With LATER=K (default 3) each timed process also makes
+# the module K more times (--repeat K): "later ms" is their median, a hit
+# after the process's first (the layer checks the first hit per device and
+# options in full, later ones by size: zecache/loaded_check.h). Timings are
+# wall clock of the call; steps are CPU time of the process (start-up
+# included: compare columns, not absolutes; the perf runs make the module
+# once).
 #
 #   bench/bench_hit_steps.sh [build-dir]     (default: build)
 #   needs: cmake --build <build-dir> --target ze_bench cl_bench; perf
@@ -38,6 +43,7 @@ build=$(cd "${1:-build}" && pwd)
 ze_bench=$build/bin/ze_bench
 cl_bench=$build/bin/cl_bench
 reps=${REPS:-5}
+later=${LATER:-3}
 large_mib=${LARGE_MIB:-24}
 small=${SMALL:-$(find "$build/bench/native" "$build/samples/kernels" -name 'saxpy.spv' 2>/dev/null | head -1)}
 perf=${PERF-$(command -v perf || true)}
@@ -92,6 +98,7 @@ measure() {
   local program=$ze_bench extra=()
   [[ $api == cl ]] && program=$cl_bench && extra=(--platform Intel)
   [[ $api == cl && $config == floor ]] && extra+=(--floor)
+  [[ $later -gt 0 && $# -eq 0 ]] && extra+=(--repeat "$later") # not under perf
   local scratch
   scratch=$(mktemp -d "$work/scratch.XXXXXX")
   # shellcheck disable=SC2046 # the settings are words
@@ -102,6 +109,7 @@ measure() {
 median() { sort -g | awk '{ v[NR] = $1 } END {
   if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 first_of() { awk '$1 == "total" { print $3 }' "$@"; }
+later_of() { awk '$1 == "total" && $4 == "repeat" { print $5 }' "$@"; }
 
 # The steps of one perf.data, as "key zstd copy layer kernel ld.so driver" in ms.
 steps_of() {
@@ -145,24 +153,26 @@ for ((rep = 0; rep < reps; rep++)); do
   done
 done
 
-printf '%-4s %-6s %-7s %9s   %s\n' api module config 'ms' \
+printf '%-4s %-6s %-7s %9s %9s   %s\n' api module config 'ms' 'later ms' \
   'CPU ms:  key   zstd   copy  layer kernel  ld.so driver'
 for api in "${apis[@]}"; do
   for module in small large; do
-    declare -A ms=()
+    declare -A ms=() later_ms=()
     for config in floor driver layer; do
       ms[$config]=$(first_of "$work/out/$api-$config-$module".[0-9]* | median)
+      later_ms[$config]=$(later_of "$work/out/$api-$config-$module".[0-9]* | median)
       steps=""
       if [[ -n $perf ]]; then
         measure "$work/out/$api-$config-$module.perf" "$api" "$config" "$module" \
           "$perf" record -q -e cpu-clock -c 100000 -o "$work/$api-$config-$module.data" --
         steps=$(steps_of "$work/$api-$config-$module.data")
       fi
-      printf '%-4s %-6s %-7s %9.3f   %s\n' "$api" "$module" "$config" "${ms[$config]}" "$steps"
+      printf '%-4s %-6s %-7s %9.3f %9.3f   %s\n' "$api" "$module" "$config" "${ms[$config]}" \
+        "${later_ms[$config]}" "$steps"
     done
     awk -v l="${ms[layer]}" -v d="${ms[driver]}" -v f="${ms[floor]}" -v a="$api" -v m="$module" \
       'BEGIN { printf "%-4s %-6s layer/driver %.3f  layer/floor %.3f  driver/floor %.3f\n",
         a, m, l / d, l / f, d / f }'
-    unset ms
+    unset ms later_ms
   done
 done

@@ -21,6 +21,7 @@
 #include "zecache/frontend_device.h"
 #include "zecache/identity.h"
 #include "zecache/key.h"
+#include "zecache/loaded_check.h"
 
 /* ---- layer_config.c: ZE_ENABLE_LAYERS ---- */
 
@@ -100,6 +101,8 @@ typedef struct zcl_state {
     /* Set once the driver did not load a cached binary unchanged (see
      * zecache/frontend.h): no more hits in this process. */
     atomic_bool hits_not_reproduced;
+    /* Which hits' "loaded unchanged" check may be the size alone. */
+    zc_loaded_checks hit_checks;
 } zcl_state;
 
 extern zcl_state zcl_layer;
@@ -255,6 +258,10 @@ const char *zcl_native_build_flags(const zc_build_request *request);
 /* layer_native_check.c: whether module, made from binary, gives back exactly
  * binary (the driver did not rebuild it from its IR). */
 bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size);
+/* The same for a hit on device with build_flags: in full or by its size,
+ * as zecache/loaded_check.h decides. */
+bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
+                              ze_module_handle_t module, const uint8_t *binary, size_t size);
 /* The largest binary whose comparison buffer is kept for the process. */
 #define ZCL_SPARE_MAX ((size_t)8 << 20)
 /* The size of the buffer kept (for tests). */

@@ -174,7 +174,8 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
     compile->result =
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
     if (compile->result == ZE_RESULT_SUCCESS &&
-        !zcl_native_loaded_unchanged(created, binary, binary_size)) {
+        !zcl_native_hit_unchanged(compile->device, native.pBuildFlags, created, binary,
+                                  binary_size)) {
         zcl_layer.next.module_destroy(created);
         return ZC_HIT_REBUILT;
     }

@@ -11,7 +11,11 @@
  * largest binary compared up to ZCL_SPARE_MAX, is kept for the process; a
  * larger binary, or a thread that finds the buffer busy, uses one of its own
  * for that comparison only, so one huge module does not pin its size in
- * memory for the life of the process. */
+ * memory for the life of the process.
+ *
+ * The full comparison runs at the first hit per device and build flags of a
+ * process, the size alone after that (zecache/loaded_check.h says when and
+ * why that is enough). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,4 +107,30 @@ bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binar
     else
         free(buffer);
     return same;
+}
+
+static bool loaded_sizes(void *module, size_t count, size_t *sizes)
+{
+    return count == 1 &&
+           zcl_layer.next.module_get_native_binary(module, &sizes[0], NULL) == ZE_RESULT_SUCCESS;
+}
+
+static bool loaded_same(void *module, const zc_loaded_binaries *cached)
+{
+    return cached->count == 1 &&
+           zcl_native_loaded_unchanged(module, cached->binaries[0], cached->sizes[0]);
+}
+
+static const zc_loaded_reader module_reader = {loaded_sizes, loaded_same};
+
+bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
+                              ze_module_handle_t module, const uint8_t *binary, size_t size)
+{
+    const void *devices[] = {device};
+    zc_loaded_binaries cached = {.count = 1,
+                                 .devices = devices,
+                                 .options = build_flags,
+                                 .sizes = &size,
+                                 .binaries = &binary};
+    return zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, module);
 }

@@ -19,6 +19,7 @@
 #include "zecache/frontend.h"
 #include "zecache/frontend_device.h"
 #include "zecache/key.h"
+#include "zecache/loaded_check.h"
 
 typedef struct zcc_state {
     /* The functions below this layer (another layer, or the loader's
@@ -29,6 +30,8 @@ typedef struct zcc_state {
     /* Set once the driver did not load a cached binary unchanged: no more
      * hits in this process. */
     atomic_bool hits_not_reproduced;
+    /* Which hits' "loaded unchanged" check may be the sizes alone. */
+    zc_loaded_checks hit_checks;
 } zcc_state;
 
 extern zcc_state zcc_layer;
@@ -221,10 +224,13 @@ bool zcc_binaries_of(cl_program program, cl_uint count, size_t *sizes, unsigned 
 void zcc_binaries_free(cl_uint count, unsigned char **binaries);
 /* The binary of a program built for one device (malloc'd); NULL on failure. */
 unsigned char *zcc_binary_of(cl_program program, size_t *size);
-/* Whether built gives back exactly each of its count devices' binary: the
- * driver did not rebuild them from the intermediate code it holds (a debug
- * key, a debugger). */
-bool zcc_loaded_unchanged(cl_program built, cl_uint count, const size_t *sizes,
+/* cl_loaded_check.c: whether built, made from binaries for count devices
+ * with options, gives back exactly each device's binary: the driver did not
+ * rebuild them from the intermediate code they hold (a debug key, a
+ * debugger). Checked in full or by the sizes, as zecache/loaded_check.h
+ * decides. */
+bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
+                          const char *options, const size_t *sizes,
                           const unsigned char *const *binaries);
 /* The entry of binary, which the driver made of program for device in
  * compile_ns, with the device's build log, and with kernels each kernel's

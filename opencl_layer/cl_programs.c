@@ -166,19 +166,6 @@ static cl_program program_from(cl_context context, cl_device_id device, const ch
     return NULL;
 }
 
-bool zcc_loaded_unchanged(cl_program built, cl_uint count, const size_t *sizes,
-                          const unsigned char *const *binaries)
-{
-    size_t built_sizes[ZC_FRONTEND_MAX_DEVICES];
-    unsigned char *built_binaries[ZC_FRONTEND_MAX_DEVICES];
-    bool same = count <= ZC_FRONTEND_MAX_DEVICES &&
-                zcc_binaries_of(built, count, built_sizes, built_binaries);
-    for (cl_uint i = 0; same && i < count; i++)
-        same = built_sizes[i] == sizes[i] && memcmp(built_binaries[i], binaries[i], sizes[i]) == 0;
-    zcc_binaries_free(count <= ZC_FRONTEND_MAX_DEVICES ? count : 0, built_binaries);
-    return same;
-}
-
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
                                     cl_device_id device, const char *options, bool object,
                                     cl_program *built, zcc_entry *entry, char *detail,
@@ -195,7 +182,8 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
     /* A compiled object made from a binary gives back other bytes on both
      * drivers; its hit answers with the entry's (cl_queries.c). */
     const unsigned char *binary = entry->binary;
-    if (!object && !zcc_loaded_unchanged(*built, 1, &entry->binary_size, &binary)) {
+    if (!object &&
+        !zcc_loaded_unchanged(*built, 1, &device, options, &entry->binary_size, &binary)) {
         zcc_layer.next.clReleaseProgram(*built);
         return ZC_HIT_REBUILT;
     }

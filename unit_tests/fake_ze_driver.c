@@ -204,6 +204,8 @@ static ze_result_t fake_module_get_native_binary(ze_module_handle_t module, size
 {
     const fake_module *fake = (const fake_module *)module;
     if (binary != NULL)
+        atomic_fetch_add(&counters.native_binary_copies, 1);
+    if (binary != NULL)
         memcpy(binary, fake->binary, *size < fake->size ? *size : fake->size);
     *size = fake->size;
     return ZE_RESULT_SUCCESS;

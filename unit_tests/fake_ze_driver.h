@@ -13,7 +13,8 @@ typedef struct fake_driver_counters {
     atomic_int device_queries;  /* zeDeviceGetProperties calls */
     atomic_int live_modules;
     atomic_int live_build_logs;
-    atomic_bool reject_native; /* set by tests: refuse every native binary */
+    atomic_int native_binary_copies; /* zeModuleGetNativeBinary calls given a buffer */
+    atomic_bool reject_native;       /* set by tests: refuse every native binary */
     /* Set by tests: make modules from native binaries as a driver that
      * rebuilds them from their IR does (their native binary differs). */
     atomic_bool rebuild_native;

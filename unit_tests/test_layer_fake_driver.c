@@ -465,6 +465,39 @@ Test(layer, binary_the_driver_rebuilds_is_compiled_instead_and_hits_stop)
     cr_assert_eq(atomic_load(&counters->live_modules), live);
 }
 
+/* The first hit per device and build flags is checked in full, a later one
+ * by the loaded binary's size alone (no copy out of the driver): a rebuild
+ * at a later hit is still refused, and the application gets the compile. */
+Test(layer, a_later_hit_the_driver_rebuilds_is_refused_by_its_size)
+{
+    uint8_t first[128 * 1024], second[128 * 1024];
+    size_t first_size = sizeof(first), second_size = sizeof(second);
+    ze_module_handle_t compiled = create_ok(0, "-b");
+    native_binary(compiled, first, &first_size);
+    destroy(compiled);
+    destroy(create_ok(1, "-b"));
+    int copies = atomic_load(&counters->native_binary_copies);
+    destroy(create_ok(0, "-b"));
+    destroy(create_ok(0, "-b"));
+    cr_assert_eq(atomic_load(&counters->native_binary_copies), copies + 1,
+                 "the first hit in full, the second by size");
+    destroy(create_ok(1, "-b"));
+    destroy(create_ok(1, "-b"));
+    cr_assert_eq(atomic_load(&counters->native_binary_copies), copies + 2,
+                 "the first hit of another device in full");
+    atomic_store(&counters->rebuild_native, true);
+    ze_module_handle_t again = create_ok(0, "-b");
+    cr_assert_eq(atomic_load(&counters->native_binary_copies), copies + 2);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    cr_assert_eq(stats().memory_hits, 4);
+    cr_assert_eq(atomic_load(&counters->native_creates), 5);
+    cr_assert_eq(atomic_load(&counters->compiles), 3);
+    native_binary(again, second, &second_size);
+    cr_assert_eq(second_size, first_size);
+    cr_assert_eq(memcmp(first, second, first_size), 0);
+    destroy(again);
+}
+
 /* ---- build logs ---- */
 
 Test(layer, hit_returns_a_layer_build_log_with_the_original_text)

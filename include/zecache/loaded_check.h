@@ -1,0 +1,56 @@
+/* Whether the driver loaded a cached binary as it is, checked in full (the
+ * binary copied back out of the driver and compared) at the first hit per
+ * device and build options of a process, and by the loaded binary's size,
+ * which needs no copy, after that. A check that ever fails makes every
+ * later hit of the process a full check. Why once is enough:
+ * loaded_check.c. A layer supplies the reads; the policy is the same for
+ * every API. */
+#ifndef ZECACHE_LOADED_CHECK_H
+#define ZECACHE_LOADED_CHECK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* (device, build options) pairs whose full check passed; a process rarely
+ * has more, and the ones beyond are checked in full every time. */
+#define ZC_LOADED_CHECK_SLOTS 64
+
+typedef struct zc_loaded_check_slot {
+    atomic_int state; /* free, being written, verified */
+    const void *device;
+    uint64_t options_hash;
+} zc_loaded_check_slot;
+
+/* One per layer and process, zero-initialised. */
+typedef struct zc_loaded_checks {
+    atomic_bool distrust; /* a check failed: every hit is checked in full */
+    zc_loaded_check_slot slots[ZC_LOADED_CHECK_SLOTS];
+} zc_loaded_checks;
+
+/* The binaries the layer handed the driver for one object, one per device. */
+typedef struct zc_loaded_binaries {
+    size_t count;
+    const void *const *devices; /* the API's device handles (they imply the driver) */
+    const char *options;        /* the build options given with them; NULL: none */
+    const size_t *sizes;
+    const uint8_t *const *binaries;
+} zc_loaded_binaries;
+
+/* What the layer reads back of the driver's object made from them. */
+typedef struct zc_loaded_reader {
+    /* The sizes of the binaries the driver holds, without copying them;
+     * false when it cannot tell. */
+    bool (*sizes)(void *object, size_t count, size_t *sizes);
+    /* Whether the driver holds exactly the binaries: copied out, compared. */
+    bool (*same)(void *object, const zc_loaded_binaries *cached);
+} zc_loaded_reader;
+
+/* Whether object (the driver's, made from cached) holds the binaries
+ * unchanged, by the full or the size check as checks says; a failure is
+ * logged (PrintDebugMessages) and makes every later check a full one. */
+bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                         const zc_loaded_reader *reader, void *object);
+
+#endif

@@ -1,0 +1,131 @@
+/* The per-hit "loaded unchanged" check, in full once per device and build
+ * options of a process, by size after that.
+ *
+ * Why once is exact enough. Intel's driver replaces a binary it is given
+ * by a rebuild from the IR inside it (22.43 and 26.x, Level Zero
+ * module_imp.cpp, OpenCL program.cpp) when:
+ * - RebuildPrecompiledKernels is set, or the oneAPI PVC workaround
+ *   environment is not (26.x): debug keys and environment the driver reads
+ *   once, when it is loaded;
+ * - a debugger is active (22.43: a source-level debugger wants patchtokens,
+ *   not zebin; 26.x: the L1 cache policy a debugger needs differs): the
+ *   debugger is set up at the device's creation (ZET_ENABLE_PROGRAM_DEBUGGING,
+ *   read at zeInit, and keyed);
+ * - the binary's target is not the device exactly ("Invalid target device"),
+ *   its L1 cache policy or generator version needs another policy on this
+ *   product (26.x), or it holds bindless kernels (26.x OpenCL).
+ * The first two are the process's and never change in it. The last depend
+ * on the binary, but only through what made it: the compiler and driver
+ * (one per process, and in every key), the device (and every device handle
+ * is one driver's) and the build options (bindless addressing and the cache
+ * policy are options or the compiler's default for the product). So every
+ * cached binary for one device and options of a process meets the same
+ * decision: the first one's full check decides for all, and the size
+ * check of the later ones is a second guard, not the only one. Anything the
+ * pairs do not hold (a check that failed, more pairs than slots, more
+ * binaries than ZC_FRONTEND_MAX_DEVICES) is checked in full. */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zecache/frontend_several.h"
+#include "zecache/loaded_check.h"
+#include "zecache/log.h"
+
+enum { SLOT_FREE, SLOT_WRITING, SLOT_VERIFIED };
+
+/* FNV-1a: options are short and not chosen against the table; a match
+ * also needs the same device. */
+static uint64_t options_hash(const char *options)
+{
+    uint64_t hash = 14695981039346656037ull;
+    for (const char *c = options != NULL ? options : ""; *c != '\0'; c++)
+        hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
+    return hash;
+}
+
+static bool verified(const zc_loaded_checks *checks, const void *device, uint64_t hash)
+{
+    for (size_t i = 0; i < ZC_LOADED_CHECK_SLOTS; i++) {
+        const zc_loaded_check_slot *slot = &checks->slots[i];
+        if (atomic_load_explicit(&slot->state, memory_order_acquire) == SLOT_VERIFIED &&
+            slot->device == device && slot->options_hash == hash)
+            return true;
+    }
+    return false;
+}
+
+/* Marks (device, hash) verified in a free slot; none left: it stays a full
+ * check. Two threads may both mark one pair: a repeat costs a slot only. */
+static void mark_verified(zc_loaded_checks *checks, const void *device, uint64_t hash)
+{
+    if (verified(checks, device, hash))
+        return;
+    for (size_t i = 0; i < ZC_LOADED_CHECK_SLOTS; i++) {
+        zc_loaded_check_slot *slot = &checks->slots[i];
+        int expected = SLOT_FREE;
+        if (atomic_compare_exchange_strong(&slot->state, &expected, SLOT_WRITING)) {
+            slot->device = device;
+            slot->options_hash = hash;
+            atomic_store_explicit(&slot->state, SLOT_VERIFIED, memory_order_release);
+            return;
+        }
+    }
+}
+
+static bool all_verified(const zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                         uint64_t hash)
+{
+    if (atomic_load(&checks->distrust))
+        return false;
+    for (size_t i = 0; i < cached->count; i++)
+        if (!verified(checks, cached->devices[i], hash))
+            return false;
+    return true;
+}
+
+/* The size check: unknown when the driver cannot tell the sizes. */
+typedef enum { SIZES_SAME, SIZES_DIFFER, SIZES_UNKNOWN } sizes_verdict;
+
+static sizes_verdict compare_sizes(const zc_loaded_binaries *cached, const zc_loaded_reader *reader,
+                                   void *object)
+{
+    size_t loaded[ZC_FRONTEND_MAX_DEVICES];
+    if (cached->count > ZC_FRONTEND_MAX_DEVICES || !reader->sizes(object, cached->count, loaded))
+        return SIZES_UNKNOWN;
+    for (size_t i = 0; i < cached->count; i++)
+        if (loaded[i] != cached->sizes[i])
+            return SIZES_DIFFER;
+    return SIZES_SAME;
+}
+
+static void distrust(zc_loaded_checks *checks, const char *which)
+{
+    atomic_store(&checks->distrust, true);
+    zc_log_info("the driver did not load a cached binary unchanged (%s check); "
+                "every later hit of this process is checked in full",
+                which);
+}
+
+bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                         const zc_loaded_reader *reader, void *object)
+{
+    uint64_t hash = options_hash(cached->options);
+    if (all_verified(checks, cached, hash)) {
+        sizes_verdict sizes = compare_sizes(cached, reader, object);
+        if (sizes == SIZES_SAME)
+            return true;
+        if (sizes == SIZES_DIFFER) {
+            distrust(checks, "size");
+            return false;
+        }
+    }
+    if (!reader->same(object, cached)) {
+        distrust(checks, "full");
+        return false;
+    }
+    if (!atomic_load(&checks->distrust))
+        for (size_t i = 0; i < cached->count; i++)
+            mark_verified(checks, cached->devices[i], hash);
+    return true;
+}
