@@ -53,11 +53,7 @@ bool zcc_il_digest_of(cl_program program, size_t *size, uint8_t digest[ZC_SHA256
 
 void zcc_il_digest_forget(cl_program program)
 {
-    if (zcc_program_table_empty(&table))
-        return;
-    zcc_program_table_lock(&table);
-    free(zcc_program_list_take(&table.list, program));
-    zcc_program_table_unlock(&table);
+    free(zcc_program_table_take(&table, program));
 }
 
 bool zcc_il_digests_none(void)

@@ -85,6 +85,9 @@ typedef struct zcc_program_table {
 void zcc_program_table_lock(zcc_program_table *table);
 /* Publishes the list's count as live, then unlocks. */
 void zcc_program_table_unlock(zcc_program_table *table);
+/* Removes program's record and returns it (NULL when none; one atomic load
+ * when the table is empty). */
+void *zcc_program_table_take(zcc_program_table *table, cl_program program);
 /* One atomic load: whether the table holds no record. */
 bool zcc_program_table_empty(zcc_program_table *table);
 
