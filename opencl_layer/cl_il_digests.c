@@ -20,7 +20,9 @@ static zcc_program_table table = ZCC_PROGRAM_TABLE_INIT;
 
 void zcc_il_digest_note(cl_program program, const void *il, size_t length)
 {
-    if (program == NULL || length < ZCC_IL_DIGEST_MIN_SIZE || !zc_key_spirv_has_header(il, length))
+    /* With hits off for the process, no build is keyed. */
+    if (program == NULL || length < ZCC_IL_DIGEST_MIN_SIZE ||
+        atomic_load(&zcc_layer.hits_not_reproduced) || !zc_key_spirv_has_header(il, length))
         return;
     il_digest *record = malloc(sizeof(*record));
     if (record == NULL)
