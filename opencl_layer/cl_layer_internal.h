@@ -88,6 +88,9 @@ typedef struct zcc_program_table {
 void zcc_program_table_lock(zcc_program_table *table);
 /* Publishes the list's count as live, then unlocks. */
 void zcc_program_table_unlock(zcc_program_table *table);
+/* Removes program's record and returns it (NULL when none; one atomic load
+ * when the table is empty). */
+void *zcc_program_table_take(zcc_program_table *table, cl_program program);
 /* One atomic load: whether the table holds no record. */
 bool zcc_program_table_empty(zcc_program_table *table);
 
@@ -196,6 +199,21 @@ bool zcc_spec_constants_for(cl_program program, const zc_build_input *input,
                             zcc_spec_values *values, char *detail, size_t detail_size);
 void zcc_spec_values_free(zcc_spec_values *values);
 
+/* ---- cl_il_digests.c: the digest of a large IL, made at its create ---- */
+
+/* IL below this is read back at the build: cheaper than keeping a record. */
+#define ZCC_IL_DIGEST_MIN_SIZE ((size_t)64 << 10)
+/* Notes the digest (zc_spirv_digest) of program's IL, length bytes at il
+ * (the application's buffer, valid for the create call), when it is large
+ * SPIR-V; else, or when memory runs out, nothing. */
+void zcc_il_digest_note(cl_program program, const void *il, size_t length);
+/* The noted digest and size of program's IL; false when none was noted. */
+bool zcc_il_digest_of(cl_program program, size_t *size, uint8_t digest[ZC_SHA256_SIZE]);
+/* Forgets program's digest (released, or a new program at its address). */
+void zcc_il_digest_forget(cl_program program);
+/* One atomic load: whether no digest is noted. */
+bool zcc_il_digests_none(void);
+
 /* ---- cl_programs.c (builds), cl_compile.c, cl_link.c, cl_program_life.c
  * (the rest) ---- */
 
@@ -281,9 +299,15 @@ typedef struct zcc_request {
     zcc_spec_values constants;
     zc_build_request request;
     void *bytes;
+    uint8_t digest[ZC_SHA256_SIZE]; /* input.spirv_digest's, when noted */
 } zcc_request;
+/* A large IL's request is keyed from the digest noted at its create
+ * (cl_il_digests.c): its bytes are NULL until zcc_request_read_input. */
 bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
                     size_t detail_size);
+/* Reads program's input into request when it holds only its digest; false
+ * when it cannot be read (or is not the one the digest was made of). */
+bool zcc_request_read_input(cl_program program, zcc_request *request);
 void zcc_request_free(zcc_request *request);
 /* The front end the layer's requests go to. */
 zc_frontend zcc_frontend(void);

@@ -57,6 +57,8 @@ cl_program zcc_program_born(cl_program program)
     }
     if (program != NULL)
         zcc_spec_constants_forget(program);
+    if (program != NULL)
+        zcc_il_digest_forget(program);
     return program;
 }
 
@@ -125,7 +127,10 @@ cl_program CL_API_CALL zcc_create_program_with_source(cl_context context, cl_uin
 cl_program CL_API_CALL zcc_create_program_with_il(cl_context context, const void *il, size_t length,
                                                   cl_int *errcode_ret)
 {
-    return zcc_program_born(zcc_layer.next.clCreateProgramWithIL(context, il, length, errcode_ret));
+    cl_program program =
+        zcc_program_born(zcc_layer.next.clCreateProgramWithIL(context, il, length, errcode_ret));
+    zcc_il_digest_note(program, il, length);
+    return program;
 }
 
 cl_program CL_API_CALL zcc_create_program_with_binary(cl_context context, cl_uint num_devices,
@@ -150,7 +155,8 @@ cl_program CL_API_CALL zcc_create_program_with_built_in_kernels(cl_context conte
 
 cl_int CL_API_CALL zcc_release_program(cl_program program)
 {
-    if (zcc_hits_empty() && zcc_program_table_empty(&marked) && zcc_spec_constants_none())
+    if (zcc_hits_empty() && zcc_program_table_empty(&marked) && zcc_spec_constants_none() &&
+        zcc_il_digests_none())
         return zcc_layer.next.clReleaseProgram(program);
     zc_fork_guard_lock(&releasing, &releasing_guarded);
     cl_uint references = 0;
@@ -163,6 +169,8 @@ cl_int CL_API_CALL zcc_release_program(cl_program program)
         forget_mark(program);
     if (last)
         zcc_spec_constants_forget(program);
+    if (last)
+        zcc_il_digest_forget(program);
     cl_int result = zcc_layer.next.clReleaseProgram(program);
     pthread_mutex_unlock(&releasing);
     zcc_hit_free(hit);

@@ -62,6 +62,16 @@ void zcc_program_table_unlock(zcc_program_table *table)
     pthread_mutex_unlock(&table->lock);
 }
 
+void *zcc_program_table_take(zcc_program_table *table, cl_program program)
+{
+    if (zcc_program_table_empty(table))
+        return NULL;
+    zcc_program_table_lock(table);
+    void *record = zcc_program_list_take(&table->list, program);
+    zcc_program_table_unlock(table);
+    return record;
+}
+
 bool zcc_program_table_empty(zcc_program_table *table)
 {
     return atomic_load(&table->live) == 0;

@@ -23,6 +23,7 @@ typedef struct build_call {
     const zcc_compile_args *compile; /* NULL for clBuildProgram */
     cl_device_id device;             /* the one device built for */
     const zc_artifact_meta *meta;
+    zcc_request *request; /* the key's, while the front end runs */
     cl_int result;
 } build_call;
 
@@ -129,6 +130,9 @@ zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
 static zc_status compile_with_driver(void *context, zc_artifact **out)
 {
     build_call *call = context;
+    /* A miss's inputs are recorded from the request's bytes; without them
+     * the entry is stored and the recording skipped. */
+    (void)zcc_request_read_input(call->app.program, call->request);
     uint64_t start = zc_artifact_clock_ns();
     if (!build_alone(call))
         return ZC_ERR_BUILD;
@@ -340,17 +344,48 @@ void *zcc_input_of(cl_program program, zc_build_input *input)
     return NULL;
 }
 
+/* A large IL's input from the digest noted at its create, its bytes left
+ * for zcc_request_read_input; false when none was noted or constants are
+ * set (their widths are read from the IL). */
+static bool input_digested(cl_program program, zcc_request *out)
+{
+    if (zcc_spec_constants_set(program) ||
+        !zcc_il_digest_of(program, &out->input.size, out->digest))
+        return false;
+    out->input.kind = ZC_INPUT_SPIRV;
+    out->input.spirv_digest = out->digest;
+    return true;
+}
+
+bool zcc_request_read_input(cl_program program, zcc_request *request)
+{
+    if (request->bytes != NULL)
+        return true;
+    zc_build_input read;
+    request->bytes = zcc_input_of(program, &read);
+    if (request->bytes == NULL || read.kind != request->input.kind ||
+        read.size != request->input.size) {
+        free(request->bytes);
+        request->bytes = NULL;
+        return false;
+    }
+    request->input.bytes = request->bytes;
+    return true;
+}
+
 bool zcc_request_of(cl_program program, const char *options, zcc_request *out, char *detail,
                     size_t detail_size)
 {
     *out = (zcc_request){0};
-    out->bytes = zcc_input_of(program, &out->input);
-    if (out->bytes == NULL) {
+    if (!input_digested(program, out))
+        out->bytes = zcc_input_of(program, &out->input);
+    if (out->bytes == NULL && out->input.spirv_digest == NULL) {
         snprintf(detail, detail_size, "a program from neither source nor IL");
         return false;
     }
     out->input.flags = options;
-    if (!zcc_spec_constants_for(program, &out->input, &out->constants, detail, detail_size)) {
+    if (out->input.spirv_digest == NULL &&
+        !zcc_spec_constants_for(program, &out->input, &out->constants, detail, detail_size)) {
         free(out->bytes);
         out->bytes = NULL;
         return false;
@@ -431,6 +466,7 @@ static void build_through_cache(build_call *call)
     }
     zc_frontend frontend = zcc_frontend();
     call->meta = &zcc_device_description(device)->meta;
+    call->request = &request;
     (void)zc_frontend_build(&frontend, &request.request, zcc_device_description(device),
                             zcc_device_compiler(device), &build_ops, call);
     zcc_request_free(&request);

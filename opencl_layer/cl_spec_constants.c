@@ -85,11 +85,7 @@ bool zcc_spec_constants_record(cl_program program, cl_uint id, size_t size, cons
 
 void zcc_spec_constants_forget(cl_program program)
 {
-    if (zcc_program_table_empty(&table))
-        return;
-    zcc_program_table_lock(&table);
-    program_constants *record = zcc_program_list_take(&table.list, program);
-    zcc_program_table_unlock(&table);
+    program_constants *record = zcc_program_table_take(&table, program);
     if (record != NULL)
         free(record->constants);
     free(record);

@@ -52,6 +52,10 @@ typedef struct zc_build_input {
      * were given, which is distinct from a list of none. */
     bool has_constants;
     zc_spec_constants constants;
+    /* SPIR-V given without constants: its zc_spirv_digest when the caller
+     * made it from the bytes before (then the key needs no bytes; bytes may
+     * be NULL until something else needs them); else NULL. */
+    const uint8_t *spirv_digest;
 } zc_build_input;
 
 typedef struct zc_build_request {

@@ -9,6 +9,7 @@
 
 #include "zecache/compiler_identity.h"
 #include "zecache/identity.h"
+#include "zecache/sha256.h"
 #include "zecache/status.h"
 
 #define ZC_KEY_SIZE 32
@@ -79,6 +80,14 @@ zc_status zc_key_builder_copy(zc_key_builder *from, zc_key_builder **out);
  * SPIR-V header (five words, the magic number) is not cacheable either. */
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
                            const char *build_flags, const zc_spec_constants *constants);
+/* Whether size bytes at spirv have a SPIR-V header (five words, the magic
+ * number in either order), which zc_key_add_spirv requires. */
+bool zc_key_spirv_has_header(const void *spirv, size_t size);
+/* zc_key_add_spirv of SPIR-V whose digest (zc_spirv_digest) is known (its header
+ * checked), with no specialization constants: the same key, the bytes not
+ * needed. */
+zc_status zc_key_add_spirv_digested(zc_key_builder *builder, size_t spirv_size,
+                                    const uint8_t digest[ZC_SHA256_SIZE], const char *build_flags);
 
 /* Whose front end compiles OpenCL C: where it looks for headers. */
 typedef enum zc_opencl_c_driver {

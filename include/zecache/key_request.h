@@ -15,7 +15,8 @@
  * through zc_key_add_opencl_c with their flags as the build options and
  * driver's header search.
  * ZC_NOT_CACHEABLE (with zc_key_builder_reason when there is one) for a
- * request without inputs, an input without bytes, constants on a source
+ * request without inputs, an input without bytes (but SPIR-V given by its
+ * digest, build_request.h), constants on a source
  * input, or anything the input's own adder refuses. */
 zc_status zc_key_add_request(zc_key_builder *builder, const zc_build_request *request,
                              zc_opencl_c_driver driver);

@@ -70,7 +70,7 @@ static bool describe(const zc_build_request *request, zc_recipe *recipe, const v
     bool ok = recipe->inputs != NULL;
     for (uint32_t i = 0; ok && i < request->input_count; i++) {
         spirv[i] = request->inputs[i].bytes;
-        ok = request->inputs[i].kind == recorded_kind(request) &&
+        ok = spirv[i] != NULL && request->inputs[i].kind == recorded_kind(request) &&
              copy_input(&request->inputs[i], &recipe->inputs[i]);
     }
     return ok;

@@ -429,7 +429,7 @@ static zc_status add_spec_constants(zc_key_builder *builder, const void *spirv, 
 /* A cheap look at the header (five words, the magic number in either byte
  * order): an input that is not SPIR-V is left to the driver uncached, since
  * what the driver makes of it is not something to hand out again. */
-static bool looks_like_spirv(const void *spirv, size_t size)
+bool zc_key_spirv_has_header(const void *spirv, size_t size)
 {
     enum { HEADER_WORDS = 5, MAGIC = 0x07230203u, SWAPPED_MAGIC = 0x03022307u };
     if (spirv == NULL || size < HEADER_WORDS * 4 || size % 4 != 0)
@@ -437,6 +437,20 @@ static bool looks_like_spirv(const void *spirv, size_t size)
     uint32_t magic;
     memcpy(&magic, spirv, sizeof magic);
     return magic == MAGIC || magic == SWAPPED_MAGIC;
+}
+
+/* The SPIR-V field (its size and digest) and the build flags. */
+static zc_status add_spirv_digest(zc_key_builder *builder, size_t spirv_size,
+                                  const uint8_t digest[ZC_SHA256_SIZE], const char *build_flags)
+{
+    uint8_t field[8 + ZC_SHA256_SIZE];
+    put_bytes(zc_put_le64(field, spirv_size), digest, ZC_SHA256_SIZE);
+    record_field(builder, TAG_SPIRV, field, sizeof field);
+    trace(builder, "---- spirv %u ----\nsize: %zu\nsha256: ", builder->spirv_inputs, spirv_size);
+    trace_hex(builder, digest, ZC_SHA256_SIZE);
+    trace(builder, "\n");
+    builder->spirv_inputs++;
+    return add_build_flags(builder, build_flags);
 }
 
 zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t spirv_size,
@@ -447,24 +461,29 @@ zc_status zc_key_add_spirv(zc_key_builder *builder, const void *spirv, size_t sp
         return status;
     if (spirv == NULL && spirv_size > 0)
         return refuse(builder, ZC_ERR_INVALID_ARG, "SPIR-V input is NULL");
-    if (!looks_like_spirv(spirv, spirv_size))
+    if (!zc_key_spirv_has_header(spirv, spirv_size))
         return refuse(builder, ZC_NOT_CACHEABLE,
                       "input %u is not SPIR-V (%zu bytes, no SPIR-V header)", builder->spirv_inputs,
                       spirv_size);
     uint8_t digest[ZC_SHA256_SIZE];
     if (!zc_spirv_digest(spirv, spirv_size, digest))
         return refuse(builder, ZC_ERR_NOMEM, "SHA-256 of the SPIR-V failed");
-    uint8_t field[8 + ZC_SHA256_SIZE];
-    put_bytes(zc_put_le64(field, spirv_size), digest, sizeof digest);
-    record_field(builder, TAG_SPIRV, field, sizeof field);
-    trace(builder, "---- spirv %u ----\nsize: %zu\nsha256: ", builder->spirv_inputs, spirv_size);
-    trace_hex(builder, digest, sizeof digest);
-    trace(builder, "\n");
-    builder->spirv_inputs++;
-    status = add_build_flags(builder, build_flags);
+    status = add_spirv_digest(builder, spirv_size, digest, build_flags);
     if (status != ZC_OK)
         return status;
     return add_spec_constants(builder, spirv, spirv_size, constants);
+}
+
+zc_status zc_key_add_spirv_digested(zc_key_builder *builder, size_t spirv_size,
+                                    const uint8_t digest[ZC_SHA256_SIZE], const char *build_flags)
+{
+    zc_status status = check_usable(builder);
+    if (status != ZC_OK)
+        return status;
+    status = add_spirv_digest(builder, spirv_size, digest, build_flags);
+    if (status != ZC_OK)
+        return status;
+    return add_spec_constants(builder, NULL, spirv_size, NULL);
 }
 
 /* ---- libraries ---- */

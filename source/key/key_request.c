@@ -68,6 +68,8 @@ static zc_status add_headers(zc_key_builder *builder, const zc_build_request *re
 static zc_status add_input(zc_key_builder *builder, const zc_build_input *input,
                            zc_opencl_c_driver request_driver)
 {
+    if (input->kind == ZC_INPUT_SPIRV && input->spirv_digest != NULL && !input->has_constants)
+        return zc_key_add_spirv_digested(builder, input->size, input->spirv_digest, input->flags);
     if (input->bytes == NULL || input->size == 0)
         return ZC_NOT_CACHEABLE;
     if (input->kind == ZC_INPUT_SPIRV)
