@@ -21,8 +21,10 @@
 # module is another key), as an application with many modules has them.
 #
 #   bench/bench_packs.sh [build-dir]     (default: build)
-#   needs: cmake --build <build-dir> --target ze_bench zecache_tool; strace;
-#   clang-14 and llvm-spirv-14 (or 19) unless KERNELS is given
+#   needs: cmake --build <build-dir> --target ze_bench zecache_tool; strace
+#   (the system calls; skipped without it); clang-14 and llvm-spirv-14 (or
+#   19) unless KERNELS is given
+#   the current driver: bash scripts/current-driver.sh run bench/bench_packs.sh build-current
 set -euo pipefail
 
 build=$(cd "${1:-build}" && pwd)
@@ -76,9 +78,10 @@ settings_of() { # KIND: the environment of a warm process of that kind
   esac
 }
 now_ms() { date +%s%3N; }
+calc() { awk "BEGIN { print $1 }"; } # no bc in the current-driver root
 seconds_of() { # bash's `times` figure, e.g. 0m1.250s: seconds
   local value=${1%s}
-  echo "${value%%m*} * 60 + ${value#*m}" | bc -l
+  calc "${value%%m*} * 60 + ${value#*m}"
 }
 together() { # KIND P: "wall-ms user sys P" of P processes started at once
   local kind=$1 count=$2 i start pids=() settings wall
@@ -101,7 +104,7 @@ measure() { # KIND P: "wall-ms cpu-ms-per-process modules-ms" of one run
   (together "$1" "$2") | {
     read -r wall user sys count
     # ze_bench's "total first": the time inside zeModuleCreate, median of the processes
-    echo "$wall $(echo "($(seconds_of "$user") + $(seconds_of "$sys")) * 1000 / $count" | bc -l)" \
+    echo "$wall $(calc "($(seconds_of "$user") + $(seconds_of "$sys")) * 1000 / $count")" \
       "$(cat "$work/out/$1".* | awk '$1 == "total" { print $3 }' | median)"
   }
 }
@@ -157,12 +160,13 @@ for p in $procs; do
     for kind in directory pack driver; do
       printf ' %18s' "$(printf '%s' "${runs[$kind]}" | spread "$([[ $figure == modules ]] && echo 1 || echo 0)")"
     done
-    printf ' %9.2f\n' "$(echo "$(printf '%s' "${runs[pack]}" | median) / $(printf '%s' "${runs[directory]}" | median)" | bc -l)"
+    printf ' %9.2f\n' "$(calc "$(printf '%s' "${runs[pack]}" | median) / $(printf '%s' "${runs[directory]}" | median)")"
     unset -n runs
   done
 done
 echo "(cpu ms: user+sys per process; modules ms: inside zeModuleCreate, median of the processes)"
 
+command -v strace >/dev/null || { echo "(no strace: no system calls counted)"; exit 0; }
 echo
 echo "system calls of one warm process (strace -f -c, the loader and driver included)"
 printf '%-10s %6s %6s %6s\n' "" opens stats reads
