@@ -19,6 +19,9 @@
 # KERNELS: a directory of .spv modules; by default MODULES (48) small ones
 # made here from samples/kernels/*.cl, each kernel renamed with -D (so every
 # module is another key), as an application with many modules has them.
+# OTHERS: that many more entries (2000-byte binaries, by bin/zc_bench_scale)
+# in the directory and so in the pack, as a site's shared pack holds other
+# programs' entries: each pack process reads and checks the whole index.
 #
 #   bench/bench_packs.sh [build-dir]     (default: build)
 #   needs: cmake --build <build-dir> --target ze_bench zecache_tool; strace
@@ -33,6 +36,7 @@ tool=$build/bin/zecache
 procs=${PROCS:-1 8 32}
 reps=${REPS:-5}
 module_count=${MODULES:-48}
+others=${OTHERS:-0}
 for program in "$bench" "$tool"; do
   [[ -x $program ]] || { echo "bench_packs: build first: cmake --build $build --target ze_bench zecache_tool" >&2; exit 1; }
 done
@@ -132,14 +136,21 @@ pack_opens() { # opens of the pack by one warm pack process (strace -f)
 }
 
 # Fill the directory and the driver's cache, and make the pack.
+if ((others > 0)); then
+  [[ -x $build/bin/zc_bench_scale ]] || { echo "bench_packs: OTHERS needs: cmake --build $build --target zc_bench_scale" >&2; exit 1; }
+  "$build/bin/zc_bench_scale" fill "$work/dir" "$others" 2000 >/dev/null
+fi
 # shellcheck disable=SC2046
 (cd "$work/empty" && env $(settings_of directory) "$bench" "$kernels" >/dev/null 2>&1)
 # shellcheck disable=SC2046
 (cd "$work/empty" && env $(settings_of driver) "$bench" "$kernels" >/dev/null 2>&1)
 "$tool" --dir "$work/dir" pack "$work/modules.zcp" 2>/dev/null
 rm -rf "${work:?}/empty"/*
+# One pack process first, as the directory had its filling run: it writes the
+# usage list the later ones prefetch by (into their otherwise empty directory).
+measure pack 1 >/dev/null
 modules=$(find "$kernels" -name '*.spv' | wc -l)
-echo "bench_packs: $modules modules from $kernels, $ProductFamilyOverride, medians of $reps" \
+echo "bench_packs: $modules modules from $kernels ($others other entries), $ProductFamilyOverride, medians of $reps" \
   "(lowest-highest), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-3s %-10s %18s %18s %18s %9s\n' P "" directory pack driver pack/dir
 for p in $procs; do
