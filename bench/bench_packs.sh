@@ -156,17 +156,17 @@ printf '%-3s %-10s %18s %18s %18s %9s\n' P "" directory pack driver pack/dir
 for p in $procs; do
   # The kinds take turns within each repetition, so that a burst of load on
   # a shared machine falls on all three alike, not on one kind's runs.
-  declare -A walls=() cpus=() moduless=()
+  declare -A wall_runs=() cpu_runs=() modules_runs=()
   for ((r = 0; r < reps; r++)); do
     for kind in directory pack driver; do
       read -r wall cpu modules_ms <<<"$(measure "$kind" "$p")"
-      walls[$kind]+="$wall"$'\n'
-      cpus[$kind]+="$cpu"$'\n'
-      moduless[$kind]+="$modules_ms"$'\n'
+      wall_runs[$kind]+="$wall"$'\n'
+      cpu_runs[$kind]+="$cpu"$'\n'
+      modules_runs[$kind]+="$modules_ms"$'\n'
     done
   done
   for figure in wall cpu modules; do
-    declare -n runs=${figure}s
+    declare -n runs=${figure}_runs
     printf '%-3s %-10s' "$p" "$figure ms"
     for kind in directory pack driver; do
       printf ' %18s' "$(printf '%s' "${runs[$kind]}" | spread "$([[ $figure == modules ]] && echo 1 || echo 0)")"
@@ -182,8 +182,8 @@ echo
 echo "system calls of one warm process (strace -f -c, the loader and driver included)"
 printf '%-10s %6s %6s %6s\n' "" opens stats reads
 for kind in directory pack driver; do
-  # shellcheck disable=SC2046
-  printf '%-10s %6s %6s %6s\n' "$kind" $(syscalls "$kind")
+  read -r opens stats reads <<<"$(syscalls "$kind")"
+  printf '%-10s %6s %6s %6s\n' "$kind" "$opens" "$stats" "$reads"
 done
 echo "opens of the pack by one warm pack process: $(pack_opens) (of $modules modules)"
 echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
