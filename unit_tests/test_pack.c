@@ -432,18 +432,25 @@ Test(pack, a_pack_of_thousands_serves_each_entry)
     zc_artifact_unref(artifact);
 }
 
+/* The pack written, and a cache on scratch/name with it and the prefetch. */
+static zc_config prefetching_with_the_pack(const char *name)
+{
+    write_pack(NULL);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/%s", scratch, name);
+    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
+    config.memory_size = 4 << 20;
+    snprintf(config.packs, sizeof config.packs, "%s", pack_path);
+    config.prefetch = true;
+    return config;
+}
+
 /* The prefetch loads a program's entries from the packs as a lookup would
  * (before the directory): once it has, they are pack hits even with the
  * pack cut in place since. */
 Test(pack, the_prefetch_loads_from_the_packs)
 {
-    write_pack(NULL);
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/prefetched", scratch);
-    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
-    config.memory_size = 4 << 20;
-    snprintf(config.packs, sizeof config.packs, "%s", pack_path);
-    config.prefetch = true;
+    zc_config config = prefetching_with_the_pack("prefetched");
     t_counted_compile compile = {0};
     for (int run = 0; run < 2; run++) {
         zc_cache *cache = NULL;
@@ -490,13 +497,7 @@ static zc_artifact *store_other_in_directory(const zc_config *config)
  * (bench_packs.sh). */
 Test(pack, a_key_the_pack_holds_is_served_from_it_before_the_directory)
 {
-    write_pack(NULL);
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/both", scratch);
-    zc_config config = t_disk_config(dir, ZC_DEFAULT_MAX_SIZE, 3);
-    config.memory_size = 4 << 20;
-    config.prefetch = true;
-    snprintf(config.packs, sizeof config.packs, "%s", pack_path);
+    zc_config config = prefetching_with_the_pack("both");
     zc_artifact *other = store_other_in_directory(&config);
     for (int prefetched = 0; prefetched < 2; prefetched++) {
         zc_cache *cache = NULL;
