@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
@@ -163,23 +162,10 @@ Test(entry_file, a_large_entry_is_read_a_frame_at_a_time_into_the_same_bytes)
     cr_assert_geq(atomic_load(&preads), 6);
 }
 
-/* The offset of every frame (ZC_ENTRY_HEADER_SIZE first) in the good entry. */
-static size_t frame_offsets(size_t *offsets, size_t max)
-{
-    size_t count = 0;
-    for (size_t at = ZC_ENTRY_HEADER_SIZE; at < good_size && count < max; count++) {
-        offsets[count] = at;
-        size_t frame = ZSTD_findFrameCompressedSize(good + at, good_size - at);
-        cr_assert_not(ZSTD_isError(frame));
-        at += frame;
-    }
-    return count;
-}
-
 Test(entry_file, damage_anywhere_in_a_large_entry_is_a_miss_and_removed)
 {
     size_t offsets[16];
-    size_t frames = frame_offsets(offsets, 16);
+    size_t frames = t_frame_offsets(good, good_size, offsets, 16);
     cr_assert_geq(frames, 6);
     uint8_t *bad = malloc(good_size + 1);
     size_t places[16 * 6 + 2], count = 0;

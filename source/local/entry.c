@@ -323,9 +323,12 @@ static zc_status locate_in_memory(void *context, uint64_t at, uint64_t left, siz
     return ZC_OK;
 }
 
-zc_status zc_entry_find_frames(zc_frame_locator locate, void *context, uint64_t source_size,
-                               uint64_t payload_size, zc_payload_frame **frames, size_t *count,
-                               char *reason, size_t reason_size)
+/* The frames filling source_size compressed bytes exactly, their contents
+ * adding up to payload_size, located one after the other by locate;
+ * *frames is malloc'd (also on failure). */
+static zc_status find_frames(zc_frame_locator locate, void *context, uint64_t source_size,
+                             uint64_t payload_size, zc_payload_frame **frames, size_t *count,
+                             char *reason, size_t reason_size)
 {
     size_t capacity = frame_count_of((size_t)payload_size);
     *frames = malloc(capacity * sizeof **frames);
@@ -475,9 +478,11 @@ static void decompress_task(void *context, size_t index)
         ZSTD_freeDCtx(dctx);
 }
 
-zc_status zc_entry_decompress_frames(zc_payload_frame *frames, size_t count, uint8_t *payload,
-                                     zc_frame_filler fill, void *fill_context, char *reason,
-                                     size_t reason_size)
+/* Decompresses every frame into payload, in parallel when there are several,
+ * each first filled by fill unless it is NULL. */
+static zc_status decompress_frames(zc_payload_frame *frames, size_t count, uint8_t *payload,
+                                   zc_frame_filler fill, void *fill_context, char *reason,
+                                   size_t reason_size)
 {
     size_t *results = malloc(count * sizeof *results);
     if (results == NULL)
@@ -515,24 +520,31 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
     status = check_payload_size(&header, max_payload, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    size_t payload_size = (size_t)(header.binary_size + header.log_size);
+    return zc_entry_load_frames(&header, locate_in_memory, (uint8_t *)data + ZC_ENTRY_HEADER_SIZE,
+                                NULL, NULL, out, reason, reason_size);
+}
+
+zc_status zc_entry_load_frames(const zc_entry_header *header, zc_frame_locator locate,
+                               void *locate_context, zc_frame_filler fill, void *fill_context,
+                               zc_artifact **out, char *reason, size_t reason_size)
+{
     zc_payload_frame *frames = NULL;
     size_t frame_count = 0;
-    status = zc_entry_find_frames(locate_in_memory, (uint8_t *)data + ZC_ENTRY_HEADER_SIZE,
-                                  header.compressed_size, payload_size, &frames, &frame_count,
-                                  reason, reason_size);
+    zc_status status = find_frames(locate, locate_context, header->compressed_size,
+                                   header->binary_size + header->log_size, &frames, &frame_count,
+                                   reason, reason_size);
     /* Decompressed straight into the artifact: no second buffer, no copy. It is
      * handed out only once every frame's content checksum has verified it. */
     uint8_t *payload = NULL;
     zc_artifact *artifact = NULL;
     if (status == ZC_OK) {
-        artifact = zc_artifact_create_unfilled((size_t)header.binary_size, (size_t)header.log_size,
-                                               &header.meta, &payload);
+        artifact = zc_artifact_create_unfilled((size_t)header->binary_size,
+                                               (size_t)header->log_size, &header->meta, &payload);
         status = artifact != NULL ? ZC_OK : ZC_ERR_NOMEM;
     }
     if (status == ZC_OK)
-        status = zc_entry_decompress_frames(frames, frame_count, payload, NULL, NULL, reason,
-                                            reason_size);
+        status = decompress_frames(frames, frame_count, payload, fill, fill_context, reason,
+                                   reason_size);
     free(frames);
     if (status != ZC_OK) {
         zc_artifact_unref(artifact);

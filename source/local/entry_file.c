@@ -170,25 +170,6 @@ zc_status zc_entry_load_file(const zc_fs_ops *ops, int fd, uint64_t size, const 
     /* A signed entry's signature magic is the whole-file reader's to check. */
     if (status != ZC_OK || (header.flags & ZC_ENTRY_FLAG_SIGNED) != 0)
         return status != ZC_OK ? status : ZC_MISS;
-    zc_payload_frame *frames = NULL;
-    size_t frame_count = 0;
-    uint64_t payload_size = header.binary_size + header.log_size;
-    status = zc_entry_find_frames(locate_in_file, &file, header.compressed_size, payload_size,
-                                  &frames, &frame_count, NULL, 0);
-    uint8_t *payload = NULL;
-    zc_artifact *artifact = NULL;
-    if (status == ZC_OK) {
-        artifact = zc_artifact_create_unfilled((size_t)header.binary_size, (size_t)header.log_size,
-                                               &header.meta, &payload);
-        status = artifact != NULL ? ZC_OK : ZC_ERR_NOMEM;
-    }
-    if (status == ZC_OK)
-        status = zc_entry_decompress_frames(frames, frame_count, payload, fill_from_file, &file,
-                                            NULL, 0);
-    free(frames);
-    if (status != ZC_OK)
-        zc_artifact_unref(artifact);
-    else
-        *out = artifact;
-    return status;
+    return zc_entry_load_frames(&header, locate_in_file, &file, fill_from_file, &file, out, NULL,
+                                0);
 }

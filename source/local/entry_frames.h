@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zecache/entry.h"
 #include "zecache/status.h"
 
 /* One frame of the payload: where it is among the entry's compressed bytes
@@ -31,23 +32,19 @@ const char *zc_frame_head_fault(const uint8_t *head, size_t size, unsigned long 
 typedef zc_status (*zc_frame_locator)(void *context, uint64_t at, uint64_t left, size_t index,
                                       zc_payload_frame *frame, char *reason, size_t reason_size);
 
-/* The frames filling source_size compressed bytes exactly, their contents
- * adding up to payload_size, located one after the other by locate;
- * *frames is malloc'd (also on failure). */
-zc_status zc_entry_find_frames(zc_frame_locator locate, void *context, uint64_t source_size,
-                               uint64_t payload_size, zc_payload_frame **frames, size_t *count,
-                               char *reason, size_t reason_size);
-
 /* Brings a frame's source into memory before it is decompressed (entry_file.c);
  * false when it cannot. */
 typedef bool (*zc_frame_filler)(void *context, zc_payload_frame *frame);
 
-/* Decompresses every frame into payload, in parallel when there are several,
- * each first filled by fill when it is not NULL; ZC_MISS with a reason when
- * a frame fails zstd's checks (its content checksum among them), ZC_ERR_IO
- * when fill failed. */
-zc_status zc_entry_decompress_frames(zc_payload_frame *frames, size_t count, uint8_t *payload,
-                                     zc_frame_filler fill, void *fill_context, char *reason,
-                                     size_t reason_size);
+/* The artifact of the entry whose header is header (already checked, its key
+ * and payload size too) from the frames filling its compressed bytes exactly,
+ * their contents adding up to its payload, located one after the other by
+ * locate and, unless fill is NULL, each brought in by fill, decompressed in
+ * parallel when there are several. ZC_MISS with a reason when the frames
+ * are not that or fail zstd's checks (their content checksums among them);
+ * ZC_ERR_IO when fill failed. */
+zc_status zc_entry_load_frames(const zc_entry_header *header, zc_frame_locator locate,
+                               void *locate_context, zc_frame_filler fill, void *fill_context,
+                               zc_artifact **out, char *reason, size_t reason_size);
 
 #endif
