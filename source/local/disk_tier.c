@@ -1,7 +1,8 @@
 /* Load, store and verify of one entry. A load is the hot path: no lock, one
- * openat beneath the kept root fd, one fstat, one read, full verification,
- * then, when the mark is stale, futimens to mark the hit (mtime is the
- * recency eviction uses; atime is useless on noatime/relatime mounts). */
+ * openat beneath the kept root fd, one fstat, one read (a large entry: a few
+ * per frame, entry_file.h), full verification, then, when the mark is
+ * stale, futimens to mark the hit (mtime is the recency eviction uses; atime
+ * is useless on noatime/relatime mounts). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
