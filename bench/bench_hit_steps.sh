@@ -33,7 +33,10 @@
 #
 #   bench/bench_hit_steps.sh [build-dir]     (default: build)
 #   needs: cmake --build <build-dir> --target ze_bench cl_bench; perf
-#   REPS (default 5), LARGE_MIB (24), SMALL (a .spv, default the build's saxpy)
+#   REPS (default 5), LARGE_MIB (24), SMALL (a .spv, default the build's saxpy),
+#   APIS ("ze cl" where both are built)
+#   BASE_LAYERS=DIR adds "base": the layers in DIR (another build's layers/,
+#   copied aside), run interleaved with the others, for before/after figures
 #   On the current driver: bash scripts/current-driver.sh run bash
 #   bench/bench_hit_steps.sh build-current-rel (perf comes from the host: set
 #   PERF= to skip the step split where it is missing).
@@ -52,6 +55,9 @@ perf=${PERF-$(command -v perf || true)}
   exit 1
 }
 cl_layer=$(find "$build/layers" -maxdepth 1 -name 'lib*opencl*layer*.so' | head -1)
+base_layers=${BASE_LAYERS:+$(cd "$BASE_LAYERS" && pwd)}
+layer_configs=(layer)
+[[ -n $base_layers ]] && layer_configs+=(base)
 
 work=$(mktemp -d)
 [[ -n ${KEEP:-} ]] && echo "bench_hit_steps: scratch kept in $work"
@@ -72,12 +78,14 @@ settings_of() { # API CONFIG MODULE: the environment of one configuration
   case $2 in
   driver) echo "l0_cache_dir=$dir cl_cache_dir=$dir NEO_CACHE_DIR=$dir NEO_CACHE_PERSISTENT=1" ;;
   floor) echo "NEO_CACHE_PERSISTENT=0" ;;
-  layer)
+  layer | base)
+    local layers=$build/layers
+    [[ $2 == base ]] && layers=$base_layers
     if [[ $1 == ze ]]; then
-      echo "LD_LIBRARY_PATH=$build/layers${plain_library_path:+:$plain_library_path}" \
+      echo "LD_LIBRARY_PATH=$layers${plain_library_path:+:$plain_library_path}" \
         "ZE_ENABLE_VALIDATION_LAYER=1 NEO_CACHE_PERSISTENT=1 NEO_CACHE_DIR=$dir"
     else
-      echo "NEO_CACHE_PERSISTENT=1 OPENCL_LAYERS=$cl_layer NEO_CACHE_DIR=$dir"
+      echo "NEO_CACHE_PERSISTENT=1 OPENCL_LAYERS=$layers/${cl_layer##*/} NEO_CACHE_DIR=$dir"
     fi
     ;;
   esac
@@ -110,6 +118,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END {
   if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 first_of() { awk '$1 == "total" { print $3 }' "$@"; }
 later_of() { awk '$1 == "total" && $4 == "repeat" { print $5 }' "$@"; }
+spread() { sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.3f-%.3f", lo, hi }'; }
 
 # The steps of one perf.data, as "key zstd copy layer kernel ld.so driver" in ms.
 steps_of() {
@@ -121,7 +130,7 @@ steps_of() {
         else if (sym ~ /mem(cpy|move|cmp|set)/) step = "copy"
         else if (dso ~ /kernel/) step = "kernel"
         else if (dso ~ /^ld-linux/) step = "ld.so"
-        else if (dso ~ /zecache|ze_zecache|opencl_layer/) step = "layer"
+        else if (dso ~ /zecache|ze_cache_layer|opencl_layer/) step = "layer"
         t[step] += n }
       END { printf "%6.1f %6.1f %6.1f %6.1f %6.1f %6.1f %6.1f\n", t["key"] / 10, t["zstd"] / 10,
         t["copy"] / 10, t["layer"] / 10, t["kernel"] / 10, t["ld.so"] / 10, t["driver"] / 10 }'
@@ -129,6 +138,7 @@ steps_of() {
 
 apis=(ze)
 [[ -x $cl_bench && -n $cl_layer ]] && apis+=(cl)
+[[ -n ${APIS:-} ]] && read -r -a apis <<<"$APIS"
 echo "bench_hit_steps: small $(stat -c %s "$small") B SPIR-V, large $large_mib MiB; ${apis[*]};" \
   "$ProductFamilyOverride; $reps warm runs each"
 
@@ -137,7 +147,7 @@ echo "bench_hit_steps: small $(stat -c %s "$small") B SPIR-V, large $large_mib M
   >/dev/null)
 for api in "${apis[@]}"; do
   for module in small large; do
-    for config in driver layer; do
+    for config in driver "${layer_configs[@]}"; do
       measure "$work/out/$api-$config-$module-cold" "$api" "$config" "$module"
     done
   done
@@ -146,19 +156,19 @@ done
 for ((rep = 0; rep < reps; rep++)); do
   for api in "${apis[@]}"; do
     for module in small large; do
-      for config in driver layer floor; do
+      for config in driver "${layer_configs[@]}" floor; do
         measure "$work/out/$api-$config-$module.$rep" "$api" "$config" "$module"
       done
     done
   done
 done
 
-printf '%-4s %-6s %-7s %9s %9s   %s\n' api module config 'ms' 'later ms' \
+printf '%-4s %-6s %-7s %9s %9s %-17s   %s\n' api module config 'ms' 'later ms' 'spread' \
   'CPU ms:  key   zstd   copy  layer kernel  ld.so driver'
 for api in "${apis[@]}"; do
   for module in small large; do
     declare -A ms=() later_ms=()
-    for config in floor driver layer; do
+    for config in floor driver "${layer_configs[@]}"; do
       ms[$config]=$(first_of "$work/out/$api-$config-$module".[0-9]* | median)
       later_ms[$config]=$(later_of "$work/out/$api-$config-$module".[0-9]* | median)
       steps=""
@@ -167,12 +177,15 @@ for api in "${apis[@]}"; do
           "$perf" record -q -e cpu-clock -c 100000 -o "$work/$api-$config-$module.data" --
         steps=$(steps_of "$work/$api-$config-$module.data")
       fi
-      printf '%-4s %-6s %-7s %9.3f %9.3f   %s\n' "$api" "$module" "$config" "${ms[$config]}" \
-        "${later_ms[$config]}" "$steps"
+      printf '%-4s %-6s %-7s %9.3f %9.3f %-17s   %s\n' "$api" "$module" "$config" "${ms[$config]}" \
+        "${later_ms[$config]}" "$(first_of "$work/out/$api-$config-$module".[0-9]* | spread)" "$steps"
     done
     awk -v l="${ms[layer]}" -v d="${ms[driver]}" -v f="${ms[floor]}" -v a="$api" -v m="$module" \
       'BEGIN { printf "%-4s %-6s layer/driver %.3f  layer/floor %.3f  driver/floor %.3f\n",
         a, m, l / d, l / f, d / f }'
+    [[ -n $base_layers ]] && awk -v l="${ms[base]}" -v d="${ms[driver]}" -v f="${ms[floor]}" \
+      -v a="$api" -v m="$module" 'BEGIN { printf "%-4s %-6s base/driver  %.3f  base/floor  %.3f\n",
+        a, m, l / d, l / f }'
     unset ms later_ms
   done
 done

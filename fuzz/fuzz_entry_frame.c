@@ -2,13 +2,17 @@
  * signed header around fuzzed zstd frames, with fuzzed sizes. Input: binary
  * size (u32 LE), log size (u32 LE), then the frames. Whatever decodes must
  * be exactly what plain zstd makes of the frames, of exactly the sizes the
- * header and the frames declare. */
+ * header and the frames declare; the reader of large entries' files
+ * (entry_file.h) loads nothing the decoder refuses, and the same bytes. */
 #include <openssl/evp.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "../source/common/byte_order.h"
+#include "../source/local/entry_file.h"
 #include "fuzz_check.h"
 #include "zecache/entry.h"
 
@@ -86,6 +90,27 @@ static void check_against_zstd(const uint8_t *frame, size_t frame_size, const zc
     free(plain);
 }
 
+static void check_file_reader(const uint8_t *entry, size_t size, const zc_key *key,
+                              const zc_artifact *decoded)
+{
+    int fd = memfd_create("fuzz_entry", MFD_CLOEXEC);
+    FUZZ_CHECK(fd >= 0 && write(fd, entry, size) == (ssize_t)size);
+    zc_artifact *loaded = (zc_artifact *)1;
+    zc_status status = zc_entry_load_file(zc_fs_ops_default(), fd, size, key, MAX_PAYLOAD, &loaded);
+    close(fd);
+    FUZZ_CHECK((status == ZC_OK) == (loaded != NULL));
+    if (status != ZC_OK)
+        return;
+    FUZZ_CHECK(decoded != NULL);
+    size_t a_size, b_size, a_log, b_log;
+    const uint8_t *a = zc_artifact_binary(loaded, &a_size),
+                  *b = zc_artifact_binary(decoded, &b_size);
+    zc_artifact_build_log(loaded, &a_log);
+    zc_artifact_build_log(decoded, &b_log);
+    FUZZ_CHECK(a_size == b_size && a_log == b_log && memcmp(a, b, a_size + a_log) == 0);
+    zc_artifact_unref(loaded);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < PREFIX)
@@ -116,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(got_binary == binary_size && got_log == log_size);
         check_against_zstd(frame, frame_size, artifact);
     }
+    check_file_reader(entry, ZC_ENTRY_HEADER_SIZE + frame_size, &key, artifact);
     zc_artifact_unref(artifact);
     free(entry);
     return 0;

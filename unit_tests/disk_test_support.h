@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "../source/common/byte_order.h"
 #include "zecache/artifact.h"
@@ -175,6 +176,20 @@ static inline zc_status t_record_inputs(zc_disk_tier *tier, const zc_key *key, u
     free(blob_bytes);
     free(spirv);
     return status;
+}
+
+/* The offsets of the entry's frames (the first at ZC_ENTRY_HEADER_SIZE), at
+ * most max of them; their count. */
+static inline size_t t_frame_offsets(const uint8_t *entry, size_t size, size_t *offsets, size_t max)
+{
+    size_t count = 0;
+    for (size_t at = ZC_ENTRY_HEADER_SIZE; at < size && count < max; count++) {
+        offsets[count] = at;
+        size_t frame = ZSTD_findFrameCompressedSize(entry + at, size - at);
+        cr_assert_not(ZSTD_isError(frame));
+        at += frame;
+    }
+    return count;
 }
 
 /* How many files whose names end in suffix lie below dir (0 when it does

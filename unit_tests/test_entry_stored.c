@@ -37,19 +37,6 @@ static zc_artifact *artifact_of(size_t binary_size, bool poorly_compressible)
     return artifact;
 }
 
-/* The offsets of the entry's frames; their count. */
-static size_t frames_of(const uint8_t *entry, size_t size, size_t *offsets, size_t max)
-{
-    size_t count = 0;
-    for (size_t at = ZC_ENTRY_HEADER_SIZE; at < size && count < max; count++) {
-        offsets[count] = at;
-        size_t frame = ZSTD_findFrameCompressedSize(entry + at, size - at);
-        cr_assert_not(ZSTD_isError(frame));
-        at += frame;
-    }
-    return count;
-}
-
 static void assert_decodes_to(const uint8_t *entry, size_t size, const zc_key *key,
                               const zc_artifact *expected)
 {
@@ -74,7 +61,7 @@ static stored_entry encode_stored(uint64_t seed)
 {
     stored_entry e = {.key = t_key(seed), .artifact = artifact_of(BINARY_SIZE, true)};
     cr_assert_eq(zc_entry_encode(&e.key, e.artifact, 3, &e.bytes, &e.size), ZC_OK);
-    cr_assert_eq(frames_of(e.bytes, e.size, e.offsets, 4), 4);
+    cr_assert_eq(t_frame_offsets(e.bytes, e.size, e.offsets, 4), 4);
     return e;
 }
 

@@ -1,7 +1,8 @@
 /* Load, store and verify of one entry. A load is the hot path: no lock, one
- * openat beneath the kept root fd, one fstat, one read, full verification,
- * then, when the mark is stale, futimens to mark the hit (mtime is the
- * recency eviction uses; atime is useless on noatime/relatime mounts). */
+ * openat beneath the kept root fd, one fstat, one read (a large entry: a few
+ * per frame, entry_file.h), full verification, then, when the mark is
+ * stale, futimens to mark the hit (mtime is the recency eviction uses; atime
+ * is useless on noatime/relatime mounts). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "disk_internal.h"
+#include "entry_file.h"
 #include "prefault.h"
 #include "zecache/log.h"
 
@@ -37,9 +39,9 @@ typedef struct entry_file {
 /* ZC_MISS (with reason) when the file itself is bad; ZC_ERR_TOO_LARGE when
  * it is larger than max_size (0: no limit), which another process with a
  * larger NEO_CACHE_MAX_SIZE may have stored: not ours to use, nor to remove;
- * ZC_ERR_* when reading it failed, which says nothing about the entry. */
-static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, entry_file *file,
-                                 char *reason)
+ * ZC_ERR_* when examining it failed, which says nothing about the entry. */
+static zc_status check_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, entry_file *file,
+                                  char *reason)
 {
     memset(file, 0, sizeof *file);
     if (tier->ops->fstat(fd, &file->st) != 0)
@@ -60,6 +62,12 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, 
         return ZC_ERR_TOO_LARGE;
     }
     file->size = (size_t)size;
+    return ZC_OK;
+}
+
+/* The whole file into file->data, for zc_entry_decode. */
+static zc_status read_whole_file(zc_disk_tier *tier, int fd, entry_file *file, char *reason)
+{
     file->data = malloc(file->size + 1);
     if (file->data == NULL)
         return ZC_ERR_NOMEM;
@@ -68,6 +76,13 @@ static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, 
     if (status == ZC_MISS)
         snprintf(reason, REASON_SIZE, "file ended before its %zu bytes", file->size);
     return status;
+}
+
+static zc_status read_entry_file(zc_disk_tier *tier, int fd, uint64_t max_size, entry_file *file,
+                                 char *reason)
+{
+    zc_status status = check_entry_file(tier, fd, max_size, file, reason);
+    return status == ZC_OK ? read_whole_file(tier, fd, file, reason) : status;
 }
 
 /* After a failed decode: ZC_ERR_TOO_LARGE when the header is sound and only
@@ -114,6 +129,24 @@ static void remove_bad_entry(zc_disk_tier *tier, const zc_key *key, const struct
     zc_disk_lock_release(tier, &lock);
 }
 
+/* A large entry frame by frame straight into the artifact (entry_file.h);
+ * any other, or one that declines, whole into memory, where a bad one's
+ * verdict and reason come from. */
+static zc_status decode_entry_file(zc_disk_tier *tier, int fd, const zc_key *key, entry_file *file,
+                                   zc_artifact **out, char *reason)
+{
+    zc_status status = ZC_MISS;
+    if (file->size >= ZC_ENTRY_FILE_BY_FRAMES_MIN)
+        status = zc_entry_load_file(tier->ops, fd, file->size, key, tier->max_size, out);
+    if (status == ZC_OK || status == ZC_ERR_IO)
+        return status;
+    status = read_whole_file(tier, fd, file, reason);
+    if (status != ZC_OK)
+        return status;
+    status = zc_entry_decode(file->data, file->size, key, tier->max_size, out, reason, REASON_SIZE);
+    return status == ZC_MISS ? classify_decode_miss(tier, file, reason) : status;
+}
+
 static void log_open_failure(const char *rel, int err)
 {
     if (err == ELOOP)
@@ -138,15 +171,11 @@ static zc_status load_entry(zc_disk_tier *tier, const zc_key *key, bool remove_b
     }
     char reason[REASON_SIZE] = "";
     entry_file file;
-    zc_status status = read_entry_file(tier, fd, tier->max_size, &file, reason);
+    zc_status status = check_entry_file(tier, fd, tier->max_size, &file, reason);
+    if (status == ZC_OK)
+        status = decode_entry_file(tier, fd, key, &file, out, reason);
     if (status == ZC_ERR_IO)
         zc_disk_log_errno("cannot read", rel, errno);
-    if (status == ZC_OK) {
-        status =
-            zc_entry_decode(file.data, file.size, key, tier->max_size, out, reason, sizeof reason);
-        if (status == ZC_MISS)
-            status = classify_decode_miss(tier, &file, reason);
-    }
     /* Still a hit when the mark fails; a read-only directory fails every time. */
     if (status == ZC_OK && use_mark_stale(&file.st) && tier->ops->futimens(fd, NULL) != 0 &&
         !tier->read_only)

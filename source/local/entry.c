@@ -13,6 +13,7 @@
 
 #include "byte_order.h"
 #include "checked_frame.h"
+#include "entry_frames.h"
 #include "parallel.h"
 #include "prefault.h"
 #include "stored_frame.h"
@@ -288,46 +289,46 @@ zc_status zc_entry_check_head(const uint8_t head[ZC_ENTRY_HEADER_SIZE], uint64_t
     return status;
 }
 
-/* One frame of the payload: where it is in the entry and where it goes. */
-typedef struct payload_frame {
-    const uint8_t *source;
-    size_t source_size;
-    uint8_t *target; /* set once the payload is allocated */
-    size_t target_offset, target_size;
-} payload_frame;
-
-/* A frame must declare its content size and carry a content checksum, which
- * decompression then verifies; source_size is what is left of the entry. */
-static zc_status check_one_frame(const uint8_t *source, size_t source_size, size_t index,
-                                 payload_frame *frame, char *reason, size_t reason_size)
+const char *zc_frame_head_fault(const uint8_t *head, size_t size, unsigned long long *content_size)
 {
-    const char *wrong = NULL;
+    if (size <= ZSTD_DESCRIPTOR_OFFSET || zc_get_le32(head) != ZSTD_MAGICNUMBER)
+        return "is not a zstd frame";
+    if (!(head[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_CHECKSUM_FLAG))
+        return "has no content checksum";
+    if (head[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_DESCRIPTOR_SPARE_BITS)
+        return "has spare header bits set";
+    *content_size = ZSTD_getFrameContentSize(head, size);
+    if (*content_size == ZSTD_CONTENTSIZE_ERROR || *content_size == ZSTD_CONTENTSIZE_UNKNOWN)
+        return "has an invalid header or lacks a content size";
+    return NULL;
+}
+
+/* zc_frame_locator of an entry in memory: a frame must declare its content
+ * size and carry a content checksum, which decompression then verifies. */
+static zc_status locate_in_memory(void *context, uint64_t at, uint64_t left, size_t index,
+                                  zc_payload_frame *frame, char *reason, size_t reason_size)
+{
+    const uint8_t *source = (const uint8_t *)context + at;
     unsigned long long content_size = 0;
     size_t compressed = 0;
-    if (source_size <= ZSTD_DESCRIPTOR_OFFSET || zc_get_le32(source) != ZSTD_MAGICNUMBER)
-        wrong = "is not a zstd frame";
-    else if (!(source[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_CHECKSUM_FLAG))
-        wrong = "has no content checksum";
-    else if (source[ZSTD_DESCRIPTOR_OFFSET] & ZSTD_DESCRIPTOR_SPARE_BITS)
-        wrong = "has spare header bits set";
-    else if ((content_size = ZSTD_getFrameContentSize(source, source_size)) ==
-                 ZSTD_CONTENTSIZE_ERROR ||
-             content_size == ZSTD_CONTENTSIZE_UNKNOWN)
-        wrong = "has an invalid header or lacks a content size";
-    else if (ZSTD_isError(compressed = ZSTD_findFrameCompressedSize(source, source_size)))
+    const char *wrong = zc_frame_head_fault(source, (size_t)left, &content_size);
+    if (wrong == NULL &&
+        ZSTD_isError(compressed = ZSTD_findFrameCompressedSize(source, (size_t)left)))
         wrong = "is cut short or damaged";
     if (wrong != NULL)
         return zc_explain(ZC_MISS, reason, reason_size, "zstd frame %zu %s", index, wrong);
-    *frame = (payload_frame){
-        .source = source, .source_size = compressed, .target_size = (size_t)content_size};
+    frame->source = source;
+    frame->source_size = compressed;
+    frame->target_size = (size_t)content_size;
     return ZC_OK;
 }
 
-/* The frames filling the entry's compressed bytes exactly, their contents
- * adding up to payload_size; *frames is malloc'd. */
-static zc_status find_frames(const uint8_t *source, size_t source_size, uint64_t payload_size,
-                             payload_frame **frames, size_t *count, char *reason,
-                             size_t reason_size)
+/* The frames filling source_size compressed bytes exactly, their contents
+ * adding up to payload_size, located one after the other by locate;
+ * *frames is malloc'd (also on failure). */
+static zc_status find_frames(zc_frame_locator locate, void *context, uint64_t source_size,
+                             uint64_t payload_size, zc_payload_frame **frames, size_t *count,
+                             char *reason, size_t reason_size)
 {
     size_t capacity = frame_count_of((size_t)payload_size);
     *frames = malloc(capacity * sizeof **frames);
@@ -335,20 +336,21 @@ static zc_status find_frames(const uint8_t *source, size_t source_size, uint64_t
     if (*frames == NULL)
         return ZC_ERR_NOMEM;
     uint64_t content = 0;
-    for (size_t at = 0; at < source_size;) {
+    for (uint64_t at = 0; at < source_size;) {
         if (*count == MAX_FRAMES)
             return zc_explain(ZC_MISS, reason, reason_size, "more than %zu zstd frames",
                               (size_t)MAX_FRAMES);
         if (*count == capacity) {
-            payload_frame *larger = realloc(*frames, 2 * capacity * sizeof **frames);
+            zc_payload_frame *larger = realloc(*frames, 2 * capacity * sizeof **frames);
             if (larger == NULL)
                 return ZC_ERR_NOMEM;
             *frames = larger;
             capacity *= 2;
         }
-        payload_frame *frame = &(*frames)[*count];
+        zc_payload_frame *frame = &(*frames)[*count];
+        *frame = (zc_payload_frame){.source_offset = at};
         zc_status status =
-            check_one_frame(source + at, source_size - at, *count, frame, reason, reason_size);
+            locate(context, at, source_size - at, *count, frame, reason, reason_size);
         if (status != ZC_OK)
             return status;
         if (frame->target_size > payload_size - content)
@@ -437,7 +439,7 @@ static void prefault(uint8_t *target, size_t target_size, size_t source_size)
 }
 
 /* zstd's result for one frame: 0 when it filled its target exactly. */
-static size_t decompress_frame(ZSTD_DCtx *dctx, payload_frame *frame)
+static size_t decompress_frame(ZSTD_DCtx *dctx, zc_payload_frame *frame)
 {
     prefault(frame->target, frame->target_size, frame->source_size);
     size_t result = ZSTD_decompressDCtx(dctx, frame->target, frame->target_size, frame->source,
@@ -448,9 +450,14 @@ static size_t decompress_frame(ZSTD_DCtx *dctx, payload_frame *frame)
 }
 
 typedef struct frames_job {
-    payload_frame *frames;
+    zc_payload_frame *frames;
     size_t *results;
+    zc_frame_filler fill;
+    void *fill_context;
 } frames_job;
+
+/* Not a zstd error code: the frame's source could not be brought in. */
+#define FILL_FAILED ((size_t)-1)
 
 /* A helper thread's frame: a context of its own, freed at once (the
  * thread's end would free a per-thread one too, but it would be made
@@ -458,32 +465,40 @@ typedef struct frames_job {
 static void decompress_task(void *context, size_t index)
 {
     frames_job *job = context;
+    zc_payload_frame *frame = &job->frames[index];
+    if (job->fill != NULL && !job->fill(job->fill_context, frame)) {
+        job->results[index] = FILL_FAILED;
+        return;
+    }
     ZSTD_DCtx *shared = thread_dctx();
     ZSTD_DCtx *dctx = shared != NULL ? shared : ZSTD_createDCtx();
-    job->results[index] = dctx != NULL ? decompress_frame(dctx, &job->frames[index])
-                                       : (size_t)-ZSTD_error_memory_allocation;
+    job->results[index] =
+        dctx != NULL ? decompress_frame(dctx, frame) : (size_t)-ZSTD_error_memory_allocation;
     if (shared == NULL)
         ZSTD_freeDCtx(dctx);
 }
 
-/* Decompresses every frame into payload, in parallel when there are
- * several. */
-static zc_status decompress_payload(payload_frame *frames, size_t count, uint8_t *payload,
-                                    char *reason, size_t reason_size)
+/* Decompresses every frame into payload, in parallel when there are several,
+ * each first filled by fill unless it is NULL. */
+static zc_status decompress_frames(zc_payload_frame *frames, size_t count, uint8_t *payload,
+                                   zc_frame_filler fill, void *fill_context, char *reason,
+                                   size_t reason_size)
 {
     size_t *results = malloc(count * sizeof *results);
     if (results == NULL)
         return ZC_ERR_NOMEM;
     for (size_t i = 0; i < count; i++)
         frames[i].target = payload + frames[i].target_offset;
-    frames_job job = {frames, results};
+    frames_job job = {frames, results, fill, fill_context};
     if (count == 1)
         decompress_task(&job, 0);
     else
         zc_parallel_for(count, decompress_task, &job);
     zc_status status = ZC_OK;
     for (size_t i = 0; i < count && status == ZC_OK; i++)
-        if (results[i] != 0)
+        if (results[i] == FILL_FAILED)
+            status = zc_explain(ZC_ERR_IO, reason, reason_size, "frame %zu cannot be read", i);
+        else if (results[i] != 0)
             status = zc_explain(ZC_MISS, reason, reason_size, "zstd, frame %zu: %s", i,
                                 ZSTD_getErrorName(results[i]));
     free(results);
@@ -505,22 +520,31 @@ zc_status zc_entry_decode(const void *data, size_t size, const zc_key *expected,
     status = check_payload_size(&header, max_payload, reason, reason_size);
     if (status != ZC_OK)
         return status;
-    size_t payload_size = (size_t)(header.binary_size + header.log_size);
-    payload_frame *frames = NULL;
+    return zc_entry_load_frames(&header, locate_in_memory, (uint8_t *)data + ZC_ENTRY_HEADER_SIZE,
+                                NULL, NULL, out, reason, reason_size);
+}
+
+zc_status zc_entry_load_frames(const zc_entry_header *header, zc_frame_locator locate,
+                               void *locate_context, zc_frame_filler fill, void *fill_context,
+                               zc_artifact **out, char *reason, size_t reason_size)
+{
+    zc_payload_frame *frames = NULL;
     size_t frame_count = 0;
-    status = find_frames((const uint8_t *)data + ZC_ENTRY_HEADER_SIZE, header.compressed_size,
-                         payload_size, &frames, &frame_count, reason, reason_size);
+    zc_status status = find_frames(locate, locate_context, header->compressed_size,
+                                   header->binary_size + header->log_size, &frames, &frame_count,
+                                   reason, reason_size);
     /* Decompressed straight into the artifact: no second buffer, no copy. It is
      * handed out only once every frame's content checksum has verified it. */
     uint8_t *payload = NULL;
     zc_artifact *artifact = NULL;
     if (status == ZC_OK) {
-        artifact = zc_artifact_create_unfilled((size_t)header.binary_size, (size_t)header.log_size,
-                                               &header.meta, &payload);
+        artifact = zc_artifact_create_unfilled((size_t)header->binary_size,
+                                               (size_t)header->log_size, &header->meta, &payload);
         status = artifact != NULL ? ZC_OK : ZC_ERR_NOMEM;
     }
     if (status == ZC_OK)
-        status = decompress_payload(frames, frame_count, payload, reason, reason_size);
+        status = decompress_frames(frames, frame_count, payload, fill, fill_context, reason,
+                                   reason_size);
     free(frames);
     if (status != ZC_OK) {
         zc_artifact_unref(artifact);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "entry_frames.h"
 #include "whole_io.h"
 #include "zecache/entry.h"
 
@@ -37,25 +38,18 @@ static zc_status wrong(stream *s, size_t frame, const char *what)
     return zc_explain(ZC_MISS, s->reason, s->reason_size, "zstd frame %zu %s", frame, what);
 }
 
-/* A frame's header, as entry.c's check_one_frame wants it: zstd's magic,
- * content checksum present, spare descriptor bits clear, content size
- * declared and within what the payload has left. */
+/* A frame's header, as every reader wants it (zc_frame_head_fault), its
+ * content size within what the payload has left. */
 static zc_status check_frame_header(stream *s, size_t frame, uint64_t *content_size)
 {
     uint8_t head[FRAME_HEADER_MAX];
     size_t size = s->end - s->at < sizeof head ? (size_t)(s->end - s->at) : sizeof head;
     if (!zc_pread_whole(s->fd, head, size, s->at))
         return wrong(s, frame, "cannot be read");
-    static const uint8_t magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-    if (size <= 4 || memcmp(head, magic, sizeof magic) != 0)
-        return wrong(s, frame, "is not a zstd frame");
-    if (!(head[4] & 0x04))
-        return wrong(s, frame, "has no content checksum");
-    if (head[4] & 0x18)
-        return wrong(s, frame, "has spare header bits set");
-    unsigned long long declared = ZSTD_getFrameContentSize(head, size);
-    if (declared == ZSTD_CONTENTSIZE_ERROR || declared == ZSTD_CONTENTSIZE_UNKNOWN)
-        return wrong(s, frame, "has an invalid header or lacks a content size");
+    unsigned long long declared = 0;
+    const char *fault = zc_frame_head_fault(head, size, &declared);
+    if (fault != NULL)
+        return wrong(s, frame, fault);
     if (declared > s->payload - s->content)
         return zc_explain(ZC_MISS, s->reason, s->reason_size,
                           "zstd content size over the header's %llu bytes",
