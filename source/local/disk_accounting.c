@@ -157,6 +157,7 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         zc_disk_section_leave(tier);
         return status;
     }
+    zc_disk_accounting_open(tier);
     /* Read even for a rescan: only reading tells a too-long file, which the
      * total written later must then cut back to 8 bytes. */
     bool valid = zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK;
@@ -179,6 +180,7 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
 
 void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock)
 {
+    zc_disk_accounting_close(tier);
     /* Closing the only descriptor of this open file releases the flock. */
     tier->ops->close(lock->fd);
     lock->fd = -1;
@@ -192,6 +194,7 @@ zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t tot
     if (zc_disk_pwrite_all(tier->ops, lock->fd, &value, sizeof value, 0) == ZC_OK &&
         (!lock->file_oversized || tier->ops->ftruncate(lock->fd, sizeof value) == 0)) {
         lock->file_oversized = false;
+        zc_disk_accounting_commit(tier);
         return ZC_OK;
     }
     zc_disk_log_errno("cannot write", ZC_CONFIG_FILE_NAME, errno);
@@ -201,6 +204,7 @@ zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t tot
 
 void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
 {
+    zc_disk_accounting_forget(tier);
     /* Empty reads as "short" to us and as 0 to the driver: both harmless. */
     if (tier->ops->ftruncate(lock->fd, 0) != 0)
         zc_disk_log_errno("cannot invalidate", ZC_CONFIG_FILE_NAME, errno);
@@ -213,6 +217,7 @@ void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
 void zc_disk_begin_change(zc_disk_tier *tier, zc_disk_lock *lock)
 {
     static const unsigned char marker = 0;
+    zc_disk_accounting_changing(tier);
     if (zc_disk_pwrite_all(tier->ops, lock->fd, &marker, sizeof marker, sizeof(size_t)) == ZC_OK) {
         lock->file_oversized = true;
         return;
