@@ -157,10 +157,10 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         zc_disk_section_leave(tier);
         return status;
     }
-    zc_disk_accounting_open(tier);
     /* Read even for a rescan: only reading tells a too-long file, which the
      * total written later must then cut back to 8 bytes. */
     bool valid = zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK;
+    zc_disk_accounting_open(tier, valid && !rescan ? &lock->total : NULL);
     if (!rescan && valid)
         return ZC_OK;
     if (!rescan)
@@ -274,6 +274,8 @@ zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size)
     if (status != ZC_OK)
         return status;
     status = zc_disk_set_total(tier, &lock, lock.total);
+    if (status == ZC_OK && !tier->read_only)
+        status = zc_disk_accounting_rebuild(tier, NULL);
     if (size != NULL)
         *size = lock.total;
     zc_disk_lock_release(tier, &lock);

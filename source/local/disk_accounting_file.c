@@ -100,7 +100,7 @@ static int open_regular(zc_disk_tier *tier)
     return fd;
 }
 
-void zc_disk_accounting_open(zc_disk_tier *tier)
+void zc_disk_accounting_open(zc_disk_tier *tier, const uint64_t *recorded)
 {
     zc_disk_accounting *accounting = &tier->accounting;
     accounting->known = false;
@@ -112,7 +112,13 @@ void zc_disk_accounting_open(zc_disk_tier *tier)
     accounting->root_ino = root.st_ino;
     uint8_t bytes[ZC_ACCOUNTING_FILE_SIZE + 1]; /* one more, to notice a long file */
     size_t got = 0;
-    if (zc_disk_pread_upto(tier->ops, accounting->fd, bytes, sizeof bytes, &got) == ZC_OK)
+    if (zc_disk_pread_upto(tier->ops, accounting->fd, bytes, sizeof bytes, &got) != ZC_OK)
+        return;
+    /* Nothing counted anywhere: the shards hold nothing either. */
+    if (got == 0 && recorded != NULL && *recorded == 0) {
+        memset(&accounting->shards, 0, sizeof accounting->shards);
+        accounting->known = true;
+    } else
         accounting->known =
             zc_disk_parse_accounting(bytes, got, &accounting->shards, NULL, 0) == ZC_OK;
 }

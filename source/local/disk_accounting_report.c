@@ -57,6 +57,22 @@ zc_status zc_disk_tier_scanned_figures(zc_disk_tier *tier, zc_disk_figures *figu
     return ZC_OK;
 }
 
+zc_status zc_disk_accounting_rebuild(zc_disk_tier *tier, zc_disk_figures *figures)
+{
+    figure_scan scan;
+    zc_status status = scan_figures(tier, false, &scan);
+    if (status == ZC_OK)
+        status = zc_disk_accounting_publish(tier, &scan.shards);
+    if (status != ZC_OK)
+        return status;
+    tier->accounting.known = false; /* the descriptor open is the file replaced */
+    if (figures != NULL) {
+        *figures = scan.root;
+        zc_disk_figures_add(figures, &scan.shards);
+    }
+    return ZC_OK;
+}
+
 zc_status zc_disk_tier_rebuild_figures(zc_disk_tier *tier, zc_disk_figures *figures)
 {
     if (tier == NULL || figures == NULL)
@@ -67,16 +83,9 @@ zc_status zc_disk_tier_rebuild_figures(zc_disk_tier *tier, zc_disk_figures *figu
     zc_status status = zc_disk_lock_acquire(tier, false, &lock);
     if (status != ZC_OK)
         return status;
-    figure_scan scan;
-    status = scan_figures(tier, false, &scan);
-    if (status == ZC_OK)
-        status = zc_disk_accounting_publish(tier, &scan.shards);
+    status = zc_disk_accounting_rebuild(tier, figures);
     zc_disk_lock_release(tier, &lock);
-    if (status != ZC_OK)
-        return status;
-    *figures = scan.root;
-    zc_disk_figures_add(figures, &scan.shards);
-    return ZC_OK;
+    return status;
 }
 
 typedef struct accounted {

@@ -169,8 +169,10 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 /* ---- disk_accounting_file.c ---- */
 
 /* With config.file's lock taken: reads the figures (accounting.known when
- * valid). With it released: closes the file. */
-void zc_disk_accounting_open(zc_disk_tier *tier);
+ * valid; also when the file is empty and *recorded, config.file's trusted
+ * value (NULL: none), is 0, as in a new cache). With it released: closes
+ * the file. */
+void zc_disk_accounting_open(zc_disk_tier *tier, const uint64_t *recorded);
 void zc_disk_accounting_close(zc_disk_tier *tier);
 /* Before a change (zc_disk_begin_change): marks the file as a change under
  * way, so that a process killed before the commit leaves it to be rebuilt. */
@@ -182,6 +184,12 @@ void zc_disk_accounting_commit(zc_disk_tier *tier);
 void zc_disk_accounting_forget(zc_disk_tier *tier);
 /* Replaces the file (whatever is there) with these shard figures. */
 zc_status zc_disk_accounting_publish(zc_disk_tier *tier, const zc_disk_figures *shards);
+
+/* ---- disk_accounting_report.c ---- */
+
+/* Under the lock: the file rewritten from one scan, whose figures of the
+ * whole directory *figures (NULL: not wanted) gets. */
+zc_status zc_disk_accounting_rebuild(zc_disk_tier *tier, zc_disk_figures *figures);
 
 /* ---- disk_accounting_figures.c ---- */
 
