@@ -163,6 +163,10 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
     zc_disk_accounting_open(tier, valid && !rescan ? &lock->total : NULL);
     if (!rescan && valid)
         return ZC_OK;
+    /* What left config.file wrong (a crash, a hand) may have changed more
+     * than the total: the figures are rebuilt too, by zecache stats. */
+    if (!valid)
+        zc_disk_accounting_forget(tier);
     if (!rescan)
         zc_log_info("%s in %s is missing or malformed: rescanning", ZC_CONFIG_FILE_NAME, tier->dir);
     status = zc_disk_rescan_total(tier, &lock->total, NULL);

@@ -11,27 +11,31 @@
 #include "zecache/entry.h"
 #include "zecache/recipe.h"
 
-/* Only our own entries' headers are read: the driver's are of its format. */
-static void measure_header(zc_disk_tier *tier, int dir_fd, const char *name, uint64_t size,
+/* Only our own entries' headers are read: the driver's are of its format.
+ * A header that does not check counts as unreadable; one that could not be
+ * read (an I/O error) leaves the figures unknown: false. */
+static bool measure_header(zc_disk_tier *tier, int dir_fd, const char *name, uint64_t size,
                            zc_disk_figures *figures)
 {
     zc_key key;
     if (!zc_disk_parse_entry_name(name, &key)) {
         figures->foreign_entries = 1;
-        return;
+        return true;
     }
     uint8_t head[ZC_ENTRY_HEADER_SIZE];
     size_t got = 0;
     zc_entry_header header;
     int fd = tier->ops->openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd < 0)
-        return;
-    if (zc_disk_pread_upto(tier->ops, fd, head, sizeof head, &got) == ZC_OK && got == sizeof head &&
+        return false;
+    bool read = zc_disk_pread_upto(tier->ops, fd, head, sizeof head, &got) == ZC_OK;
+    if (read && got == sizeof head &&
         zc_entry_check_head(head, size, NULL, 0, &header, NULL, 0) == ZC_OK) {
         figures->readable_bytes = size;
         figures->uncompressed_bytes = header.binary_size + header.log_size;
     }
-    tier->ops->close(fd);
+    zc_disk_close_keeping_errno(tier->ops, fd);
+    return read;
 }
 
 bool zc_disk_measure_entry(zc_disk_tier *tier, int dir_fd, const char *name,
@@ -59,8 +63,7 @@ bool zc_disk_measure_entry(zc_disk_tier *tier, int dir_fd, const char *name,
     figures->counted.entry_bytes = size + sidecars - figures->counted.recipe_bytes;
     figures->file_bytes = size;
     figures->opencl_entries = zc_disk_has_suffix(name, ZC_ENTRY_SUFFIX_OPENCL) ? 1 : 0;
-    measure_header(tier, dir_fd, name, size, figures);
-    return true;
+    return measure_header(tier, dir_fd, name, size, figures);
 }
 
 enum { FIGURE_COUNT = sizeof(zc_disk_figures) / sizeof(uint64_t) };
