@@ -160,13 +160,11 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
     /* Read even for a rescan: only reading tells a too-long file, which the
      * total written later must then cut back to 8 bytes. */
     bool valid = zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK;
-    zc_disk_accounting_open(tier, valid && !rescan ? &lock->total : NULL);
-    if (!rescan && valid)
+    zc_disk_accounting_open(tier);
+    if (!rescan && valid) {
+        zc_disk_accounting_settle(tier, lock->total, false);
         return ZC_OK;
-    /* What left config.file wrong (a crash, a hand) may have changed more
-     * than the total: the figures are rebuilt too, by zecache stats. */
-    if (!valid)
-        zc_disk_accounting_forget(tier);
+    }
     if (!rescan)
         zc_log_info("%s in %s is missing or malformed: rescanning", ZC_CONFIG_FILE_NAME, tier->dir);
     status = zc_disk_rescan_total(tier, &lock->total, NULL);
@@ -174,6 +172,9 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         zc_disk_lock_release(tier, lock);
         return status;
     }
+    /* What left config.file wrong (a crash, a hand) may have changed more
+     * than the total: the figures are rebuilt too, by zecache stats. */
+    zc_disk_accounting_settle(tier, lock->total, !valid);
     /* Worth repairing now even if the caller fails later; a failure here is
      * logged and the caller's own write tries again. A caller that asked for
      * the rescan writes the total itself. */

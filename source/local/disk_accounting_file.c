@@ -11,6 +11,7 @@
 
 #include "byte_order.h"
 #include "disk_internal.h"
+#include "zecache/log.h"
 #include "zecache/sha256.h"
 
 static const uint8_t ACCOUNTING_MAGIC[8] = {'Z', 'C', 'A', 'C', 'C', 'T', 0, 1};
@@ -100,10 +101,10 @@ static int open_regular(zc_disk_tier *tier)
     return fd;
 }
 
-void zc_disk_accounting_open(zc_disk_tier *tier, const uint64_t *recorded)
+void zc_disk_accounting_open(zc_disk_tier *tier)
 {
     zc_disk_accounting *accounting = &tier->accounting;
-    accounting->known = false;
+    accounting->known = accounting->empty = false;
     accounting->fd = tier->read_only ? -1 : open_regular(tier);
     struct stat root;
     if (accounting->fd < 0 || tier->ops->fstat(tier->dir_fd, &root) != 0)
@@ -114,13 +115,18 @@ void zc_disk_accounting_open(zc_disk_tier *tier, const uint64_t *recorded)
     size_t got = 0;
     if (zc_disk_pread_upto(tier->ops, accounting->fd, bytes, sizeof bytes, &got) != ZC_OK)
         return;
-    /* Nothing counted anywhere: the shards hold nothing either. */
-    if (got == 0 && recorded != NULL && *recorded == 0) {
+    accounting->empty = got == 0;
+    accounting->known = zc_disk_parse_accounting(bytes, got, &accounting->shards, NULL, 0) == ZC_OK;
+}
+
+void zc_disk_accounting_settle(zc_disk_tier *tier, uint64_t total, bool total_rebuilt)
+{
+    zc_disk_accounting *accounting = &tier->accounting;
+    if (accounting->empty && accounting->fd >= 0 && total == 0) {
         memset(&accounting->shards, 0, sizeof accounting->shards);
-        accounting->known = true;
-    } else
-        accounting->known =
-            zc_disk_parse_accounting(bytes, got, &accounting->shards, NULL, 0) == ZC_OK;
+        accounting->known = true; /* nothing counted anywhere: a new cache */
+    } else if (total_rebuilt)
+        zc_disk_accounting_forget(tier);
 }
 
 void zc_disk_accounting_close(zc_disk_tier *tier)
@@ -165,8 +171,17 @@ void zc_disk_accounting_commit(zc_disk_tier *tier)
     }
 }
 
+/* Something else planted by its name (a symlink, a FIFO, a directory) is
+ * left alone, as every planted file is: the figures then come from scans. */
 zc_status zc_disk_accounting_publish(zc_disk_tier *tier, const zc_disk_figures *shards)
 {
+    struct stat st;
+    if (tier->ops->fstatat(tier->dir_fd, ZC_ACCOUNTING_FILE_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(st.st_mode)) {
+        zc_log_info("%s in %s is not a regular file: left alone, not rewritten",
+                    ZC_ACCOUNTING_FILE_NAME, tier->dir);
+        return ZC_ERR_IO;
+    }
     uint8_t bytes[ZC_ACCOUNTING_FILE_SIZE];
     zc_disk_encode_accounting(shards, bytes);
     return zc_disk_publish(tier, bytes, sizeof bytes, tier->dir_fd, ZC_ACCOUNTING_FILE_NAME);

@@ -34,6 +34,7 @@
 typedef struct zc_disk_accounting {
     int fd;     /* ZC_ACCOUNTING_FILE_NAME when a regular file we may write; else -1 */
     bool known; /* shards is exact: the file was valid, and every change since counted */
+    bool empty; /* the file was empty when opened */
     zc_disk_figures shards;
     dev_t root_dev; /* the root's identity: what is in it the file does not count */
     ino_t root_ino;
@@ -169,10 +170,12 @@ zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *
 /* ---- disk_accounting_file.c ---- */
 
 /* With config.file's lock taken: reads the figures (accounting.known when
- * valid; also when the file is empty and *recorded, config.file's trusted
- * value (NULL: none), is 0, as in a new cache). With it released: closes
- * the file. */
-void zc_disk_accounting_open(zc_disk_tier *tier, const uint64_t *recorded);
+ * valid). With it released: closes the file. */
+void zc_disk_accounting_open(zc_disk_tier *tier);
+/* With the lock's total known: an empty file where nothing is counted (a
+ * new cache) starts the figures at zero; when the total had to be rebuilt
+ * by a scan (a crash, a hand), the figures are not trusted either. */
+void zc_disk_accounting_settle(zc_disk_tier *tier, uint64_t total, bool total_rebuilt);
 void zc_disk_accounting_close(zc_disk_tier *tier);
 /* Before a change (zc_disk_begin_change): marks the file as a change under
  * way, so that a process killed before the commit leaves it to be rebuilt. */
