@@ -146,3 +146,42 @@ void zc_disk_accounting_inputs_added(zc_disk_tier *tier, uint64_t recipe_bytes, 
     counted->blob_bytes += blob_bytes;
     counted->total += recipe_bytes + blob_bytes;
 }
+
+void zc_disk_accounting_input_removed(zc_disk_tier *tier, bool recipe, uint64_t size)
+{
+    zc_disk_figures gone;
+    memset(&gone, 0, sizeof gone);
+    gone.counted.recipes = recipe ? 1 : 0;
+    gone.counted.recipe_bytes = recipe ? size : 0;
+    gone.counted.blobs = recipe ? 0 : 1;
+    gone.counted.blob_bytes = recipe ? 0 : size;
+    gone.counted.total = size;
+    zc_disk_accounting_removed(tier, &gone);
+}
+
+/* The census holds the names once its scan is over (zc_census_entry.rel). */
+static bool in_shard_rel(const char *rel)
+{
+    return strchr(rel, '/') != NULL;
+}
+
+void zc_disk_accounting_check_census(zc_disk_tier *tier, const zc_census *census)
+{
+    const zc_disk_usage *kept = &tier->accounting.shards.counted;
+    uint64_t entries = 0, blobs = 0, bytes = 0;
+    if (!tier->accounting.known)
+        return;
+    for (size_t i = 0; i < census->entry_count; i++)
+        if (in_shard_rel(census->entries[i].rel)) {
+            entries++;
+            bytes += census->entries[i].size;
+        }
+    for (size_t i = 0; i < census->blob_count; i++)
+        if (in_shard_rel(census->blobs[i].rel)) {
+            blobs++;
+            bytes += census->blobs[i].size;
+        }
+    if (census->out_of_memory || entries != kept->entries || blobs != kept->blobs ||
+        bytes != kept->total)
+        zc_disk_accounting_forget(tier);
+}

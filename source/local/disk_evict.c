@@ -111,8 +111,9 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
     zc_census census;
     /* The scan itself removes garbage that may be counted. */
     zc_disk_begin_change(tier, lock);
-    zc_disk_accounting_forget(tier); /* a sweep's figures: left to zecache stats' scan */
     zc_status status = zc_census_take(tier, &census);
+    if (status == ZC_OK)
+        zc_disk_accounting_check_census(tier, &census);
     if (status == ZC_OK && census.unsure) {
         /* The total is still known: only what to remove is not. */
         status = zc_disk_set_total(tier, lock, census.total);

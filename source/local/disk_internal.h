@@ -215,6 +215,14 @@ void zc_disk_accounting_entry_added(zc_disk_tier *tier, int parent_fd, const cha
  * modules of blob_bytes were recorded. */
 void zc_disk_accounting_inputs_added(zc_disk_tier *tier, uint64_t recipe_bytes, uint64_t blobs,
                                      uint64_t blob_bytes);
+/* In a locked section: a recipe (its entry stays) or a SPIR-V blob of size
+ * bytes went. */
+void zc_disk_accounting_input_removed(zc_disk_tier *tier, bool recipe, uint64_t size);
+struct zc_census;
+/* A sweep's scan (zc_census_take): what its shards hold must be what the
+ * figures say, else something changed behind the lock holders' backs (a
+ * hand, a crash) and the figures are dropped, for zecache stats to rebuild. */
+void zc_disk_accounting_check_census(zc_disk_tier *tier, const struct zc_census *census);
 
 /* ---- disk_scan.c ---- */
 

@@ -261,9 +261,10 @@ zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry
     if (status != ZC_MISS || reason[0] == '\0')
         return status; /* ZC_MISS without a reason: removed meanwhile */
     zc_log_info("removing damaged recorded inputs %s: %s", name, reason);
-    if (tier->ops->unlinkat(dir_fd, name, 0) == 0)
+    if (tier->ops->unlinkat(dir_fd, name, 0) == 0) {
         *removed_size = (uint64_t)st.st_size;
-    else if (errno != ENOENT)
+        zc_disk_accounting_input_removed(tier, true, *removed_size);
+    } else if (errno != ENOENT)
         return ZC_ERR_IO; /* still there, and still unread */
     return ZC_MISS;
 }
