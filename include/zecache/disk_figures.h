@@ -56,7 +56,7 @@ zc_status zc_disk_tier_scanned_figures(zc_disk_tier *tier, zc_disk_figures *figu
 /* Under the lock: one scan, and the accounting file rewritten from it. */
 zc_status zc_disk_tier_rebuild_figures(zc_disk_tier *tier, zc_disk_figures *figures);
 
-/* Pure, for the fuzzer and the tests: the file's bytes to the figures
+/* Pure, for the tests: the file's bytes to the figures
  * (ZC_MISS with the reason when anything is off) and back. */
 zc_status zc_disk_parse_accounting(const void *bytes, size_t size, zc_disk_figures *figures,
                                    char *reason, size_t reason_size);
