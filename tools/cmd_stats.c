@@ -7,6 +7,7 @@
 #include "tool.h"
 #include "tool_support.h"
 #include "zecache/stats.h"
+#include "zecache/disk_figures.h"
 #include "zecache/disk_maintenance.h"
 
 typedef struct cache_summary {
@@ -196,20 +197,57 @@ static void print_json(const stats_report *report)
 
 /* ---- the commands ---- */
 
-static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_report *report)
+/* --scan: every entry's header read, and the accounting file rewritten. */
+static zc_status gather_by_scan(const tool_context *tool, zc_disk_tier *tier,
+                                cache_summary *summary)
 {
     tool_entry_list list;
     zc_status status = tool_list_entries(tier, &list);
     if (status != ZC_OK)
         return status;
-    summarize(&list, &report->summary);
+    summarize(&list, summary);
     tool_free_entries(&list);
-    report->summary.recorded_valid =
-        zc_disk_tier_recorded_size(tier, &report->summary.recorded_bytes) == ZC_OK;
-    if (zc_disk_tier_scanned_usage(tier, &report->summary.counted) != ZC_OK)
-        report->summary.counted = (zc_disk_usage){.entries = report->summary.entries,
-                                                  .entry_bytes = report->summary.bytes,
-                                                  .total = report->summary.bytes};
+    summary->recorded_valid = zc_disk_tier_recorded_size(tier, &summary->recorded_bytes) == ZC_OK;
+    if (zc_disk_tier_scanned_usage(tier, &summary->counted) != ZC_OK)
+        summary->counted = (zc_disk_usage){
+            .entries = summary->entries, .entry_bytes = summary->bytes, .total = summary->bytes};
+    zc_disk_figures figures;
+    zc_status repaired = zc_disk_tier_rebuild_figures(tier, &figures);
+    if (repaired != ZC_OK && repaired != ZC_ERR_DISABLED)
+        tool_fail(tool, "cannot rewrite %s (%s)", ZC_ACCOUNTING_FILE_NAME,
+                  zc_status_name(repaired));
+    return ZC_OK;
+}
+
+/* By default: from the accounting file and the root's listing. */
+static zc_status gather_accounted(zc_disk_tier *tier, cache_summary *summary)
+{
+    zc_disk_figures figures;
+    bool rebuilt;
+    zc_status status = zc_disk_tier_figures(tier, &figures, &summary->recorded_bytes,
+                                            &summary->recorded_valid, &rebuilt);
+    if (status != ZC_OK)
+        return status;
+    if (rebuilt)
+        fprintf(stderr, "zecache: %s was missing or did not add up: counted by a scan\n",
+                ZC_ACCOUNTING_FILE_NAME);
+    summary->entries = figures.counted.entries;
+    summary->bytes = figures.file_bytes;
+    summary->driver_entries = figures.foreign_entries;
+    summary->opencl_entries = figures.opencl_entries;
+    summary->readable_bytes = figures.readable_bytes;
+    summary->uncompressed_bytes = figures.uncompressed_bytes;
+    summary->counted = figures.counted;
+    return ZC_OK;
+}
+
+static zc_status gather(const tool_context *tool, zc_disk_tier *tier, bool scan,
+                        stats_report *report)
+{
+    zc_status status = scan ? gather_by_scan(tool, tier, &report->summary)
+                            : gather_accounted(tier, &report->summary);
+    if (status != ZC_OK)
+        return status;
     zc_status counters = zc_stats_read(tier, &report->counters);
     report->counters_valid = counters == ZC_OK;
     if (counters == ZC_MISS)
@@ -220,15 +258,19 @@ static zc_status gather(const tool_context *tool, zc_disk_tier *tier, stats_repo
     return ZC_OK;
 }
 
+typedef struct stats_options {
+    bool json, scan;
+} stats_options;
+
 static int report_stats(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
                         void *context)
 {
-    bool json = *(const bool *)context;
+    const stats_options *options = context;
     stats_report report = {.dir = zc_disk_tier_dir(tier), .max_size = config->max_size};
-    zc_status status = gather(tool, tier, &report);
+    zc_status status = gather(tool, tier, options->scan, &report);
     if (status != ZC_OK)
         return tool_fail(tool, "cannot scan the cache (%s)", zc_status_name(status));
-    if (json)
+    if (options->json)
         print_json(&report);
     else {
         print_contents(&report);
@@ -239,16 +281,20 @@ static int report_stats(tool_context *tool, const zc_config *config, zc_disk_tie
 
 static int run_stats(tool_context *tool, int argc, char **argv)
 {
-    static const struct option options[] = {
-        TOOL_COMMON_OPTIONS, {"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-    bool json = false;
+    static const struct option options[] = {TOOL_COMMON_OPTIONS,
+                                            {"json", no_argument, NULL, 'j'},
+                                            {"scan", no_argument, NULL, 's'},
+                                            {NULL, 0, NULL, 0}};
+    stats_options chosen = {false, false};
     int option;
-    while ((option = tool_next_option(tool, argc, argv, options)) == 'j')
-        json = true;
+    while ((option = tool_next_option(tool, argc, argv, options)) == 'j' || option == 's') {
+        chosen.json |= option == 'j';
+        chosen.scan |= option == 's';
+    }
     int parsed = tool_end_options(tool, option, argc, argv, 0);
     if (parsed != TOOL_OPTIONS_DONE)
         return parsed;
-    return tool_with_tier(tool, report_stats, &json);
+    return tool_with_tier(tool, report_stats, &chosen);
 }
 
 static int zero_stats(tool_context *tool, const zc_config *config, zc_disk_tier *tier,
@@ -273,7 +319,7 @@ static int run_zero_stats(tool_context *tool, int argc, char **argv)
 
 const tool_command tool_cmd_stats = {
     .name = "stats",
-    .synopsis = "stats [--json]",
+    .synopsis = "stats [--json] [--scan]",
     .summary = "Show the cache's contents and the counters of every process that used it",
     .details = "Entries and their bytes (with their traces), the recorded inputs' bytes\n"
                "(recipes and SPIR-V, NEO_CACHE_RECORD_INPUTS), their total, which is what the\n"
@@ -285,7 +331,13 @@ const tool_command tool_cmd_stats = {
                "admitted to them (compiled faster than NEO_CACHE_REMOTE_MIN_COMPILE_MS) and\n"
                "compile time saved. Each process using the layer adds its counters to the\n"
                "file 'stats' in the cache directory at every store and when it exits.\n"
+               "The contents come from the file zecache.accounting, which every store and\n"
+               "removal keeps up to date, and one listing of the directory's root (the\n"
+               "driver's own files); when it is missing or does not add up to config.file\n"
+               "they are counted by a scan, which rewrites it.\n"
                "\n"
+               "  --scan   count by reading every entry's header, as a scan of the whole\n"
+               "           directory, and rewrite zecache.accounting from it\n"
                "  --json   one JSON object: entries, driver_entries, level_zero_entries,\n"
                "           opencl_entries, bytes (the .l0_cache and .cl_cache files),\n"
                "           bytes_uncompressed, entry_bytes (with traces), recipes,\n"

@@ -1,9 +1,11 @@
 /* zecache verify [--fix]: every entry checked as a load checks it, and
  * config.file checked against the real total. */
 #include <stdio.h>
+#include <string.h> /* memcmp */
 
 #include "tool.h"
 #include "tool_support.h"
+#include "zecache/disk_figures.h"
 #include "zecache/disk_maintenance.h"
 
 typedef struct verify_tally {
@@ -73,6 +75,40 @@ static bool check_accounting(const tool_context *tool, zc_disk_tier *tier, bool 
     return false;
 }
 
+/* zecache.accounting, when it adds up to config.file, against a scan. One
+ * that does not add up (or is missing or damaged) is no error: zecache stats
+ * sees that, and rebuilds it; so does --fix's repair of config.file. */
+static bool check_figures(const tool_context *tool, zc_disk_tier *tier, bool fix,
+                          verify_tally *tally)
+{
+    zc_disk_figures accounted, scanned;
+    bool usable = zc_disk_tier_accounted_figures(tier, &accounted, NULL, 0) == ZC_OK;
+    if (zc_disk_tier_scanned_figures(tier, &scanned) != ZC_OK) {
+        tally->failed = true;
+        tool_fail(tool, "cannot scan the cache");
+        return false;
+    }
+    if (!usable)
+        return true;
+    bool agrees = memcmp(&accounted, &scanned, sizeof scanned) == 0;
+    if (!agrees)
+        printf("%s counts %llu entries, %llu bytes, %llu uncompressed; a scan %llu, %llu, "
+               "%llu\n",
+               ZC_ACCOUNTING_FILE_NAME, (unsigned long long)accounted.counted.entries,
+               (unsigned long long)accounted.counted.total,
+               (unsigned long long)accounted.uncompressed_bytes,
+               (unsigned long long)scanned.counted.entries,
+               (unsigned long long)scanned.counted.total,
+               (unsigned long long)scanned.uncompressed_bytes);
+    if (fix && !agrees) {
+        if (zc_disk_tier_rebuild_figures(tier, &scanned) == ZC_OK)
+            printf("%s rewritten from a scan\n", ZC_ACCOUNTING_FILE_NAME);
+        else
+            tally->failed = true;
+    }
+    return agrees || !usable;
+}
+
 static int verify_cache(tool_context *tool, const zc_config *config, zc_disk_tier *tier, void *args)
 {
     (void)config;
@@ -85,7 +121,8 @@ static int verify_cache(tool_context *tool, const zc_config *config, zc_disk_tie
     for (size_t i = 0; i < list.count; i++)
         verify_one(tool, tier, &list.items[i], fix, &tally);
     tool_free_entries(&list);
-    bool accounting_ok = check_accounting(tool, tier, fix, &tally);
+    bool figures_ok = check_figures(tool, tier, fix, &tally);
+    bool accounting_ok = check_accounting(tool, tier, fix, &tally) && figures_ok;
     printf("checked %llu entries: %llu bad", (unsigned long long)tally.checked,
            (unsigned long long)tally.bad);
     if (fix)
@@ -149,11 +186,12 @@ const tool_command tool_cmd_verify = {
     .summary = "Check every entry completely, as a load would",
     .details = "Reads every entry and checks its header, key, sizes and zstd checksum; lists\n"
                "each bad one with the reason. Also reports when config.file (the total size\n"
-               "the layer and the driver keep) disagrees with the entries actually there.\n"
+               "the layer and the driver keep) disagrees with the entries actually there,\n"
+               "and when zecache.accounting (the totals by kind zecache stats shows) does.\n"
                "The driver's own entries have no header and are only counted.\n"
                "\n"
                "  --fix        remove the bad entries and rewrite config.file with the real\n"
-               "               total\n"
+               "               total, and zecache.accounting from a scan\n"
                "  --pack FILE  check the pack FILE (zecache pack) and every entry in it instead,\n"
                "               as a process serving it would; nothing is changed\n"
                "\n"

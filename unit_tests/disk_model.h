@@ -106,6 +106,9 @@ typedef struct model {
     uint64_t crashes; /* writers killed: each may leave one temp file */
     uint64_t slack;   /* the largest cost of one key: entry, trace, recipe, its SPIR-V */
     uint64_t evictions_checked, hits, misses, stores, records, sweeps, kills, faults, concurrent;
+    /* Steps after which zecache.accounting added up (and was compared with a
+     * scan) or did not (and was rebuilt). */
+    uint64_t figures_kept, figures_rebuilt;
     char history[M_HISTORY][200];
     m_walk walk;
     /* The pack made last (ft_root/model.zcp), open since, and which keys

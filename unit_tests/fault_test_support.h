@@ -187,8 +187,10 @@ static inline int ft_census_one(const char *path, const struct stat *st, int typ
         ft_walked.traces++;
         ft_walked.total += ft_trace_counted_size(path, st); /* with its entry */
     } else if (regular && ftw->level == 1 &&
-               (strcmp(name, ZC_CONFIG_FILE_NAME) == 0 || strcmp(name, "stats") == 0)) {
-        /* config.file, and the stats file (zecache/stats.h) */
+               (strcmp(name, ZC_CONFIG_FILE_NAME) == 0 || strcmp(name, "stats") == 0 ||
+                strcmp(name, "zecache.accounting") == 0)) {
+        /* config.file, the stats file (zecache/stats.h), zecache.accounting
+         * (zecache/disk_figures.h) */
     } else if (regular && ftw->level == 1 &&
                strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0) {
         ft_walked.temps++;

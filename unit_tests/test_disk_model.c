@@ -17,6 +17,7 @@
 
 #include "disk_model.h"
 #include "zecache/bundle.h"
+#include "zecache/disk_figures.h"
 #include "zecache/pack.h"
 
 TestSuite(model, .init = ft_make_root, .fini = ft_remove_root);
@@ -1068,6 +1069,32 @@ static void m_check_lru(model *m, const m_rules *rules, bool dirty_before, const
     }
 }
 
+/* zecache.accounting: whenever it adds up to config.file (so zecache stats
+ * would answer from it), its figures are a scan's, field by field. One that
+ * does not is rebuilt, as zecache stats does, unless config.file itself is
+ * to be rebuilt first, or files changed behind the tiers' backs. */
+static void m_check_figures(model *m)
+{
+    zc_disk_figures accounted, scanned;
+    uint64_t recorded;
+    char reason[200] = "";
+    zc_disk_tier *tier = m->tier[0];
+    if (m->hand_dirty || !m_config_trusted(&recorded))
+        return;
+    if (zc_disk_tier_accounted_figures(tier, &accounted, reason, sizeof reason) != ZC_OK) {
+        M_CHECK(m, zc_disk_tier_rebuild_figures(tier, &scanned) == ZC_OK,
+                "cannot rebuild zecache.accounting");
+        m->figures_rebuilt++;
+        return;
+    }
+    M_CHECK(m, zc_disk_tier_scanned_figures(tier, &scanned) == ZC_OK, "cannot scan");
+    const uint64_t *a = (const uint64_t *)&accounted, *b = (const uint64_t *)&scanned;
+    for (size_t i = 0; i < sizeof scanned / sizeof *b; i++)
+        M_CHECK(m, a[i] == b[i], "zecache.accounting's figure %zu is %llu, a scan's %llu", i,
+                (unsigned long long)a[i], (unsigned long long)b[i]);
+    m->figures_kept++;
+}
+
 static void m_check(model *m, const m_rules *rules, bool dirty_before, bool bad_before)
 {
     static m_walk before; /* large: off the stack */
@@ -1078,6 +1105,7 @@ static void m_check(model *m, const m_rules *rules, bool dirty_before, bool bad_
     m_check_bounds(m, rules, dirty_before);
     m_check_entries(m, rules);
     m_check_recipes(m, rules);
+    m_check_figures(m);
 }
 
 /* ---- packs, as zecache pack makes them and NEO_CACHE_PACKS reads them ---- */
@@ -1337,13 +1365,20 @@ static void m_run(const char *profile, const unsigned weights[OP_COUNT], unsigne
     m_load_all(&m);
     cr_log_info("model (%s): %lu steps: %llu stores, %llu records, %llu hits, %llu misses, "
                 "%llu sweeps, %llu evictions checked, %llu writers killed, %llu faults, %llu "
-                "steps beside another process, %llu packs made, %llu pack hits",
+                "steps beside another process, %llu packs made, %llu pack hits, accounting kept "
+                "%llu times, rebuilt %llu",
                 profile, m.steps, (unsigned long long)m.stores, (unsigned long long)m.records,
                 (unsigned long long)m.hits, (unsigned long long)m.misses,
                 (unsigned long long)m.sweeps, (unsigned long long)m.evictions_checked,
                 (unsigned long long)m.kills, (unsigned long long)m.faults,
                 (unsigned long long)m.concurrent, (unsigned long long)m.packs_made,
-                (unsigned long long)m.pack_hits);
+                (unsigned long long)m.pack_hits, (unsigned long long)m.figures_kept,
+                (unsigned long long)m.figures_rebuilt);
+    /* Stores, records and removals keep it: a rebuild follows only sweeps,
+     * clears, crashes, failures and hands. */
+    M_CHECK(&m, m.figures_kept > 4 * m.figures_rebuilt,
+            "zecache.accounting added up after %llu steps and was rebuilt after %llu",
+            (unsigned long long)m.figures_kept, (unsigned long long)m.figures_rebuilt);
     m_teardown(&m);
 }
 

@@ -204,8 +204,8 @@ Test(sharing, shared_mode_creates_group_setgid_directories_and_group_files_from_
     zc_disk_tier *tier = open_and_fill(007, true, &claim);
     tree_census seen = take_census(getegid(), 0660, 02770);
     cr_assert_geq(seen.dirs, 3, "the root and two levels at least");
-    cr_assert_eq(seen.files, 1 + 2 * 2 + 1 + 1 + 1,
-                 "config.file, entries, traces, lock, mark, stats");
+    cr_assert_eq(seen.files, 1 + 2 * 2 + 1 + 1 + 1 + 1,
+                 "config.file, entries, traces, lock, mark, stats, zecache.accounting");
     cr_assert_eq(seen.wrong_mode, 0);
     cr_assert_eq(seen.not_setgid, 0);
     cr_assert_eq(seen.world_writable, 0);

@@ -2,7 +2,8 @@
  * files"): for every file a peer can plant in a shared cache directory
  * besides entries and config.file (test_faults_entries.c and
  * test_faults_config.c have those) -- recipes, SPIR-V, usage lists, the
- * stats file, and bundles handed to an import -- and every kind of bad file
+ * stats file, zecache.accounting, and bundles handed to an import -- and
+ * every kind of bad file
  * (garbage, truncated, a huge declared size, another key's valid file, a
  * symlink, a directory, a FIFO, zero length), one case that shows: bounded
  * time (a watchdog), bounded memory (VmHWM growth, reset before each case),
@@ -14,6 +15,7 @@
 #include "cache_test_support.h"
 #include "fault_test_support.h"
 #include "zecache/bundle.h"
+#include "zecache/disk_figures.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/disk_usage_list.h"
@@ -603,6 +605,56 @@ Test(planted, stats_file, .timeout = 600)
 {
     for (int kind = 0; kind < PF_KINDS; kind++)
         pf_stats_case((pf_kind)kind);
+}
+
+/* ---- zecache.accounting ---- */
+
+/* Whatever lies there, a store still succeeds and zecache stats' figures
+ * are a scan's: rebuilt from one (logged), into a regular file only. */
+static void pf_accounting_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("accounting", kind);
+    zc_disk_tier *tier = pf_open_filled();
+    char path[PATH_MAX];
+    ft_path(path, ZC_ACCOUNTING_FILE_NAME);
+    size_t valid_size;
+    uint8_t *valid = ft_read_file(path, &valid_size);
+    zc_disk_figures figures, scanned;
+    cr_assert_eq(zc_disk_parse_accounting(valid, valid_size, &figures, NULL, 0), ZC_OK);
+    figures.counted.entry_bytes += 7; /* valid, and 7 bytes off config.file */
+    figures.counted.total += 7;
+    uint8_t other[ZC_ACCOUNTING_FILE_SIZE];
+    zc_disk_encode_accounting(&figures, other);
+    pf_plant(path, kind, valid, valid_size, other, sizeof other, huge, huge_size);
+
+    pf_watch watch;
+    pf_watch_start(&watch);
+    ft_store(tier, 3); /* asserts ZC_OK */
+    uint64_t recorded;
+    bool recorded_valid, rebuilt;
+    zc_status status = zc_disk_tier_figures(tier, &figures, &recorded, &recorded_valid, &rebuilt);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "accounting", kind);
+    cr_assert_eq(status, ZC_OK, "accounting, %s: %s", kind_names[kind], zc_status_name(status));
+    cr_assert(rebuilt, "accounting, %s: trusted", kind_names[kind]);
+    pf_assert_logged(log, ZC_ACCOUNTING_FILE_NAME, "accounting", kind);
+    cr_assert_eq(zc_disk_tier_scanned_figures(tier, &scanned), ZC_OK);
+    cr_assert_arr_eq(&figures, &scanned, sizeof scanned, "accounting, %s: not a scan's figures",
+                     kind_names[kind]);
+    cr_assert(recorded_valid && recorded == scanned.counted.total);
+    /* Rewritten when it was a regular file, and kept up since. */
+    zc_status kept = zc_disk_tier_accounted_figures(tier, &figures, NULL, 0);
+    cr_assert_eq(kept, pf_regular(kind) ? ZC_OK : ZC_MISS, "accounting, %s: %s", kind_names[kind],
+                 zc_status_name(kept));
+    pf_end_case(tier, "accounting", path, kind, valid, valid_size, NULL);
+}
+
+Test(planted, accounting_file, .timeout = 600)
+{
+    size_t huge_size = 4096;
+    pf_each_kind(pf_accounting_case, calloc(1, huge_size), huge_size);
 }
 
 /* ---- bundles handed to an import ---- */

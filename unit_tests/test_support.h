@@ -137,11 +137,14 @@ static inline void *t_read_kernel(const char *name, size_t *size)
 #endif
 
 /* zecache's files other than entries: recorded inputs (NEO_CACHE_RECORD_INPUTS,
- * on by default: a recipe beside its entry and SPIR-V named by its SHA-256)
- * and programs' usage lists (NEO_CACHE_PREFETCH, on by default). */
+ * on by default: a recipe beside its entry and SPIR-V named by its SHA-256),
+ * programs' usage lists (NEO_CACHE_PREFETCH, on by default) and the figures
+ * zecache stats reads (zecache.accounting). */
 static inline bool is_zecache_side_file_name(const char *name)
 {
     size_t hex = strspn(name, "0123456789abcdef");
+    if (strcmp(name, "zecache.accounting") == 0)
+        return true;
     return hex == 64 && (strcmp(name + hex, ".recipe") == 0 || strcmp(name + hex, ".spirv") == 0 ||
                          strcmp(name + hex, ".l0_usage") == 0);
 }

@@ -1086,6 +1086,32 @@ Test(tool, stats_shows_entries_recorded_inputs_and_their_total_against_the_limit
     cr_assert_str_eq(json_eval(run.out, check), "True");
 }
 
+/* By default stats answers from zecache.accounting, which the stores kept:
+ * the same text and JSON as --scan, which reads every entry. */
+Test(tool, stats_from_zecache_accounting_prints_what_stats_scan_does)
+{
+    setenv("NEO_CACHE_MAX_SIZE", "10000000", 1);
+    zc_disk_tier *tier = open_cache(0);
+    for (uint64_t i = 0; i < 3; i++) {
+        zc_key key = t_key(800 + i);
+        store_entry(tier, &key, 1000 * i, 20000 + 5000 * i, i == 1 ? "trace text\n" : NULL);
+        cr_assert_eq(t_record_inputs(tier, &key, i < 2 ? 7 : 8, 30000), ZC_OK);
+    }
+    zc_disk_tier_close(tier);
+    static const char *const forms[] = {"stats --json", "stats"};
+    for (size_t f = 0; f < 2; f++) {
+        char command[64];
+        cr_assert_eq(tool_in_cache(forms[f]), 0, "%s", run.err);
+        cr_assert_null(strstr(run.err, "zecache.accounting"), "kept by the stores: %s", run.err);
+        char *kept = strdup(run.out);
+        snprintf(command, sizeof command, "%s --scan", forms[f]);
+        cr_assert_eq(tool_in_cache(command), 0, "%s", run.err);
+        cr_assert_str_eq(kept, run.out);
+        free(kept);
+    }
+    cr_assert_str_eq(line_starting(run.out, "entries"), "entries             3");
+}
+
 Test(tool, stats_shows_and_zero_stats_resets_the_persistent_counters)
 {
     zc_disk_tier *tier = open_cache(0);

@@ -71,7 +71,8 @@ zc_status zc_disk_tier_trim(zc_disk_tier *tier, uint64_t max_size, int64_t older
 zc_status zc_disk_tier_clear(zc_disk_tier *tier);
 
 /* config.file's value (ZC_MISS when missing or malformed), and the real total
- * found by scanning; repair rewrites config.file with the real total. */
+ * found by scanning; repair rewrites config.file with the real total, and
+ * zecache.accounting (disk_figures.h) from a scan. */
 zc_status zc_disk_tier_recorded_size(zc_disk_tier *tier, uint64_t *size);
 zc_status zc_disk_tier_scanned_size(zc_disk_tier *tier, uint64_t *size, uint64_t *entries);
 zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size);

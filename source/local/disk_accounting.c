@@ -160,8 +160,11 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
     /* Read even for a rescan: only reading tells a too-long file, which the
      * total written later must then cut back to 8 bytes. */
     bool valid = zc_disk_read_total(tier, lock->fd, &lock->total, &lock->file_oversized) == ZC_OK;
-    if (!rescan && valid)
+    zc_disk_accounting_open(tier);
+    if (!rescan && valid) {
+        zc_disk_accounting_settle(tier, lock->total, false);
         return ZC_OK;
+    }
     if (!rescan)
         zc_log_info("%s in %s is missing or malformed: rescanning", ZC_CONFIG_FILE_NAME, tier->dir);
     status = zc_disk_rescan_total(tier, &lock->total, NULL);
@@ -169,6 +172,9 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
         zc_disk_lock_release(tier, lock);
         return status;
     }
+    /* What left config.file wrong (a crash, a hand) may have changed more
+     * than the total: the figures are rebuilt too, by zecache stats. */
+    zc_disk_accounting_settle(tier, lock->total, !valid);
     /* Worth repairing now even if the caller fails later; a failure here is
      * logged and the caller's own write tries again. A caller that asked for
      * the rescan writes the total itself. */
@@ -179,6 +185,7 @@ zc_status zc_disk_lock_acquire(zc_disk_tier *tier, bool rescan, zc_disk_lock *lo
 
 void zc_disk_lock_release(zc_disk_tier *tier, zc_disk_lock *lock)
 {
+    zc_disk_accounting_close(tier);
     /* Closing the only descriptor of this open file releases the flock. */
     tier->ops->close(lock->fd);
     lock->fd = -1;
@@ -192,6 +199,7 @@ zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t tot
     if (zc_disk_pwrite_all(tier->ops, lock->fd, &value, sizeof value, 0) == ZC_OK &&
         (!lock->file_oversized || tier->ops->ftruncate(lock->fd, sizeof value) == 0)) {
         lock->file_oversized = false;
+        zc_disk_accounting_commit(tier);
         return ZC_OK;
     }
     zc_disk_log_errno("cannot write", ZC_CONFIG_FILE_NAME, errno);
@@ -201,6 +209,7 @@ zc_status zc_disk_set_total(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t tot
 
 void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
 {
+    zc_disk_accounting_forget(tier);
     /* Empty reads as "short" to us and as 0 to the driver: both harmless. */
     if (tier->ops->ftruncate(lock->fd, 0) != 0)
         zc_disk_log_errno("cannot invalidate", ZC_CONFIG_FILE_NAME, errno);
@@ -213,6 +222,7 @@ void zc_disk_invalidate_total(zc_disk_tier *tier, zc_disk_lock *lock)
 void zc_disk_begin_change(zc_disk_tier *tier, zc_disk_lock *lock)
 {
     static const unsigned char marker = 0;
+    zc_disk_accounting_changing(tier);
     if (zc_disk_pwrite_all(tier->ops, lock->fd, &marker, sizeof marker, sizeof(size_t)) == ZC_OK) {
         lock->file_oversized = true;
         return;
@@ -269,6 +279,8 @@ zc_status zc_disk_tier_repair_accounting(zc_disk_tier *tier, uint64_t *size)
     if (status != ZC_OK)
         return status;
     status = zc_disk_set_total(tier, &lock, lock.total);
+    if (status == ZC_OK && !tier->read_only)
+        status = zc_disk_accounting_rebuild(tier, NULL);
     if (size != NULL)
         *size = lock.total;
     zc_disk_lock_release(tier, &lock);

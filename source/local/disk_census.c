@@ -97,8 +97,10 @@ static bool add_blob(zc_census *census, const zc_scan_item *item)
     uint8_t sha256[32];
     if (!zc_disk_parse_blob_name(item->name, sha256)) {
         /* No recipe can name it. */
-        if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0 || errno == ENOENT)
+        if (census->tier->ops->unlinkat(item->dir_fd, item->name, 0) == 0 || errno == ENOENT) {
+            zc_disk_accounting_input_removed(census->tier, false, item->size);
             return true;
+        }
         zc_disk_log_errno("cannot remove", item->rel, errno);
         census->total += item->size;
         return true;
@@ -240,6 +242,8 @@ static uint64_t remove_blob(zc_census *census, zc_census_blob *blob)
         zc_disk_log_errno("cannot remove", blob->rel, errno);
     census->tier->ops->close(parent_fd);
     blob->gone = gone;
+    if (gone)
+        zc_disk_accounting_input_removed(census->tier, false, blob->size);
     return gone ? blob->size : 0;
 }
 

@@ -27,6 +27,8 @@ static void unlink_sidecar(zc_disk_tier *tier, int parent_fd, const char *entry_
 bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name, uint64_t *trace_size)
 {
     uint64_t trace;
+    zc_disk_figures gone;
+    bool counted = zc_disk_accounting_removing(tier, parent_fd, name, &gone);
     if (!zc_disk_trace_size(tier, parent_fd, name, &trace)) {
         zc_disk_log_errno("cannot examine the trace of", name, errno);
         return false; /* removing it would leave config.file unsure */
@@ -40,6 +42,8 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name, u
     unlink_sidecar(tier, parent_fd, name, ZC_TRACE_SUFFIX);
     unlink_sidecar(tier, parent_fd, name, ZC_RECIPE_SUFFIX);
     unlink_sidecar(tier, parent_fd, name, ZC_INPUT_SUFFIX);
+    if (counted)
+        zc_disk_accounting_removed(tier, &gone);
     return true;
 }
 
@@ -108,6 +112,8 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
     /* The scan itself removes garbage that may be counted. */
     zc_disk_begin_change(tier, lock);
     zc_status status = zc_census_take(tier, &census);
+    if (status == ZC_OK)
+        zc_disk_accounting_check_census(tier, &census);
     if (status == ZC_OK && census.unsure) {
         /* The total is still known: only what to remove is not. */
         status = zc_disk_set_total(tier, lock, census.total);
@@ -222,6 +228,7 @@ zc_status zc_disk_tier_clear(zc_disk_tier *tier)
         return status;
     clear_state state = {tier, 0, false, false};
     zc_disk_begin_change(tier, &lock);
+    zc_disk_accounting_forget(tier);
     /* Recorded SPIR-V goes last: a clear cut short (a crash, a full disk)
      * then never leaves a recipe naming SPIR-V that is gone. */
     status = zc_disk_scan(tier, remove_any_item, &state);

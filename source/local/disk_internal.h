@@ -4,6 +4,8 @@
  *   disk_tier.c        load, store and verify of one entry
  *   disk_files.c       names, whole reads and writes, publishing via temp + rename
  *   disk_accounting.c  the lock and config.file's total
+ *   disk_accounting_file.c, _figures.c, _report.c  the figures by kind
+ *                      (zecache.accounting) kept beside it, for zecache stats
  *   disk_scan.c        walking the directory (and the public foreach)
  *   disk_evict.c       removal: bad entries, eviction, trim, clear
  *   disk_shard_evict.c eviction from one k0/k1 shard at a time
@@ -24,8 +26,19 @@
 #include "zecache/live_set.h"
 #include "disk_raw.h"
 #include "zecache/disk_claim.h"
+#include "zecache/disk_figures.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_tier.h"
+
+/* The shards' figures during a locked section (disk_accounting_file.c). */
+typedef struct zc_disk_accounting {
+    int fd;     /* ZC_ACCOUNTING_FILE_NAME when a regular file we may write; else -1 */
+    bool known; /* shards is exact: the file was valid, and every change since counted */
+    bool empty; /* the file was empty when opened */
+    zc_disk_figures shards;
+    dev_t root_dev; /* the root's identity: what is in it the file does not count */
+    ino_t root_ino;
+} zc_disk_accounting;
 
 struct zc_disk_tier {
     const zc_fs_ops *ops;
@@ -53,6 +66,7 @@ struct zc_disk_tier {
     atomic_bool config_lock_stuck, stats_lock_stuck;
     atomic_uint_least64_t lock_timeouts; /* operations skipped at a lock's deadline */
     zc_live_link live;                   /* the open tiers, for fork() (disk_fork.c) */
+    zc_disk_accounting accounting;       /* valid in a section holding config.file's lock */
 };
 
 /* fs_ops.c: the openat fallback for kernels without openat2, exposed so the
@@ -153,6 +167,63 @@ zc_status zc_disk_parse_total(const void *bytes, size_t size, uint64_t max_size,
 /* config.file's value: ZC_MISS when missing, not 8 bytes, or implausible. */
 zc_status zc_disk_read_total(zc_disk_tier *tier, int fd, uint64_t *total, bool *oversized);
 
+/* ---- disk_accounting_file.c ---- */
+
+/* With config.file's lock taken: reads the figures (accounting.known when
+ * valid). With it released: closes the file. */
+void zc_disk_accounting_open(zc_disk_tier *tier);
+/* With the lock's total known: an empty file where nothing is counted (a
+ * new cache) starts the figures at zero; when the total had to be rebuilt
+ * by a scan (a crash, a hand), the figures are not trusted either. */
+void zc_disk_accounting_settle(zc_disk_tier *tier, uint64_t total, bool total_rebuilt);
+void zc_disk_accounting_close(zc_disk_tier *tier);
+/* Before a change (zc_disk_begin_change): marks the file as a change under
+ * way, so that a process killed before the commit leaves it to be rebuilt. */
+void zc_disk_accounting_changing(zc_disk_tier *tier);
+/* With config.file's new total written: the figures, when still known. */
+void zc_disk_accounting_commit(zc_disk_tier *tier);
+/* A change whose figures are not counted (a sweep, a clear, a failure): the
+ * file stays marked, for the next zecache stats to rebuild. */
+void zc_disk_accounting_forget(zc_disk_tier *tier);
+/* Replaces the file (whatever is there) with these shard figures. */
+zc_status zc_disk_accounting_publish(zc_disk_tier *tier, const zc_disk_figures *shards);
+
+/* ---- disk_accounting_report.c ---- */
+
+/* Under the lock: the file rewritten from one scan, whose figures of the
+ * whole directory *figures (NULL: not wanted) gets. */
+zc_status zc_disk_accounting_rebuild(zc_disk_tier *tier, zc_disk_figures *figures);
+
+/* ---- disk_accounting_figures.c ---- */
+
+/* The figures of the entry name in dir_fd with its sidecars, as a scan
+ * counts them; false (errno set) when it cannot be examined. */
+bool zc_disk_measure_entry(zc_disk_tier *tier, int dir_fd, const char *name,
+                           zc_disk_figures *figures);
+void zc_disk_figures_add(zc_disk_figures *to, const zc_disk_figures *figures);
+/* False when figures is not within from (which is then unchanged). */
+bool zc_disk_figures_subtract(zc_disk_figures *from, const zc_disk_figures *figures);
+/* In a locked section, around zc_disk_unlink_entry: what the entry name in
+ * parent_fd counts, when it is in a shard and the figures are known (else
+ * false); after it went, zc_disk_accounting_removed subtracts it. */
+bool zc_disk_accounting_removing(zc_disk_tier *tier, int parent_fd, const char *name,
+                                 zc_disk_figures *gone);
+void zc_disk_accounting_removed(zc_disk_tier *tier, const zc_disk_figures *gone);
+/* In a locked section: the entry name in parent_fd (a shard) was stored. */
+void zc_disk_accounting_entry_added(zc_disk_tier *tier, int parent_fd, const char *name);
+/* In a locked section: a recipe of recipe_bytes (0: none) and blobs SPIR-V
+ * modules of blob_bytes were recorded. */
+void zc_disk_accounting_inputs_added(zc_disk_tier *tier, uint64_t recipe_bytes, uint64_t blobs,
+                                     uint64_t blob_bytes);
+/* In a locked section: a recipe (its entry stays) or a SPIR-V blob of size
+ * bytes went. */
+void zc_disk_accounting_input_removed(zc_disk_tier *tier, bool recipe, uint64_t size);
+struct zc_census;
+/* A sweep's scan (zc_census_take): what its shards hold must be what the
+ * figures say, else something changed behind the lock holders' backs (a
+ * hand, a crash) and the figures are dropped, for zecache stats to rebuild. */
+void zc_disk_accounting_check_census(zc_disk_tier *tier, const struct zc_census *census);
+
 /* ---- disk_scan.c ---- */
 
 typedef enum zc_scan_kind {
@@ -181,6 +252,8 @@ typedef int (*zc_scan_fn)(void *context, const zc_scan_item *item);
 /* Visits the root and up to two levels of one-hex-digit subdirectories,
  * never through a symlink. Visitors may unlink the item they are given. */
 zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context);
+/* The same for the root's files alone: no subdirectory is opened. */
+zc_status zc_disk_scan_root(zc_disk_tier *tier, zc_scan_fn visit, void *context);
 /* What config.file must hold: every entry with the .trace and .recipe
  * beside it, and every SPIR-V blob. A sidecar whose entry is gone counts
  * nowhere: the repairing scans remove it. */

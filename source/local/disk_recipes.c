@@ -121,13 +121,15 @@ static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent
     if (status != ZC_OK)
         return status;
     zc_disk_begin_change(tier, lock);
-    uint64_t written = 0;
+    uint64_t written = 0, blobs_written = 0;
     for (size_t i = 0; i < call->blob_count && status == ZC_OK; i++)
         if (call->missing[i] && (status = publish_blob(tier, &call->blobs[i])) == ZC_OK)
-            written += call->blobs[i].size;
+            written += call->blobs[i].size, blobs_written++;
+    uint64_t blobs_bytes = written;
     if (status == ZC_OK && (status = zc_disk_publish(tier, call->recipe, call->recipe_size,
                                                      parent_fd, recipe_name)) == ZC_OK)
         written += call->recipe_size;
+    zc_disk_accounting_inputs_added(tier, written - blobs_bytes, blobs_written, blobs_bytes);
     /* Blobs written before a failure stay counted: the next sweep removes
      * them, as no recipe names them. */
     zc_status total = zc_disk_set_total(tier, lock, lock->total + written);
@@ -259,9 +261,10 @@ zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry
     if (status != ZC_MISS || reason[0] == '\0')
         return status; /* ZC_MISS without a reason: removed meanwhile */
     zc_log_info("removing damaged recorded inputs %s: %s", name, reason);
-    if (tier->ops->unlinkat(dir_fd, name, 0) == 0)
+    if (tier->ops->unlinkat(dir_fd, name, 0) == 0) {
         *removed_size = (uint64_t)st.st_size;
-    else if (errno != ENOENT)
+        zc_disk_accounting_input_removed(tier, true, *removed_size);
+    } else if (errno != ENOENT)
         return ZC_ERR_IO; /* still there, and still unread */
     return ZC_MISS;
 }

@@ -21,6 +21,7 @@ typedef struct scan_walk {
     zc_scan_fn visit;
     void *context;
     bool stopped;
+    int max_depth; /* of subdirectories opened: 0 for the root alone */
 } scan_walk;
 
 static bool is_hex_level_name(const char *name)
@@ -94,7 +95,7 @@ static zc_status scan_entry(scan_walk *walk, int dir_fd, const struct dirent *di
     char rel[ZC_REL_PATH_SIZE];
     snprintf(rel, sizeof rel, "%s%s", rel_prefix, name);
     zc_scan_kind kind;
-    if (depth < MAX_DEPTH && is_hex_level_name(name) &&
+    if (depth < walk->max_depth && is_hex_level_name(name) &&
         (dirent->d_type == DT_DIR || dirent->d_type == DT_UNKNOWN))
         return visit_subdir(walk, dir_fd, name, rel, depth);
     if (dirent->d_type == DT_LNK || !classify(name, depth, &kind))
@@ -127,9 +128,9 @@ static zc_status scan_dir(scan_walk *walk, int fd, const char *rel_prefix, int d
     return status;
 }
 
-zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
+static zc_status scan_from_root(zc_disk_tier *tier, zc_scan_fn visit, void *context, int max_depth)
 {
-    scan_walk walk = {.tier = tier, .visit = visit, .context = context};
+    scan_walk walk = {.tier = tier, .visit = visit, .context = context, .max_depth = max_depth};
     int fd = zc_disk_open_dir(tier, "", false);
     if (fd < 0) {
         zc_disk_log_errno("cannot scan", tier->dir, errno);
@@ -139,6 +140,16 @@ zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
     if (status != ZC_OK)
         zc_disk_log_errno("cannot scan", tier->dir, errno);
     return status;
+}
+
+zc_status zc_disk_scan(zc_disk_tier *tier, zc_scan_fn visit, void *context)
+{
+    return scan_from_root(tier, visit, context, MAX_DEPTH);
+}
+
+zc_status zc_disk_scan_root(zc_disk_tier *tier, zc_scan_fn visit, void *context)
+{
+    return scan_from_root(tier, visit, context, 0);
 }
 
 /* Whether the entry of a sidecar's stem with this suffix is there (or

@@ -248,6 +248,7 @@ static zc_status store_locked(zc_disk_tier *tier, zc_disk_lock *lock, const zc_k
     }
     if (trace != NULL && zc_disk_publish(tier, trace, trace_size, parent_fd, trace_name) != ZC_OK)
         trace = NULL, trace_size = 0; /* optional */
+    zc_disk_accounting_entry_added(tier, parent_fd, name);
     status = zc_disk_set_total(tier, lock, lock->total + entry_size + trace_size);
     if (status != ZC_OK) {
         /* Undo, so the entries on disk match what config.file says. */
