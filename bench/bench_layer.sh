@@ -105,10 +105,12 @@ done
 
 # A check, not measured: the warm layer really hits, disk first, then memory.
 # Its log also gives the compile times the layer measured inside cold run c.0.
-mkdir "$work/scratch-check"
+# It saves the natives the application gets from the hits, to hold them
+# against the driver's own from run a.0 byte for byte.
+mkdir "$work/scratch-check" "$work/native-warm"
 # shellcheck disable=SC2046
 (cd "$work/scratch-check" && env $(with_layer "$work/layer-cache-0") PrintDebugMessages=1 \
-  "$bench" --repeat 1 "$kernels" 2>"$work/check.log" >/dev/null)
+  "$bench" --repeat 1 --save-native "$work/native-warm" "$kernels" 2>"$work/check.log" >/dev/null)
 check=$(grep -o 'summary: .*' "$work/check.log") || check="no summary line: the layer did not run"
 c0_compiles=$(awk '/hit disk .*: saved/ { s += $(NF - 1); n++ } END { print n ? s : "nan" }' \
   "$work/check.log")
@@ -174,6 +176,12 @@ $(cat "$work"/out/floor.* | awk '$1 == "start" { print $2 }' | median)
 layer's own one-time cost: $(awk -v d="$layer_once" -v f="$floor_once" \
   'BEGIN { printf "%.3f", d - f }') ms per process (1st-mod of (d) minus the floor's)"
 echo "layer check run: $check"
+if differing=$(diff -rq "$work/native" "$work/native-warm"); then
+  echo "natives: the same in (a) and (d) for all $module_count modules"
+else
+  echo "natives: DIFFER between (a) and (d):"
+  echo "$differing"
+fi
 c0_total=$(awk '$1 == "total" { print $3 }' "$work/out/c.0")
 echo "(c) in-process: run c.0 took $c0_total ms, of which the driver's compiles (as the layer"
 echo "timed them) $c0_compiles ms: the layer's cold overhead is $(awk -v t="$c0_total" \
