@@ -83,6 +83,7 @@ typedef struct m_rules {
     bool locks;               /* takes config.file's lock (so rescans a bad one) */
     bool stores;              /* the size bound must hold afterwards */
     bool evicted;             /* an eviction ran: what is kept is checked */
+    bool orphaned[M_KEYS];    /* its recipe stood without its entry: a pass may remove it */
     uint64_t incoming;        /* what the step was adding when it evicted */
     bool bounded;             /* trim: the walked total is at most total_bound */
     uint64_t total_bound;

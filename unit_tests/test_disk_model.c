@@ -220,6 +220,9 @@ static void op_store(m_step *s, int n)
     zc_artifact *artifact = fc_artifact((uint64_t)n, M_MAX_BINARY);
     const char *trace = n % 4 == 0 ? M_TRACE : NULL;
     uint64_t before = m_evictions(m);
+    /* A pass making room may take a recipe whose entry is gone (an orphan,
+     * as it lists the shard), before this store brings the entry back. */
+    s->rules.orphaned[n] = key->recipe && !m_entry_regular(key);
     zc_status status = zc_disk_tier_store(m_pick_tier(m), &k, artifact, trace);
     zc_artifact_unref(artifact);
     m_note(m, "store %d (%s, trace %d): %s", n,
@@ -1021,7 +1024,7 @@ static void m_check_recipes(model *m, const m_rules *rules)
         bool on = m->walk.recipe[n];
         if (key->recipe && !on) {
             /* Unless its entry went and was stored again in this step. */
-            bool replaced = rules->remove_any && rules->may_add[n];
+            bool replaced = (rules->remove_any || rules->orphaned[n]) && rules->may_add[n];
             M_CHECK(m, !m->walk.entry[n] || rules->chaos || replaced,
                     "recipe %d vanished while its entry is there", n);
             key->recipe = false;

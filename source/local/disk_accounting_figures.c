@@ -168,12 +168,13 @@ static bool in_shard_rel(const char *rel)
 void zc_disk_accounting_check_census(zc_disk_tier *tier, const zc_census *census)
 {
     const zc_disk_usage *kept = &tier->accounting.shards.counted;
-    uint64_t entries = 0, blobs = 0, bytes = 0;
+    uint64_t entries = 0, recipes = 0, blobs = 0, bytes = 0;
     if (!tier->accounting.known)
         return;
     for (size_t i = 0; i < census->entry_count; i++)
         if (in_shard_rel(census->entries[i].rel)) {
             entries++;
+            recipes += census->entries[i].recipe;
             bytes += census->entries[i].size;
         }
     for (size_t i = 0; i < census->blob_count; i++)
@@ -181,7 +182,8 @@ void zc_disk_accounting_check_census(zc_disk_tier *tier, const zc_census *census
             blobs++;
             bytes += census->blobs[i].size;
         }
-    if (census->out_of_memory || entries != kept->entries || blobs != kept->blobs ||
-        bytes != kept->total)
+    /* Recipes too: one planted by hand with no bytes changes no total. */
+    if (census->out_of_memory || entries != kept->entries || recipes != kept->recipes ||
+        blobs != kept->blobs || bytes != kept->total)
         zc_disk_accounting_forget(tier);
 }

@@ -80,7 +80,8 @@ static bool add_entry(zc_census *census, const zc_scan_item *item)
     zc_census_entry *entry = &census->entries[census->entry_count];
     *entry = (zc_census_entry){.size = item->size + item->trace_size - removed,
                                .last_use = item->mtime,
-                               .first_use = census->use_count};
+                               .first_use = census->use_count,
+                               .recipe = recipe == ZC_OK};
     bool kept = keep_name(census, item->rel, &entry->rel_offset) &&
                 (recipe != ZC_OK || add_uses(census, &inputs));
     zc_recipe_free(&inputs);

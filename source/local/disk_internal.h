@@ -310,6 +310,7 @@ typedef struct zc_census_entry {
     uint64_t size; /* the entry, its .trace and its .recipe */
     struct timespec last_use;
     size_t first_use, use_count; /* its recipe's blobs, in zc_census.uses */
+    bool recipe;                 /* a recipe that reads is beside it */
 } zc_census_entry;
 
 typedef struct zc_census_use {
