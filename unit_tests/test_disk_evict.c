@@ -660,3 +660,112 @@ Test(evict, a_store_at_the_limit_evicts_a_bounded_number_of_entries)
     assert_accounting_exact("after the bounded eviction");
     zc_disk_tier_close(tier);
 }
+
+/* ---- recording at the limit ---- */
+
+/* Directory entries in shard and the ones after it that a pass may visit
+ * (ZC_SHARD_VISITS_MAX), with "." and "..". */
+static size_t files_from(const char *shard, unsigned shards)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned first =
+        (unsigned)(strchr(hex, shard[0]) - hex) * 16 + (unsigned)(strchr(hex, shard[2]) - hex);
+    size_t files = 0;
+    for (unsigned i = 0; i < shards; i++) {
+        unsigned index = (first + i) % 256;
+        char name[4] = {hex[index / 16], '/', hex[index % 16], '\0'};
+        files += files_in(name) + 2;
+    }
+    return files;
+}
+
+/* The same 2048 entries, and the incoming one stored before the limit: its
+ * recorded inputs at the limit, more than its shard's older entries hold,
+ * list only that shard and the few after it, as a store does, and keep the
+ * entry they are recorded beside. */
+Test(evict, a_recording_at_the_limit_lists_one_shard_and_keeps_its_entry)
+{
+    zc_disk_tier *tier = open_tier(0);
+    char path[PATH_MAX];
+    uint64_t incoming = SHARDED_ENTRIES + 1;
+    for (uint64_t i = 1; i <= SHARDED_ENTRIES; i++) {
+        store_entry(tier, i, 200);
+        entry_file(i, ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    store_entry(tier, incoming, 200);
+    zc_disk_tier_close(tier);
+    uint64_t limit = config_file_value();
+    tier = open_tier(limit);
+    char shard[4];
+    shard_of(incoming, shard);
+    size_t listed = files_from(shard, 4);
+    uint64_t read_before = zc_disk_tier_dirents_read(tier);
+    cr_assert_eq(record(tier, incoming, 5, 3000), ZC_OK);
+    uint64_t read = zc_disk_tier_dirents_read(tier) - read_before;
+    cr_assert_leq(read, listed, "the recording listed %llu directory entries, its shards have %zu",
+                  (unsigned long long)read, listed);
+    cr_assert_gt(zc_disk_tier_evictions(tier), 0);
+    entry_file(incoming, ".l0_cache", path);
+    cr_assert(t_exists(path), "the entry recorded beside was evicted");
+    entry_file(incoming, ".recipe", path);
+    cr_assert(t_exists(path));
+    walk_census census = assert_accounting_exact("after the recording at the limit");
+    zc_disk_tier_close(tier);
+    cr_assert_leq(census.total, limit);
+}
+
+static off_t refs_found = -1; /* the size of the last .spirv_refs walked: the count */
+
+static int find_refs(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_F && ends_with(path, ".spirv_refs"))
+        refs_found = st->st_size;
+    return 0;
+}
+
+static off_t blob_users(void)
+{
+    refs_found = -1;
+    cr_assert_eq(nftw(cache_dir, find_refs, 16, FTW_PHYS), 0);
+    return refs_found;
+}
+
+/* Two entries of one shard share a blob; stores at the limit in that shard
+ * evict them one at a time, without a full sweep: the blob stays with the
+ * first (one user left) and goes with the second. */
+Test(evict, a_blob_named_by_two_recipes_goes_with_the_second_from_a_shard)
+{
+    enum { SHARERS = 2, STORES = 2 };
+    char shard[4], path[PATH_MAX];
+    shard_of(1, shard);
+    uint64_t seeds[SHARERS + STORES];
+    seeds_in_shard(shard, seeds, SHARERS + STORES);
+    zc_disk_tier *tier = open_tier(0);
+    for (size_t i = 0; i < SHARERS; i++) {
+        store_entry(tier, seeds[i], 1000);
+        cr_assert_eq(record(tier, seeds[i], 77, 8000), ZC_OK);
+        entry_file(seeds[i], ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    cr_assert_eq(blob_users(), SHARERS);
+    zc_disk_tier_close(tier);
+    uint64_t limit = config_file_value();
+    tier = open_tier(limit);
+    for (size_t i = 0; i < STORES; i++) {
+        uint64_t read_before = zc_disk_tier_dirents_read(tier);
+        size_t listed = files_in(shard) + 2;
+        store_entry(tier, seeds[SHARERS + i], 1000);
+        cr_assert_leq(zc_disk_tier_dirents_read(tier) - read_before, listed, "a full sweep ran");
+        cr_assert_eq(zc_disk_tier_evictions(tier), i + 1, "store %zu: %llu evictions", i,
+                     (unsigned long long)zc_disk_tier_evictions(tier));
+        entry_file(seeds[i], ".l0_cache", path);
+        cr_assert_not(t_exists(path), "sharer %zu, the oldest, stayed", i);
+        walk_census census = assert_accounting_exact("after a store at the limit");
+        cr_assert_eq(census.blobs, i + 1 < SHARERS ? 1 : 0, "store %zu: %llu blobs", i,
+                     (unsigned long long)census.blobs);
+        cr_assert_eq(blob_users(), i + 1 < SHARERS ? (off_t)(SHARERS - i - 1) : -1);
+    }
+    zc_disk_tier_close(tier);
+}
