@@ -15,11 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/disk_blob_refs.h"
 #include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_usage_list.h"
+#include "zecache/sealed.h"
 
 static char test_root[256];
 static char cache_dir[512];
@@ -715,21 +717,37 @@ Test(evict, a_recording_at_the_limit_lists_one_shard_and_keeps_its_entry)
     cr_assert_leq(census.total, limit);
 }
 
-static off_t refs_found = -1; /* the size of the last .spirv_refs walked: the count */
+static char refs_path[PATH_MAX]; /* the last .spirv_refs walked */
 
 static int find_refs(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     (void)ftw;
-    if (type == FTW_F && ends_with(path, ".spirv_refs"))
-        refs_found = st->st_size;
+    (void)st;
+    if (type == FTW_F && ends_with(path, ZC_SPIRV_REFS_SUFFIX))
+        snprintf(refs_path, sizeof refs_path, "%s", path);
     return 0;
 }
 
-static off_t blob_users(void)
+/* The count of the only blob's users its count file holds; -1: no file. */
+static int64_t blob_users(void)
 {
-    refs_found = -1;
+    refs_path[0] = '\0';
     cr_assert_eq(nftw(cache_dir, find_refs, 16, FTW_PHYS), 0);
-    return refs_found;
+    if (refs_path[0] == '\0')
+        return -1;
+    size_t size = 0, content_size = 0;
+    uint8_t *data = t_read_bytes(refs_path, &size), *content = NULL, id[ZC_SEALED_ID_SIZE];
+    char reason[160] = "";
+    cr_assert_eq(zc_sealed_decode(ZC_SPIRV_REFS_MAGIC, data, size, NULL, 8, &content, &content_size,
+                                  id, reason, sizeof reason),
+                 ZC_OK, "%s: %s", refs_path, reason);
+    cr_assert_eq(content_size, 8);
+    int64_t count = 0;
+    for (int i = 7; i >= 0; i--)
+        count = count * 256 + content[i];
+    free(content);
+    free(data);
+    return count;
 }
 
 /* Two entries of one shard share a blob; stores at the limit in that shard
@@ -765,7 +783,7 @@ Test(evict, a_blob_named_by_two_recipes_goes_with_the_second_from_a_shard)
         walk_census census = assert_accounting_exact("after a store at the limit");
         cr_assert_eq(census.blobs, i + 1 < SHARERS ? 1 : 0, "store %zu: %llu blobs", i,
                      (unsigned long long)census.blobs);
-        cr_assert_eq(blob_users(), i + 1 < SHARERS ? (off_t)(SHARERS - i - 1) : -1);
+        cr_assert_eq(blob_users(), i + 1 < SHARERS ? (int64_t)(SHARERS - i - 1) : -1);
     }
     zc_disk_tier_close(tier);
 }

@@ -2,36 +2,42 @@
  *
  * Recipes share blobs, so removing a recipe may or may not free one; the
  * full sweep knows from reading every recipe, a pass over one shard cannot.
- * Each blob therefore has a count file beside it whose *size* is the number
- * of recipes naming it: read with one fstatat, written with one ftruncate
- * (a sparse file, no data blocks), never torn, and a size no writer
- * produced is no count at all.
+ * Each blob therefore has a count file beside it: the number of recipes
+ * naming it, in the container recorded inputs use (sealed.h) with the
+ * blob's SHA-256 as its id, so that a file torn by a crash, damaged,
+ * planted or copied from another blob is no count at all.
  *
  * The count may over-count but never under-count, so it never lets a blob
  * go that a recipe still names:
  *   - it is raised (or created, for a blob written just now) before the
  *     recipe is published, and lowered only after a recipe is gone; a crash
  *     or failure in between leaves one too many;
- *   - a blob whose count file is missing, empty, too large or no regular
- *     file (a cache from before the counts, a failed write, a planted file)
- *     has no known count: shard passes leave it, and the next full sweep,
- *     which counts every recipe itself, writes its count again;
+ *   - a blob without a valid count file (a cache from before the counts, a
+ *     failed write, anything planted by its name) has no known count: shard
+ *     passes leave it, and the next full sweep, which reads every recipe,
+ *     writes its count again;
  *   - a raise that cannot be written removes the count instead, and when
  *     neither can be done the recipe is not published.
- * All of it happens under config.file's lock, as every recipe and blob
- * write and removal does. */
+ * A reference count was chosen over a naming scheme (one file per recipe
+ * and blob) as it costs one small file per blob, not per use, and the full
+ * sweep can rewrite it from the census it takes anyway. All of it happens
+ * under config.file's lock, as every recipe and blob write and removal
+ * does. */
 #include "disk_blob_refs.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zecache/log.h"
 #include "zecache/recipe.h"
+#include "zecache/sealed.h"
 
 #define REFS_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_REFS_SUFFIX)
 #define REFS_MAX UINT32_MAX /* more recipes than any cache holds: no count */
+#define REFS_FILE_MAX 256   /* a header and the frame of 8 bytes */
 
 typedef enum refs_state {
     REFS_ABSENT,  /* no count file */
@@ -41,6 +47,7 @@ typedef enum refs_state {
 
 /* Where one blob and its count are. */
 typedef struct blob_place {
+    const uint8_t *sha256;
     char dir[ZC_ENTRY_DIR_SIZE];
     char blob[ZC_BLOB_NAME_SIZE];
     char refs[REFS_NAME_SIZE];
@@ -48,33 +55,70 @@ typedef struct blob_place {
 
 static void place_of(const uint8_t sha256[32], blob_place *place)
 {
+    place->sha256 = sha256;
     zc_disk_blob_place(sha256, place->dir, place->blob);
     snprintf(place->refs, sizeof place->refs, "%.64s%s", place->blob, ZC_SPIRV_REFS_SUFFIX);
 }
 
-static refs_state read_refs(zc_disk_tier *tier, int dir_fd, const char *name, uint64_t *count)
+static refs_state decode_refs(const blob_place *place, const uint8_t *data, size_t size,
+                              uint64_t *count)
 {
-    struct stat st;
-    if (tier->ops->fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT ? REFS_ABSENT : REFS_UNKNOWN;
-    if (!S_ISREG(st.st_mode) || st.st_size < 1 || (uint64_t)st.st_size > REFS_MAX)
-        return REFS_UNKNOWN;
-    *count = (uint64_t)st.st_size;
-    return REFS_KNOWN;
+    uint8_t *content = NULL, id[ZC_SEALED_ID_SIZE];
+    size_t content_size = 0;
+    char reason[160] = "";
+    zc_status status = zc_sealed_decode(ZC_SPIRV_REFS_MAGIC, data, size, place->sha256, 8, &content,
+                                        &content_size, id, reason, sizeof reason);
+    *count = 0;
+    for (size_t i = 0; status == ZC_OK && i < content_size && i < 8; i++)
+        *count |= (uint64_t)content[i] << (8 * i);
+    free(content);
+    if (status == ZC_OK && content_size == 8 && *count >= 1 && *count <= REFS_MAX)
+        return REFS_KNOWN;
+    zc_log_info("the count of users of %s/%s is no count (%s): left to the full sweep", place->dir,
+                place->blob, reason[0] != '\0' ? reason : "out of range");
+    return REFS_UNKNOWN;
 }
 
-static bool write_refs(zc_disk_tier *tier, int dir_fd, const char *name, uint64_t count)
+static refs_state read_refs(zc_disk_tier *tier, int dir_fd, const blob_place *place,
+                            uint64_t *count)
 {
-    /* O_NONBLOCK: a FIFO planted by the name must not stall the lock holder. */
-    int fd = tier->ops->openat(
-        dir_fd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, tier->file_mode);
-    if (fd < 0)
-        return false;
+    uint8_t *data = NULL;
+    size_t size = 0;
+    zc_status status =
+        zc_disk_read_small_file(tier, dir_fd, place->refs, REFS_FILE_MAX, &data, &size);
+    if (status == ZC_MISS)
+        return REFS_ABSENT;
+    if (status != ZC_OK) {
+        zc_log_info("the count of users of %s/%s is no count (no regular file of at most %d "
+                    "bytes, or unreadable): left to the full sweep",
+                    place->dir, place->blob, REFS_FILE_MAX);
+        return REFS_UNKNOWN;
+    }
+    refs_state state = decode_refs(place, data, size, count);
+    free(data);
+    return state;
+}
+
+static bool write_refs(zc_disk_tier *tier, int dir_fd, const blob_place *place, uint64_t count)
+{
+    uint8_t content[8], *data = NULL;
+    size_t size = 0;
     struct stat st;
-    bool written = tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                   tier->ops->ftruncate(fd, (off_t)count) == 0;
-    zc_disk_close_keeping_errno(tier->ops, fd);
-    return written;
+    if (tier->ops->fstatat(dir_fd, place->refs, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(st.st_mode)) {
+        errno = EEXIST;
+        return false; /* not ours: left alone, and no count */
+    }
+    for (size_t i = 0; i < sizeof content; i++)
+        content[i] = (uint8_t)(count >> (8 * i));
+    if (zc_sealed_encode(ZC_SPIRV_REFS_MAGIC, place->sha256, content, sizeof content, 1, &data,
+                         &size) != ZC_OK)
+        return false;
+    /* A temp file renamed over it: never torn, and never written through
+     * whatever was planted by its name. */
+    zc_status status = zc_disk_publish(tier, data, size, dir_fd, place->refs);
+    free(data);
+    return status == ZC_OK;
 }
 
 /* No count is a safe count: the blob then waits for a full sweep. */
@@ -82,6 +126,19 @@ static void forget_refs(zc_disk_tier *tier, int dir_fd, const char *name)
 {
     if (tier->ops->unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT)
         zc_disk_log_errno("cannot remove", name, errno);
+}
+
+/* After a write of at_least failed: a smaller count left there would let
+ * the blob go while a recipe names it, so it goes. False when it stays. */
+static bool drop_count_below(zc_disk_tier *tier, int dir_fd, const blob_place *place,
+                             uint64_t at_least)
+{
+    uint64_t count = 0;
+    zc_disk_log_errno("cannot count the users of", place->blob, errno);
+    if (read_refs(tier, dir_fd, place, &count) != REFS_KNOWN || count >= at_least)
+        return true;
+    forget_refs(tier, dir_fd, place->refs);
+    return read_refs(tier, dir_fd, place, &count) != REFS_KNOWN;
 }
 
 /* Whether the SHA-256 at item index of an array whose items start with one
@@ -105,19 +162,16 @@ static zc_status add_user(zc_disk_tier *tier, const uint8_t sha256[32], bool pub
     if (dir_fd < 0)
         return ZC_ERR_IO; /* its blob was seen or written just now */
     uint64_t count = 0;
-    refs_state state = read_refs(tier, dir_fd, place.refs, &count);
+    refs_state state = read_refs(tier, dir_fd, &place, &count);
     zc_status status = ZC_OK;
     /* A blob that was there without a count keeps none: who names it is not
      * known. One written just now is named by no recipe yet; a count left
      * from an earlier copy removed by hand is kept, as it may still be. */
     if (published || state == REFS_KNOWN) {
         uint64_t users = (state == REFS_KNOWN ? count : 0) + 1;
-        if (!write_refs(tier, dir_fd, place.refs, users)) {
-            zc_disk_log_errno("cannot count the users of", place.blob, errno);
-            forget_refs(tier, dir_fd, place.refs);
-            if (read_refs(tier, dir_fd, place.refs, &count) == REFS_KNOWN)
-                status = ZC_ERR_IO; /* still a count, one too low once the recipe is there */
-        }
+        if (!write_refs(tier, dir_fd, &place, users) &&
+            !drop_count_below(tier, dir_fd, &place, users))
+            status = ZC_ERR_IO; /* one too low once the recipe is there */
     }
     tier->ops->close(dir_fd);
     return status;
@@ -164,10 +218,10 @@ static zc_status release_user(zc_disk_tier *tier, zc_disk_lock *lock, const uint
         return ZC_OK; /* no directory, no blob */
     uint64_t count = 0;
     zc_status status = ZC_OK;
-    if (read_refs(tier, dir_fd, place.refs, &count) != REFS_KNOWN)
+    if (read_refs(tier, dir_fd, &place, &count) != REFS_KNOWN)
         ; /* users unknown: left to the full sweep */
     else if (count > 1) {
-        if (!write_refs(tier, dir_fd, place.refs, count - 1))
+        if (!write_refs(tier, dir_fd, &place, count - 1))
             zc_disk_log_errno("cannot count the users of", place.blob, errno); /* one too many */
     } else
         status = remove_unused_blob(tier, lock, dir_fd, &place);
@@ -196,15 +250,13 @@ static void rebuild_one(zc_disk_tier *tier, const zc_census_blob *blob)
     if (dir_fd < 0)
         return;
     uint64_t count = 0;
-    refs_state state = read_refs(tier, dir_fd, place.refs, &count);
+    refs_state state = read_refs(tier, dir_fd, &place, &count);
     if (blob->gone || blob->users == 0) {
-        if (state != REFS_ABSENT)
+        if (state == REFS_KNOWN)
             forget_refs(tier, dir_fd, place.refs);
     } else if (state != REFS_KNOWN || count != blob->users) {
-        if (!write_refs(tier, dir_fd, place.refs, blob->users)) {
-            zc_disk_log_errno("cannot count the users of", place.blob, errno);
-            forget_refs(tier, dir_fd, place.refs);
-        }
+        if (!write_refs(tier, dir_fd, &place, blob->users))
+            drop_count_below(tier, dir_fd, &place, blob->users);
     }
     tier->ops->close(dir_fd);
 }

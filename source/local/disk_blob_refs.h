@@ -11,8 +11,11 @@
 #include "disk_internal.h"
 #include "zecache/disk_recipes.h"
 
-/* <s0>/<s1>/<64 hex>.spirv_refs beside <64 hex>.spirv: its size is the count. */
+/* <s0>/<s1>/<64 hex>.spirv_refs beside <64 hex>.spirv: the count as 8
+ * bytes little-endian in a sealed container (sealed.h) of this magic, with
+ * the blob's SHA-256 as its id. */
 #define ZC_SPIRV_REFS_SUFFIX ".spirv_refs"
+#define ZC_SPIRV_REFS_MAGIC "ZCSPREF" /* with its NUL: 8 bytes */
 
 struct zc_recipe;
 
