@@ -4,7 +4,9 @@
 # with N entries of 1000-byte binaries, each with a recipe, every 4 sharing
 # one SPIR-V blob (bin/zc_bench_scale fill), synced; then `zecache stats` timed;
 # STORES (default 50) stores in a row at the limit (each one's time, max and
-# median, and the directory entries one store listed); and, when OLD_BUILD
+# median, and the directory entries one store listed); as many recording
+# stores (a store and the recording of its inputs, timed as one, every 4
+# sharing new SPIR-V); and, when OLD_BUILD
 # names another build (e.g. main's), its one store at the limit
 # (zc_bench_scale evict) and its `zecache stats` on the same directory.
 #
@@ -36,6 +38,7 @@ for n in $entries; do
   echo "N=$n: zecache stats $(stats_seconds "$build/bin/zecache" "$dir") s"
   [[ -z $old ]] || echo "N=$n: old zecache stats $(stats_seconds "$old/bin/zecache" "$dir") s"
   "$build/bin/zc_bench_scale" stores "$dir" 1000 "$stores"
+  "$build/bin/zc_bench_scale" records "$dir" 1000 "$stores"
   [[ -z $old ]] || { printf 'old: ' && "$old/bin/zc_bench_scale" evict "$dir" 1000; }
   rm -rf "$dir"
 done
