@@ -474,14 +474,20 @@ static void pf_blob_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
     pf_end_case(tier, "SPIR-V", path, kind, valid, valid_size, other);
 }
 
-Test(planted, spirv, .timeout = 600)
+/* Every kind, with the huge container of magic for SPIR-V number n. */
+static void pf_each_kind_of_spirv(uint64_t n, const char *magic, pf_case_fn run)
 {
     uint8_t sha[32], *blob;
     size_t size, huge_size;
-    pf_spirv(VICTIM, sha, &blob, &size);
+    pf_spirv(n, sha, &blob, &size);
     free(blob);
-    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
-    pf_each_kind(pf_blob_case, huge, huge_size);
+    uint8_t *huge = pf_huge_sealed(magic, sha, &huge_size);
+    pf_each_kind(run, huge, huge_size);
+}
+
+Test(planted, spirv, .timeout = 600)
+{
+    pf_each_kind_of_spirv(VICTIM, ZC_SPIRV_MAGIC, pf_blob_case);
 }
 
 /* ---- SPIR-V users' counts ---- */
@@ -575,12 +581,7 @@ static void pf_refs_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
 
 Test(planted, spirv_users_counts, .timeout = 600)
 {
-    uint8_t sha[32], *blob;
-    size_t size, huge_size;
-    pf_spirv(BYSTANDER, sha, &blob, &size);
-    free(blob);
-    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_REFS_MAGIC, sha, &huge_size);
-    pf_each_kind(pf_refs_case, huge, huge_size);
+    pf_each_kind_of_spirv(BYSTANDER, ZC_SPIRV_REFS_MAGIC, pf_refs_case);
 }
 
 /* ---- usage lists ---- */
