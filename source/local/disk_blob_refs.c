@@ -99,26 +99,31 @@ static refs_state read_refs(zc_disk_tier *tier, int dir_fd, const blob_place *pl
     return state;
 }
 
+/* Written in place, not renamed over: ext4 flushes a file renamed over
+ * another (auto_da_alloc), which cost each eviction milliseconds. A write
+ * torn by a crash fails the container's checksums: no count, never a wrong
+ * one. Whatever else was planted by its name is neither followed
+ * (O_NOFOLLOW), waited for (O_NONBLOCK) nor written. */
 static bool write_refs(zc_disk_tier *tier, int dir_fd, const blob_place *place, uint64_t count)
 {
     uint8_t content[8], *data = NULL;
     size_t size = 0;
-    struct stat st;
-    if (tier->ops->fstatat(dir_fd, place->refs, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !S_ISREG(st.st_mode)) {
-        errno = EEXIST;
-        return false; /* not ours: left alone, and no count */
-    }
     for (size_t i = 0; i < sizeof content; i++)
         content[i] = (uint8_t)(count >> (8 * i));
     if (zc_sealed_encode(ZC_SPIRV_REFS_MAGIC, place->sha256, content, sizeof content, 1, &data,
                          &size) != ZC_OK)
         return false;
-    /* A temp file renamed over it: never torn, and never written through
-     * whatever was planted by its name. */
-    zc_status status = zc_disk_publish(tier, data, size, dir_fd, place->refs);
+    int fd = tier->ops->openat(dir_fd, place->refs,
+                               O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                               tier->file_mode);
+    struct stat st;
+    bool written = fd >= 0 && tier->ops->fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                   zc_disk_pwrite_all(tier->ops, fd, data, size, 0) == ZC_OK &&
+                   tier->ops->ftruncate(fd, (off_t)size) == 0;
+    if (fd >= 0)
+        zc_disk_close_keeping_errno(tier->ops, fd);
     free(data);
-    return status == ZC_OK;
+    return written;
 }
 
 /* No count is a safe count: the blob then waits for a full sweep. */
