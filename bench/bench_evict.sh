@@ -7,9 +7,10 @@
 # (default 3) times each, interleaved: median and range; STORES (default 50)
 # stores in a row at the limit (each one's time, max and median, and the
 # directory entries one store listed), and `zecache stats` once more (the
-# accounting kept through the evictions); and, when OLD_BUILD names another
-# build (e.g. main's), its one store at the limit (zc_bench_scale evict) and
-# its `zecache stats` on the same directory.
+# accounting kept through the evictions); as many recording stores (a store
+# and the recording of its inputs, timed as one, every 4 sharing new SPIR-V);
+# and, when OLD_BUILD names another build (e.g. main's), its one store at the
+# limit (zc_bench_scale evict) and its `zecache stats` on the same directory.
 #
 #   bench/bench_evict.sh [build-dir]     (default: build)
 #   needs: cmake --build <build-dir> --target zecache_tool zc_bench_scale
@@ -57,6 +58,7 @@ for n in $entries; do
   [[ -z $old ]] || echo "N=$n: old zecache stats $(stats_seconds "$old/bin/zecache" "$dir") s"
   "$build/bin/zc_bench_scale" stores "$dir" 1000 "$stores"
   echo "N=$n: after the stores, zecache stats $(stats_seconds "$build/bin/zecache" "$dir") s"
+  "$build/bin/zc_bench_scale" records "$dir" 1000 "$stores"
   [[ -z $old ]] || { printf 'old: ' && "$old/bin/zc_bench_scale" evict "$dir" 1000; }
   rm -rf "$dir"
 done

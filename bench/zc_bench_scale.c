@@ -16,6 +16,8 @@
  *                                    what DIR holds: max and median time of
  *                                    those that evicted and of the others, and
  *                                    the directory entries one store listed
+ *   zc_bench_scale records DIR SIZE K the same, each store followed by the
+ *                                    recording of its inputs (as fill's)
  *
  * Keys, binaries and SPIR-V come from a fixed seed, so "hits" finds what
  * "fill" wrote. The binaries compress about as native code does (to a third
@@ -109,7 +111,7 @@ static zc_status store_one(zc_disk_tier *tier, uint64_t index, uint8_t *binary, 
     return status;
 }
 
-static void record_one(zc_disk_tier *tier, uint64_t index)
+static zc_status record_one(zc_disk_tier *tier, uint64_t index)
 {
     uint8_t spirv[SPIRV_SIZE];
     fill_bytes(spirv, sizeof spirv, UINT64_C(1) << 40 | index / SHARING);
@@ -130,10 +132,9 @@ static void record_one(zc_disk_tier *tier, uint64_t index)
     if (zc_recipe_encode(&recipe, 1, &recipe_bytes, &recipe_size) != ZC_OK)
         die("cannot encode a recipe", NULL);
     zc_status status = zc_disk_tier_record(tier, &recipe.key, recipe_bytes, recipe_size, &blob, 1);
-    if (status != ZC_OK && status != ZC_EXISTS)
-        die("cannot record inputs", zc_status_name(status));
     free(blob_bytes);
     free(recipe_bytes);
+    return status;
 }
 
 static int fill(const char *dir, uint64_t count, size_t size)
@@ -147,7 +148,9 @@ static int fill(const char *dir, uint64_t count, size_t size)
         zc_status status = store_one(tier, i, binary, size);
         if (status != ZC_OK && status != ZC_EXISTS)
             die("cannot store", zc_status_name(status));
-        record_one(tier, i);
+        status = record_one(tier, i);
+        if (status != ZC_OK && status != ZC_EXISTS)
+            die("cannot record inputs", zc_status_name(status));
     }
     printf("fill %llu entries of %zu bytes: %.3f s\n", (unsigned long long)count, size,
            (double)(now_ns() - start) / 1e9);
@@ -256,8 +259,10 @@ static void print_times(const char *what, store_times *times)
 }
 
 /* The stores that evicted apart from the others: a store's own write can
- * meet the file system's write-back, whatever eviction does. */
-static int stores(const char *dir, size_t size, uint64_t count)
+ * meet the file system's write-back, whatever eviction does. Recording:
+ * each store is followed by the recording of its inputs (every 4 sharing
+ * new SPIR-V, as fill's), timed as one. */
+static int stores(const char *dir, size_t size, uint64_t count, bool recording)
 {
     uint64_t limit = 0;
     zc_disk_tier *probe = open_tier(dir, 0);
@@ -273,8 +278,11 @@ static int stores(const char *dir, size_t size, uint64_t count)
         die("out of memory", NULL);
     for (uint64_t i = 0; i < count; i++) {
         uint64_t listed = zc_disk_tier_dirents_read(tier), evicted = zc_disk_tier_evictions(tier);
+        uint64_t index = (UINT64_C(1) << (recording ? 52 : 51)) + i;
         uint64_t start = now_ns();
-        zc_status status = store_one(tier, (UINT64_C(1) << 51) + i, binary, size);
+        zc_status status = store_one(tier, index, binary, size);
+        if (status == ZC_OK && recording)
+            status = record_one(tier, index);
         uint64_t took = now_ns() - start;
         if (status != ZC_OK)
             die("a store at the limit failed", zc_status_name(status));
@@ -283,10 +291,11 @@ static int stores(const char *dir, size_t size, uint64_t count)
         store_times *times = zc_disk_tier_evictions(tier) != evicted ? &evicting : &plain;
         times->ns[times->count++] = took;
     }
-    printf("%llu stores at the limit (%llu bytes): evicted %llu entries, at most %llu directory "
+    printf("%llu %s at the limit (%llu bytes): evicted %llu entries, at most %llu directory "
            "entries listed by one store\n",
-           (unsigned long long)count, (unsigned long long)limit,
-           (unsigned long long)zc_disk_tier_evictions(tier), (unsigned long long)most_listed);
+           (unsigned long long)count, recording ? "recording stores" : "stores",
+           (unsigned long long)limit, (unsigned long long)zc_disk_tier_evictions(tier),
+           (unsigned long long)most_listed);
     print_times("stores that evicted", &evicting);
     print_times("stores that did not", &plain);
     free(evicting.ns);
@@ -305,8 +314,10 @@ int main(int argc, char **argv)
     if (argc == 4 && strcmp(argv[1], "evict") == 0)
         return evict(argv[2], strtoull(argv[3], NULL, 10));
     if (argc == 5 && strcmp(argv[1], "stores") == 0)
-        return stores(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+        return stores(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10), false);
+    if (argc == 5 && strcmp(argv[1], "records") == 0)
+        return stores(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10), true);
     fprintf(stderr, "usage: zc_bench_scale fill DIR N SIZE | hits DIR N | evict DIR SIZE | "
-                    "stores DIR SIZE K\n");
+                    "stores DIR SIZE K | records DIR SIZE K\n");
     return 2;
 }

@@ -9,11 +9,13 @@
 #include <ftw.h>
 #include <stdarg.h>
 
+#include "../source/local/disk_blob_refs.h"
 #include "fault_test_support.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_recipes.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/recipe.h"
+#include "zecache/sealed.h"
 
 enum {
     M_KEYS = 48,
@@ -70,6 +72,10 @@ typedef struct m_walk {
     uint8_t named[M_MAX_NAMED][32]; /* SPIR-V named by recipes that verify */
     size_t named_count;
     char unnamed_recipe[PATH_MAX]; /* a recipe naming SPIR-V that is not there */
+    /* SPIR-V users' counts (disk_blob_refs.h): by name, -1 when no count. */
+    char refs_hex[M_MAX_SEEN_BLOBS][65];
+    int64_t refs_count[M_MAX_SEEN_BLOBS];
+    size_t refs_seen;
 } m_walk;
 
 /* What a step may do to the directory, and what must hold after it. */
@@ -84,6 +90,7 @@ typedef struct m_rules {
     bool stores;              /* the size bound must hold afterwards */
     bool evicted;             /* an eviction ran: what is kept is checked */
     bool orphaned[M_KEYS];    /* its recipe stood without its entry: a pass may remove it */
+    bool spared[M_KEYS];      /* in use by the step (a record's entry): its eviction keeps it */
     uint64_t incoming;        /* what the step was adding when it evicted */
     bool bounded;             /* trim: the walked total is at most total_bound */
     uint64_t total_bound;
@@ -103,9 +110,13 @@ typedef struct model {
     bool usage_maybe[M_PROGRAMS]; /* a killed clear may have removed it */
     zc_key usage[M_PROGRAMS][M_USAGE_KEYS];
     size_t usage_count[M_PROGRAMS];
-    bool hand_dirty;  /* files changed behind the tiers' backs since the last repair */
-    uint64_t crashes; /* writers killed: each may leave one temp file */
-    uint64_t slack;   /* the largest cost of one key: entry, trace, recipe, its SPIR-V */
+    bool hand_dirty; /* files changed behind the tiers' backs since the last repair */
+    /* Since the last trim or clear only the tiers' stores and records ran:
+     * every SPIR-V's count is its recipes, and none stays without one. */
+    bool counts_exact;
+    uint64_t counts_checked; /* steps that checked it */
+    uint64_t crashes;        /* writers killed: each may leave one temp file */
+    uint64_t slack;          /* the largest cost of one key: entry, trace, recipe, its SPIR-V */
     uint64_t evictions_checked, hits, misses, stores, records, sweeps, kills, faults, concurrent;
     /* Steps after which zecache.accounting added up (and was compared with a
      * scan) or did not (and was rebuilt). */
@@ -205,6 +216,31 @@ static inline void m_note_named(m_walk *w, const char *path, const char *name)
     free(bytes);
 }
 
+/* The count a SPIR-V users' count file holds for the SPIR-V its name says;
+ * -1 when it holds none. */
+static inline int64_t m_read_refs(const char *path, const char *name)
+{
+    char hex[ZC_KEY_HEX_SIZE];
+    zc_key as_key;
+    snprintf(hex, sizeof hex, "%.64s", name);
+    if (strlen(name) != 64 + strlen(ZC_SPIRV_REFS_SUFFIX) || !zc_key_from_hex(hex, &as_key))
+        return -1;
+    size_t size = 0, content_size = 0;
+    uint8_t *bytes = ft_read_file(path, &size), *content = NULL, id[ZC_SEALED_ID_SIZE];
+    char reason[160];
+    int64_t count = -1;
+    if (zc_sealed_decode(ZC_SPIRV_REFS_MAGIC, bytes, size, as_key.bytes, 8, &content, &content_size,
+                         id, reason, sizeof reason) == ZC_OK &&
+        content_size == 8) {
+        count = 0;
+        for (int i = 7; i >= 0; i--)
+            count = count * 256 + content[i];
+    }
+    free(content);
+    free(bytes);
+    return count;
+}
+
 static inline int m_walk_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
     m_walk *w = m_walking;
@@ -246,6 +282,11 @@ static inline int m_walk_one(const char *path, const struct stat *st, int type, 
             w->recipe_size[k] = size;
         }
         m_note_named(w, path, name);
+    } else if (ft_has_suffix(name, ZC_SPIRV_REFS_SUFFIX)) {
+        if (w->refs_seen < M_MAX_SEEN_BLOBS) {
+            snprintf(w->refs_hex[w->refs_seen], 65, "%.64s", name);
+            w->refs_count[w->refs_seen++] = m_read_refs(path, name);
+        }
     } else if (ft_has_suffix(name, ZC_SPIRV_SUFFIX)) {
         w->total += size;
         w->blobs++;

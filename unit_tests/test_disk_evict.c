@@ -15,11 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../source/local/disk_blob_refs.h"
 #include "../source/local/fs_ops.h"
 #include "disk_test_support.h"
 #include "test_support.h"
 #include "zecache/disk_maintenance.h"
 #include "zecache/disk_usage_list.h"
+#include "zecache/sealed.h"
 
 static char test_root[256];
 static char cache_dir[512];
@@ -658,5 +660,130 @@ Test(evict, a_store_at_the_limit_evicts_a_bounded_number_of_entries)
         cr_assert_eq(t_exists(path), i >= evicted, "entry %zu of the shard (oldest first)", i);
     }
     assert_accounting_exact("after the bounded eviction");
+    zc_disk_tier_close(tier);
+}
+
+/* ---- recording at the limit ---- */
+
+/* Directory entries in shard and the ones after it that a pass may visit
+ * (ZC_SHARD_VISITS_MAX), with "." and "..". */
+static size_t files_from(const char *shard, unsigned shards)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned first =
+        (unsigned)(strchr(hex, shard[0]) - hex) * 16 + (unsigned)(strchr(hex, shard[2]) - hex);
+    size_t files = 0;
+    for (unsigned i = 0; i < shards; i++) {
+        unsigned index = (first + i) % 256;
+        char name[4] = {hex[index / 16], '/', hex[index % 16], '\0'};
+        files += files_in(name) + 2;
+    }
+    return files;
+}
+
+/* The same 2048 entries, and the incoming one stored before the limit: its
+ * recorded inputs at the limit, more than its shard's older entries hold,
+ * list only that shard and the few after it, as a store does, and keep the
+ * entry they are recorded beside. */
+Test(evict, a_recording_at_the_limit_lists_one_shard_and_keeps_its_entry)
+{
+    zc_disk_tier *tier = open_tier(0);
+    char path[PATH_MAX];
+    uint64_t incoming = SHARDED_ENTRIES + 1;
+    for (uint64_t i = 1; i <= SHARDED_ENTRIES; i++) {
+        store_entry(tier, i, 200);
+        entry_file(i, ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    store_entry(tier, incoming, 200);
+    zc_disk_tier_close(tier);
+    uint64_t limit = config_file_value();
+    tier = open_tier(limit);
+    char shard[4];
+    shard_of(incoming, shard);
+    size_t listed = files_from(shard, 4);
+    uint64_t read_before = zc_disk_tier_dirents_read(tier);
+    cr_assert_eq(record(tier, incoming, 5, 3000), ZC_OK);
+    uint64_t read = zc_disk_tier_dirents_read(tier) - read_before;
+    cr_assert_leq(read, listed, "the recording listed %llu directory entries, its shards have %zu",
+                  (unsigned long long)read, listed);
+    cr_assert_gt(zc_disk_tier_evictions(tier), 0);
+    entry_file(incoming, ".l0_cache", path);
+    cr_assert(t_exists(path), "the entry recorded beside was evicted");
+    entry_file(incoming, ".recipe", path);
+    cr_assert(t_exists(path));
+    walk_census census = assert_accounting_exact("after the recording at the limit");
+    zc_disk_tier_close(tier);
+    cr_assert_leq(census.total, limit);
+}
+
+static char refs_path[PATH_MAX]; /* the last .spirv_refs walked */
+
+static int find_refs(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    (void)st;
+    if (type == FTW_F && ends_with(path, ZC_SPIRV_REFS_SUFFIX))
+        snprintf(refs_path, sizeof refs_path, "%s", path);
+    return 0;
+}
+
+/* The count of the only blob's users its count file holds; -1: no file. */
+static int64_t blob_users(void)
+{
+    refs_path[0] = '\0';
+    cr_assert_eq(nftw(cache_dir, find_refs, 16, FTW_PHYS), 0);
+    if (refs_path[0] == '\0')
+        return -1;
+    size_t size = 0, content_size = 0;
+    uint8_t *data = t_read_bytes(refs_path, &size), *content = NULL, id[ZC_SEALED_ID_SIZE];
+    char reason[160] = "";
+    cr_assert_eq(zc_sealed_decode(ZC_SPIRV_REFS_MAGIC, data, size, NULL, 8, &content, &content_size,
+                                  id, reason, sizeof reason),
+                 ZC_OK, "%s: %s", refs_path, reason);
+    cr_assert_eq(content_size, 8);
+    int64_t count = 0;
+    for (int i = 7; i >= 0; i--)
+        count = count * 256 + content[i];
+    free(content);
+    free(data);
+    return count;
+}
+
+/* Two entries of one shard share a blob; stores at the limit in that shard
+ * evict them one at a time, without a full sweep: the blob stays with the
+ * first (one user left) and goes with the second. */
+Test(evict, a_blob_named_by_two_recipes_goes_with_the_second_from_a_shard)
+{
+    enum { SHARERS = 2, STORES = 2 };
+    char shard[4], path[PATH_MAX];
+    shard_of(1, shard);
+    uint64_t seeds[SHARERS + STORES];
+    seeds_in_shard(shard, seeds, SHARERS + STORES);
+    zc_disk_tier *tier = open_tier(0);
+    for (size_t i = 0; i < SHARERS; i++) {
+        store_entry(tier, seeds[i], 1000);
+        cr_assert_eq(record(tier, seeds[i], 77, 8000), ZC_OK);
+        entry_file(seeds[i], ".l0_cache", path);
+        set_mtime(path, 1000000 + (time_t)i);
+    }
+    cr_assert_eq(blob_users(), SHARERS);
+    zc_disk_tier_close(tier);
+    uint64_t limit = config_file_value();
+    tier = open_tier(limit);
+    for (size_t i = 0; i < STORES; i++) {
+        uint64_t read_before = zc_disk_tier_dirents_read(tier);
+        size_t listed = files_in(shard) + 2;
+        store_entry(tier, seeds[SHARERS + i], 1000);
+        cr_assert_leq(zc_disk_tier_dirents_read(tier) - read_before, listed, "a full sweep ran");
+        cr_assert_eq(zc_disk_tier_evictions(tier), i + 1, "store %zu: %llu evictions", i,
+                     (unsigned long long)zc_disk_tier_evictions(tier));
+        entry_file(seeds[i], ".l0_cache", path);
+        cr_assert_not(t_exists(path), "sharer %zu, the oldest, stayed", i);
+        walk_census census = assert_accounting_exact("after a store at the limit");
+        cr_assert_eq(census.blobs, i + 1 < SHARERS ? 1 : 0, "store %zu: %llu blobs", i,
+                     (unsigned long long)census.blobs);
+        cr_assert_eq(blob_users(), i + 1 < SHARERS ? (int64_t)(SHARERS - i - 1) : -1);
+    }
     zc_disk_tier_close(tier);
 }

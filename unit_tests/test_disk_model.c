@@ -263,6 +263,7 @@ static void op_record(m_step *s, int n)
     model *m = s->m;
     m_key *key = &m->keys[n];
     uint64_t before = m_evictions(m);
+    s->rules.spared[n] = true; /* recording its inputs: the entry is in use */
     zc_status status = m_record(m_pick_tier(m), m, n);
     m_note(m, "record %d (entry %d, recipe %d, planted %d): %s", n, key->state, key->recipe,
            key->recipe_planted, zc_status_name(status));
@@ -1062,7 +1063,8 @@ static void m_check_lru(model *m, const m_rules *rules, bool dirty_before, const
         if (!before->entry[gone] || m->walk.entry[gone])
             continue;
         for (int kept = 0; kept < M_KEYS; kept++)
-            if (before->entry[kept] && m->walk.entry[kept] && m_same_shard(gone, kept))
+            if (before->entry[kept] && m->walk.entry[kept] && m_same_shard(gone, kept) &&
+                !rules->spared[kept])
                 M_CHECK(m,
                         before->mtime[gone].tv_sec < before->mtime[kept].tv_sec ||
                             (before->mtime[gone].tv_sec == before->mtime[kept].tv_sec &&
@@ -1098,6 +1100,36 @@ static void m_check_figures(model *m)
     m->figures_kept++;
 }
 
+/* SPIR-V users' counts: one never counts fewer recipes than name its SPIR-V
+ * (or a blob could go while named), whatever ran; while only stores and
+ * records ran since a trim or clear, each counts them exactly, and a blob
+ * went with its last recipe, from a shard as from a full sweep. */
+static void m_check_blob_counts(model *m)
+{
+    for (size_t b = 0; b < m->walk.blob_count; b++) {
+        const char *hex = m->walk.blob_hex[b];
+        int64_t named = 0, count = -1;
+        for (size_t i = 0; i < m->walk.named_count; i++) {
+            zc_key as_key = {0};
+            char named_hex[ZC_KEY_HEX_SIZE];
+            memcpy(as_key.bytes, m->walk.named[i], 32);
+            zc_key_to_hex(&as_key, named_hex);
+            named += strcmp(named_hex, hex) == 0;
+        }
+        for (size_t r = 0; r < m->walk.refs_seen; r++)
+            if (strcmp(m->walk.refs_hex[r], hex) == 0)
+                count = m->walk.refs_count[r];
+        M_CHECK(m, count < 0 || count >= named, "SPIR-V %.16s... counts %lld users, %lld name it",
+                hex, (long long)count, (long long)named);
+        if (!m->counts_exact)
+            continue;
+        M_CHECK(m, named > 0, "SPIR-V %.16s... stayed after its last recipe went", hex);
+        M_CHECK(m, count == named, "SPIR-V %.16s... counts %lld users, exactly %lld name it", hex,
+                (long long)count, (long long)named);
+    }
+    m->counts_checked += m->counts_exact;
+}
+
 static void m_check(model *m, const m_rules *rules, bool dirty_before, bool bad_before)
 {
     static m_walk before; /* large: off the stack */
@@ -1109,6 +1141,7 @@ static void m_check(model *m, const m_rules *rules, bool dirty_before, bool bad_
     m_check_entries(m, rules);
     m_check_recipes(m, rules);
     m_check_figures(m);
+    m_check_blob_counts(m);
 }
 
 /* ---- packs, as zecache pack makes them and NEO_CACHE_PACKS reads them ---- */
@@ -1350,17 +1383,43 @@ static void m_do(m_step *s, m_op op, int n)
     }
 }
 
+/* Whether every SPIR-V's count is exact after op (m_check_blob_counts):
+ * a trim or clear rebuilds them; what else removes recipes (a removal, a
+ * load or verify removing a damaged entry), imports, other processes, crashes,
+ * faults and hands may leave them counting too many. */
+static void m_follow_counts(model *m, m_op op, const m_rules *rules, bool damaged)
+{
+    static const bool keeps[OP_COUNT] = {
+        [OP_STORE] = true,  [OP_RECORD] = true,    [OP_LOAD] = true,  [OP_REPAIR] = true,
+        [OP_VERIFY] = true, [OP_EXPORT] = true,    [OP_USAGE] = true, [OP_AGE] = true,
+        [OP_PACK] = true,   [OP_PACK_LOAD] = true,
+    };
+    bool removes_damaged = damaged && (op == OP_LOAD || op == OP_VERIFY);
+    if (rules->chaos)
+        m->counts_exact = false;
+    else if (op == OP_TRIM || op == OP_CLEAR)
+        m->counts_exact = true;
+    else if (!keeps[op] || removes_damaged)
+        m->counts_exact = false;
+}
+
 static void m_run(const char *profile, const unsigned weights[OP_COUNT], unsigned long steps)
 {
     static model m; /* large: off the stack */
     m_setup(&m, profile, steps);
+    m.counts_exact = true; /* an empty cache */
     for (m.step = 0; m.step < m.steps; m.step++) {
         m_step s = {.m = &m};
         uint64_t recorded;
         bool bad_before = !m_config_trusted(&recorded);
         bool dirty_before = m.hand_dirty;
         int n = (int)m_below(&m, M_KEYS);
-        m_do(&s, m_pick(&m, weights), n);
+        m_op op = m_pick(&m, weights);
+        bool damaged = false; /* a load or verify removes it, and its recipe */
+        for (int k = 0; k < M_KEYS; k++)
+            damaged = damaged || m.keys[k].state == M_DAMAGED;
+        m_do(&s, op, n);
+        m_follow_counts(&m, op, &s.rules, damaged);
         m_check(&m, &s.rules, dirty_before, bad_before);
         if (m.step % 64 == 63)
             m_load_all(&m);
@@ -1369,14 +1428,14 @@ static void m_run(const char *profile, const unsigned weights[OP_COUNT], unsigne
     cr_log_info("model (%s): %lu steps: %llu stores, %llu records, %llu hits, %llu misses, "
                 "%llu sweeps, %llu evictions checked, %llu writers killed, %llu faults, %llu "
                 "steps beside another process, %llu packs made, %llu pack hits, accounting kept "
-                "%llu times, rebuilt %llu",
+                "%llu times, rebuilt %llu, %llu steps with exact SPIR-V users' counts",
                 profile, m.steps, (unsigned long long)m.stores, (unsigned long long)m.records,
                 (unsigned long long)m.hits, (unsigned long long)m.misses,
                 (unsigned long long)m.sweeps, (unsigned long long)m.evictions_checked,
                 (unsigned long long)m.kills, (unsigned long long)m.faults,
                 (unsigned long long)m.concurrent, (unsigned long long)m.packs_made,
                 (unsigned long long)m.pack_hits, (unsigned long long)m.figures_kept,
-                (unsigned long long)m.figures_rebuilt);
+                (unsigned long long)m.figures_rebuilt, (unsigned long long)m.counts_checked);
     /* Stores, records and removals keep it: a rebuild follows only sweeps,
      * clears, crashes, failures and hands. */
     M_CHECK(&m, m.figures_kept > 4 * m.figures_rebuilt,

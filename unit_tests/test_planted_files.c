@@ -12,6 +12,7 @@
  * where the core logs it. */
 #include <criterion/criterion.h>
 
+#include "../source/local/disk_blob_refs.h"
 #include "cache_test_support.h"
 #include "fault_test_support.h"
 #include "zecache/bundle.h"
@@ -141,12 +142,13 @@ static void pf_spirv(uint64_t n, uint8_t sha256[32], uint8_t **blob, size_t *blo
     cr_assert_eq(zc_spirv_blob_encode(spirv, sizeof spirv, 1, sha256, blob, blob_size), ZC_OK);
 }
 
-static uint8_t *pf_recipe(uint64_t n, size_t *size)
+/* Key n's recipe, naming SPIR-V number spirv_n. */
+static uint8_t *pf_recipe_naming(uint64_t n, uint64_t spirv_n, size_t *size)
 {
     zc_recipe_input input = {.spirv_size = SPIRV_SIZE, .flags = (char *)"-O2"};
     uint8_t *blob;
     size_t blob_size;
-    pf_spirv(n, input.spirv_sha256, &blob, &blob_size);
+    pf_spirv(spirv_n, input.spirv_sha256, &blob, &blob_size);
     free(blob);
     zc_recipe recipe = {.key = fc_key(n),
                         .device_name = (char *)"planted device",
@@ -158,19 +160,29 @@ static uint8_t *pf_recipe(uint64_t n, size_t *size)
     return bytes;
 }
 
-static void pf_store_and_record(zc_disk_tier *tier, uint64_t n)
+static uint8_t *pf_recipe(uint64_t n, size_t *size)
+{
+    return pf_recipe_naming(n, n, size);
+}
+
+static void pf_store_and_record_naming(zc_disk_tier *tier, uint64_t n, uint64_t spirv_n)
 {
     ft_store(tier, n);
     zc_input_blob blob;
     uint8_t *blob_bytes;
-    pf_spirv(n, blob.sha256, &blob_bytes, &blob.size);
+    pf_spirv(spirv_n, blob.sha256, &blob_bytes, &blob.size);
     blob.bytes = blob_bytes;
     size_t size;
-    uint8_t *recipe = pf_recipe(n, &size);
+    uint8_t *recipe = pf_recipe_naming(n, spirv_n, &size);
     zc_key key = fc_key(n);
     cr_assert_eq(zc_disk_tier_record(tier, &key, recipe, size, &blob, 1), ZC_OK);
     free(recipe);
     free(blob_bytes);
+}
+
+static void pf_store_and_record(zc_disk_tier *tier, uint64_t n)
+{
+    pf_store_and_record_naming(tier, n, n);
 }
 
 static zc_disk_tier *pf_open_filled(void)
@@ -464,14 +476,114 @@ static void pf_blob_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
     pf_end_case(tier, "SPIR-V", path, kind, valid, valid_size, other);
 }
 
-Test(planted, spirv, .timeout = 600)
+/* Every kind, with the huge container of magic for SPIR-V number n. */
+static void pf_each_kind_of_spirv(uint64_t n, const char *magic, pf_case_fn run)
 {
     uint8_t sha[32], *blob;
     size_t size, huge_size;
-    pf_spirv(VICTIM, sha, &blob, &size);
+    pf_spirv(n, sha, &blob, &size);
     free(blob);
-    uint8_t *huge = pf_huge_sealed(ZC_SPIRV_MAGIC, sha, &huge_size);
-    pf_each_kind(pf_blob_case, huge, huge_size);
+    uint8_t *huge = pf_huge_sealed(magic, sha, &huge_size);
+    pf_each_kind(run, huge, huge_size);
+}
+
+Test(planted, spirv, .timeout = 600)
+{
+    pf_each_kind_of_spirv(VICTIM, ZC_SPIRV_MAGIC, pf_blob_case);
+}
+
+/* ---- SPIR-V users' counts ---- */
+
+/* A count file (disk_blob_refs.h) of SPIR-V number n holding count. */
+static uint8_t *pf_refs(uint64_t n, uint64_t count, size_t *size)
+{
+    uint8_t sha[32], *blob, content[8], *out = NULL;
+    size_t blob_size;
+    pf_spirv(n, sha, &blob, &blob_size);
+    free(blob);
+    for (size_t i = 0; i < sizeof content; i++)
+        content[i] = (uint8_t)(count >> (8 * i));
+    cr_assert_eq(zc_sealed_encode(ZC_SPIRV_REFS_MAGIC, sha, content, sizeof content, 1, &out, size),
+                 ZC_OK);
+    return out;
+}
+
+static void pf_shard_of(uint64_t n, char shard[4])
+{
+    char path[PATH_MAX];
+    ft_entry_path(path, n, "");
+    const char *name = strrchr(path, '/');
+    snprintf(shard, 4, "%.3s", name - 3);
+}
+
+/* Two keys from 3 on sharing a shard that the victim's and bystander's
+ * do not: the sharer, and the newcomer whose store evicts it. */
+static void pf_shard_pair(uint64_t *sharer, uint64_t *newcomer)
+{
+    char victim[4], bystander[4], shards[64][4];
+    pf_shard_of(VICTIM, victim);
+    pf_shard_of(BYSTANDER, bystander);
+    for (uint64_t n = 3;; n++) {
+        pf_shard_of(n, shards[n % 64]);
+        for (uint64_t m = n > 63 ? n - 63 : 3; m < n; m++)
+            if (strcmp(shards[m % 64], shards[n % 64]) == 0 &&
+                strcmp(shards[n % 64], victim) != 0 && strcmp(shards[n % 64], bystander) != 0) {
+                *sharer = m;
+                *newcomer = n;
+                return;
+            }
+    }
+}
+
+/* The bystander's SPIR-V is named by a sharer too, and a store at the limit
+ * evicts the sharer from its shard: whatever is planted as the SPIR-V's
+ * count, the SPIR-V stays for the bystander. A valid count (2) would go to
+ * 1; a planted one is no count, and leaves it to the full sweep. */
+static void pf_refs_case(pf_kind kind, const uint8_t *huge, size_t huge_size)
+{
+    pf_new_cache("refs", kind);
+    uint64_t sharer, newcomer;
+    pf_shard_pair(&sharer, &newcomer);
+    zc_disk_tier *tier = pf_open_filled();
+    uint64_t filled = 0, with_newcomer = 0, before = 0;
+    cr_assert(ft_config_value(&filled));
+    ft_store(tier, newcomer); /* to learn what its store needs */
+    cr_assert(ft_config_value(&with_newcomer));
+    char path[PATH_MAX];
+    ft_entry_path(path, newcomer, ZC_ENTRY_SUFFIX);
+    cr_assert_eq(zc_disk_tier_remove_entry(tier, path + strlen(ft_cache) + 1), ZC_OK);
+    pf_store_and_record_naming(tier, sharer, BYSTANDER);
+    ft_entry_path(path, sharer, ZC_ENTRY_SUFFIX);
+    struct timespec old[2] = {{1000000, 0}, {1000000, 0}};
+    cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+    cr_assert(ft_config_value(&before));
+    zc_disk_tier_close(tier);
+
+    char refs_path[PATH_MAX];
+    pf_blob_path(BYSTANDER, refs_path);
+    snprintf(strrchr(refs_path, '.'), 16, "%s", ZC_SPIRV_REFS_SUFFIX);
+    size_t valid_size, other_size;
+    uint8_t *valid = pf_refs(BYSTANDER, 2, &valid_size), *other = pf_refs(VICTIM, 1, &other_size);
+    pf_plant(refs_path, kind, valid, valid_size, other, other_size, huge, huge_size);
+    /* Room for the newcomer but for one byte: the sharer alone goes. */
+    tier = ft_open(before + (with_newcomer - filled) - 1, NULL);
+    pf_watch watch;
+    pf_watch_start(&watch);
+    ft_store(tier, newcomer);
+    char log[8192];
+    uint64_t growth = pf_watch_stop(&watch, log, sizeof log);
+
+    pf_assert_bounded(growth, PF_MEMORY_BOUND_KIB, "SPIR-V users", kind);
+    cr_assert_eq(zc_disk_tier_evictions(tier), 1, "SPIR-V users, %s: %llu evictions",
+                 kind_names[kind], (unsigned long long)zc_disk_tier_evictions(tier));
+    cr_assert_not(t_exists(path), "SPIR-V users, %s: the sharer stayed", kind_names[kind]);
+    pf_assert_logged(log, "is no count", "SPIR-V users", kind);
+    pf_end_case(tier, "SPIR-V users", refs_path, kind, valid, valid_size, other);
+}
+
+Test(planted, spirv_users_counts, .timeout = 600)
+{
+    pf_each_kind_of_spirv(BYSTANDER, ZC_SPIRV_REFS_MAGIC, pf_refs_case);
 }
 
 /* ---- usage lists ---- */

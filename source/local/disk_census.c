@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk_blob_refs.h"
 #include "disk_internal.h"
 #include "zecache/log.h"
 #include "zecache/recipe.h"
@@ -146,6 +147,8 @@ static int visit(void *context, const zc_scan_item *item)
         zc_disk_remove_unused_lock(census->tier, item, ZC_TEMP_MAX_AGE_SEC, census->now);
     if (item->kind == ZC_SCAN_MARK)
         zc_disk_remove_stale_mark(census->tier, item, census->now);
+    if (item->kind == ZC_SCAN_REFS)
+        zc_blob_refs_remove_orphan(census->tier, item);
     if (item->kind == ZC_SCAN_BLOB)
         stored = add_blob(census, item);
     if (item->kind == ZC_SCAN_ENTRY)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "disk_blob_refs.h"
 #include "disk_internal.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/log.h"
@@ -128,6 +129,7 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
             result->oldest_kept = NULL;
             remove_oldest(&census, policy, result);
         }
+        zc_blob_refs_rebuild(&census); /* what shard passes go by, exact again */
         zc_disk_prune_usage_lists(
             tier, result->oldest_kept != NULL ? result->oldest_kept->last_use.tv_sec : INT64_MAX);
         status = zc_disk_set_total(tier, lock, census.total - result->removed_bytes);
@@ -140,11 +142,17 @@ static zc_status sweep(zc_disk_tier *tier, zc_disk_lock *lock, const sweep_polic
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
                             const char *shard)
 {
+    return zc_disk_make_room_sparing(tier, lock, incoming, shard, NULL);
+}
+
+zc_status zc_disk_make_room_sparing(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                                    const char *shard, const char *spared)
+{
     uint64_t max = tier->max_size;
     if (max == 0 || lock->total + incoming <= max)
         return ZC_OK;
     if (shard != NULL && incoming <= max) {
-        zc_status status = zc_disk_evict_from_shards(tier, lock, incoming, shard);
+        zc_status status = zc_disk_evict_from_shards(tier, lock, incoming, shard, spared);
         if (status != ZC_MISS)
             return status;
     }

@@ -9,6 +9,7 @@
  *   disk_scan.c        walking the directory (and the public foreach)
  *   disk_evict.c       removal: bad entries, eviction, trim, clear
  *   disk_shard_evict.c eviction from one k0/k1 shard at a time
+ *   disk_blob_refs.c   how many recipes name each SPIR-V blob (disk_blob_refs.h)
  *   disk_claim.c       per-key build locks: cross-process single flight
  *   disk_fork.c        fork(): locked sections and build locks around it
  */
@@ -234,6 +235,7 @@ typedef enum zc_scan_kind {
     ZC_SCAN_LOCK,    /* *.lock: build locks (disk_claim.c), never counted */
     ZC_SCAN_MARK,    /* *.failed: not-stored marks (disk_claim.c), empty, never counted */
     ZC_SCAN_USAGE,   /* *.l0_usage in the root: programs' usage lists, never counted */
+    ZC_SCAN_REFS,    /* *.spirv_refs: a blob's count of recipes (disk_blob_refs.h), never counted */
 } zc_scan_kind;
 
 typedef struct zc_scan_item {
@@ -286,6 +288,10 @@ bool zc_disk_unlink_entry(zc_disk_tier *tier, int parent_fd, const char *name,
  * repairs the total from a scan. ZC_ERR_IO if still no room. */
 zc_status zc_disk_make_room(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
                             const char *shard);
+/* zc_disk_make_room whose shard pass keeps the entry named spared (NULL:
+ * none) in shard: the one a recording at the limit adds its recipe to. */
+zc_status zc_disk_make_room_sparing(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
+                                    const char *shard, const char *spared);
 
 /* ---- disk_shard_evict.c ---- */
 
@@ -295,12 +301,13 @@ enum {
     ZC_SPARE_ENTRIES_MAX = 32, /* entries one store may evict beyond its need */
 };
 /* Under the lock, incoming <= max_size: removes the least recently used
- * entries of first_shard, then of the shards after it (at most
+ * entries of first_shard (but not spared, when not NULL) with the blobs
+ * only their recipes named, then of the shards after it (at most
  * ZC_SHARD_VISITS_MAX), until incoming fits with a third of a shard's share
  * to spare, or ZC_SPARE_ENTRIES_MAX entries more than it needed. ZC_OK when it fits, ZC_MISS when
  * the shards could not free enough, ZC_ERR_IO when the total became unknown. */
 zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
-                                    const char *first_shard);
+                                    const char *first_shard, const char *spared);
 
 /* ---- disk_census.c ---- */
 
@@ -373,6 +380,10 @@ zc_status zc_disk_sweep_recipe(zc_disk_tier *tier, int dir_fd, const char *entry
                                struct zc_recipe *inputs, uint64_t *removed_size);
 /* True for "<64 hex>.spirv"; sets sha256. */
 bool zc_disk_parse_blob_name(const char *name, uint8_t sha256[32]);
+#define ZC_BLOB_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_SUFFIX) /* with NUL */
+/* Where the blob of this SHA-256 is: "s0/s1" and "<64 hex>.spirv" (name
+ * holds ZC_BLOB_NAME_SIZE). */
+void zc_disk_blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE], char *name);
 
 /* ---- disk_claim.c ---- */
 

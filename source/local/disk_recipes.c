@@ -10,26 +10,25 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "disk_blob_refs.h"
 #include "disk_internal.h"
 #include "zecache/log.h"
 #include "zecache/recipe.h"
 
-#define BLOB_NAME_SIZE (2 * 32 + sizeof ZC_SPIRV_SUFFIX)
 #define RECIPE_NAME_SIZE (2 * ZC_KEY_SIZE + sizeof ZC_RECIPE_SUFFIX)
 
 /* The largest recorded input's file, and the largest recipe's. */
 #define SEALED_FILE_MAX (ZC_SEALED_MAX_CONTENT + ZC_SEALED_HEADER_SIZE)
 #define RECIPE_FILE_MAX (ZC_SEALED_HEADER_SIZE + ZSTD_COMPRESSBOUND(ZC_RECIPE_MAX_CONTENT))
 
-static void blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE],
-                       char name[BLOB_NAME_SIZE])
+void zc_disk_blob_place(const uint8_t sha256[32], char dir[ZC_ENTRY_DIR_SIZE], char *name)
 {
     zc_key as_key = {0};
     char hex[ZC_KEY_HEX_SIZE];
     memcpy(as_key.bytes, sha256, 32);
     zc_disk_entry_dir(&as_key, dir);
     zc_key_to_hex(&as_key, hex);
-    snprintf(name, BLOB_NAME_SIZE, "%s%s", hex, ZC_SPIRV_SUFFIX);
+    snprintf(name, ZC_BLOB_NAME_SIZE, "%s%s", hex, ZC_SPIRV_SUFFIX);
 }
 
 static void recipe_name_of(const zc_key *key, char name[RECIPE_NAME_SIZE])
@@ -56,8 +55,8 @@ static zc_status count_missing_blobs(zc_disk_tier *tier, const zc_input_blob *bl
 {
     *bytes = 0;
     for (size_t i = 0; i < count; i++) {
-        char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
-        blob_place(blobs[i].sha256, dir, name);
+        char dir[ZC_ENTRY_DIR_SIZE], name[ZC_BLOB_NAME_SIZE];
+        zc_disk_blob_place(blobs[i].sha256, dir, name);
         int dir_fd = zc_disk_open_dir(tier, dir, false);
         zc_status present = dir_fd >= 0 ? file_present(tier, dir_fd, name) : ZC_MISS;
         if (dir_fd >= 0)
@@ -75,8 +74,8 @@ static zc_status count_missing_blobs(zc_disk_tier *tier, const zc_input_blob *bl
 
 static zc_status publish_blob(zc_disk_tier *tier, const zc_input_blob *blob)
 {
-    char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
-    blob_place(blob->sha256, dir, name);
+    char dir[ZC_ENTRY_DIR_SIZE], name[ZC_BLOB_NAME_SIZE];
+    zc_disk_blob_place(blob->sha256, dir, name);
     int dir_fd = zc_disk_open_dir(tier, dir, true);
     if (dir_fd < 0)
         return ZC_ERR_IO;
@@ -99,19 +98,22 @@ typedef struct record_call {
 static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent_fd,
                               const record_call *call)
 {
-    char entry_name[ZC_ENTRY_NAME_SIZE], recipe_name[RECIPE_NAME_SIZE];
+    char dir[ZC_ENTRY_DIR_SIZE], entry_name[ZC_ENTRY_NAME_SIZE], recipe_name[RECIPE_NAME_SIZE];
+    zc_disk_entry_dir(call->key, dir);
     zc_disk_entry_name(call->key, entry_name);
     recipe_name_of(call->key, recipe_name);
     uint64_t blob_bytes = 0, room = 0;
     zc_status status =
         count_missing_blobs(tier, call->blobs, call->blob_count, call->missing, &blob_bytes);
-    /* Making room may have evicted the entry itself, or the only other
-     * recipe naming a blob counted as present, and that blob with it: count
-     * again, until what is missing fits in the room made. Each round finds
-     * more missing, so there are at most blob_count + 1. */
+    /* Making room from the entry's shard spares the entry, as a store's
+     * does the one it brings; the full sweep it may fall back to may still
+     * evict it (every entry went), or the only other recipe naming a blob
+     * counted as present, and that blob with it: count again, until what is
+     * missing fits in the room made. Each round finds more missing, so
+     * there are at most blob_count + 1. */
     while (status == ZC_OK && blob_bytes + call->recipe_size > room) {
         room = blob_bytes + call->recipe_size;
-        status = zc_disk_make_room(tier, lock, room, NULL);
+        status = zc_disk_make_room_sparing(tier, lock, room, dir, entry_name);
         if (status == ZC_OK)
             status = file_present(tier, parent_fd, entry_name);
         if (status == ZC_OK)
@@ -126,6 +128,8 @@ static zc_status write_locked(zc_disk_tier *tier, zc_disk_lock *lock, int parent
         if (call->missing[i] && (status = publish_blob(tier, &call->blobs[i])) == ZC_OK)
             written += call->blobs[i].size, blobs_written++;
     uint64_t blobs_bytes = written;
+    if (status == ZC_OK)
+        status = zc_blob_refs_add(tier, call->blobs, call->blob_count, call->missing);
     if (status == ZC_OK && (status = zc_disk_publish(tier, call->recipe, call->recipe_size,
                                                      parent_fd, recipe_name)) == ZC_OK)
         written += call->recipe_size;
@@ -203,8 +207,8 @@ zc_status zc_disk_tier_read_recipe(zc_disk_tier *tier, const zc_key *key, uint8_
 zc_status zc_disk_tier_read_blob(zc_disk_tier *tier, const uint8_t sha256[32], uint8_t **data,
                                  size_t *size)
 {
-    char dir[ZC_ENTRY_DIR_SIZE], name[BLOB_NAME_SIZE];
-    blob_place(sha256, dir, name);
+    char dir[ZC_ENTRY_DIR_SIZE], name[ZC_BLOB_NAME_SIZE];
+    zc_disk_blob_place(sha256, dir, name);
     return read_file_in(tier, dir, name, SEALED_FILE_MAX, data, size);
 }
 
@@ -273,7 +277,7 @@ bool zc_disk_parse_blob_name(const char *name, uint8_t sha256[32])
 {
     char hex[ZC_KEY_HEX_SIZE];
     zc_key as_key;
-    if (strlen(name) != BLOB_NAME_SIZE - 1 || !zc_disk_has_suffix(name, ZC_SPIRV_SUFFIX))
+    if (strlen(name) != ZC_BLOB_NAME_SIZE - 1 || !zc_disk_has_suffix(name, ZC_SPIRV_SUFFIX))
         return false;
     memcpy(hex, name, 64);
     hex[64] = '\0';

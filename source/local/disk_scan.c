@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "disk_blob_refs.h"
 #include "disk_internal.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/recipe.h"
@@ -39,6 +40,8 @@ static bool classify(const char *name, int depth, zc_scan_kind *kind)
         *kind = ZC_SCAN_SIDECAR;
     else if (depth == MAX_DEPTH && zc_disk_has_suffix(name, ZC_SPIRV_SUFFIX))
         *kind = ZC_SCAN_BLOB;
+    else if (depth == MAX_DEPTH && zc_disk_has_suffix(name, ZC_SPIRV_REFS_SUFFIX))
+        *kind = ZC_SCAN_REFS;
     else if (depth == 0 && strncmp(name, ZC_TEMP_PREFIX, strlen(ZC_TEMP_PREFIX)) == 0)
         *kind = ZC_SCAN_TEMP;
     else if (zc_disk_has_suffix(name, ZC_LOCK_SUFFIX))

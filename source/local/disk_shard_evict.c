@@ -1,10 +1,12 @@
 /* Eviction from one shard (one k0/k1 directory of the 256) at a time, so
  * that a store at the limit lists one directory, not the whole cache: the
  * entries' keys are hashes, so every shard holds about 1/256 of them and of
- * their bytes, and its oldest entries are about the cache's oldest. What a
- * shard pass cannot do (blobs no recipe names, the driver's flat files in
- * the root, a shard too small to free enough) is left to the full sweep
- * (disk_evict.c), which zc_disk_make_room falls back to. */
+ * their bytes, and its oldest entries are about the cache's oldest. A
+ * blob goes with the last recipe naming it, by its count
+ * (disk_blob_refs.c). What a shard pass cannot do (blobs of unknown count,
+ * the driver's flat files in the root, a shard too small to free enough)
+ * is left to the full sweep (disk_evict.c), which zc_disk_make_room falls
+ * back to. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk_blob_refs.h"
 #include "disk_internal.h"
 #include "zecache/log.h"
+#include "zecache/recipe.h"
 
 typedef struct shard_file {
     struct timespec last_use;
@@ -74,12 +78,35 @@ static int oldest_first(const void *a, const void *b)
 typedef struct evict_goal {
     uint64_t need_at_most, keep_at_most;
     uint64_t spare_entries; /* left to remove beyond the need */
+    const char *spared;     /* the entry a recording adds to (NULL: none), in the first shard */
 } evict_goal;
 
 static bool goal_open(const zc_disk_lock *lock, const evict_goal *goal)
 {
     return lock->total > goal->need_at_most ||
            (lock->total > goal->keep_at_most && goal->spare_entries > 0);
+}
+
+/* Removes file (in fd) and the blobs only its recipe named: ZC_MISS when it
+ * stays, ZC_ERR_IO when the total became unknown. */
+static zc_status remove_entry(zc_disk_tier *tier, zc_disk_lock *lock, int fd,
+                              const shard_file *file)
+{
+    zc_recipe inputs;
+    uint64_t damaged = 0; /* a recipe removed as damaged, counted in file->size */
+    zc_status recipe = zc_disk_sweep_recipe(tier, fd, file->name, &inputs, &damaged);
+    uint64_t trace_size; /* already in file->size, from the listing */
+    zc_status status = ZC_MISS;
+    if (zc_disk_unlink_entry(tier, fd, file->name, &trace_size))
+        status = zc_disk_account_removed(tier, lock, file->size);
+    else if (damaged > 0 && zc_disk_account_removed(tier, lock, damaged) != ZC_OK)
+        status = ZC_ERR_IO;
+    /* Its recipe is gone: one user less for what it named. One that could
+     * not be read leaves its blobs counted one too many, for the sweep. */
+    if (status == ZC_OK && recipe == ZC_OK)
+        status = zc_blob_refs_release(tier, lock, &inputs);
+    zc_recipe_free(&inputs);
+    return status;
 }
 
 /* Removes shard's least recently used entries until goal is met; the
@@ -97,13 +124,14 @@ static int64_t evict_from_shard(zc_disk_tier *tier, zc_disk_lock *lock, const ch
         qsort(list.files, list.count, sizeof *list.files, oldest_first);
         zc_disk_begin_change(tier, lock);
         for (size_t i = 0; i < list.count && goal_open(lock, goal) && removed >= 0; i++) {
-            uint64_t trace_size; /* already in size, from the listing */
             bool beyond_need = lock->total <= goal->need_at_most;
-            if (!zc_disk_unlink_entry(tier, fd, list.files[i].name, &trace_size))
+            if (goal->spared != NULL && strcmp(list.files[i].name, goal->spared) == 0)
+                continue;
+            zc_status status = remove_entry(tier, lock, fd, &list.files[i]);
+            if (status == ZC_MISS)
                 continue; /* it still counts; the next one may go */
             goal->spare_entries -= beyond_need ? 1 : 0;
-            removed =
-                zc_disk_account_removed(tier, lock, list.files[i].size) == ZC_OK ? removed + 1 : -1;
+            removed = status == ZC_OK ? removed + 1 : -1;
         }
         if (removed >= 0)
             zc_disk_set_total(tier, lock, lock->total);
@@ -134,20 +162,21 @@ static unsigned shard_index(const char *shard)
 }
 
 zc_status zc_disk_evict_from_shards(zc_disk_tier *tier, zc_disk_lock *lock, uint64_t incoming,
-                                    const char *first_shard)
+                                    const char *first_shard, const char *spared)
 {
     /* Freeing a third of a shard's share beyond the need, as the driver
      * frees a third of the limit, so the next stores do not each evict. */
     uint64_t spare = tier->max_size / (3 * ZC_SHARD_COUNT);
     uint64_t need_at_most = tier->max_size - incoming;
     evict_goal goal = {need_at_most, need_at_most > spare ? need_at_most - spare : 0,
-                       ZC_SPARE_ENTRIES_MAX};
+                       ZC_SPARE_ENTRIES_MAX, spared};
     unsigned first = shard_index(first_shard);
     uint64_t evicted = 0;
     for (unsigned visit = 0; visit < ZC_SHARD_VISITS_MAX && goal_open(lock, &goal); visit++) {
         char shard[ZC_ENTRY_DIR_SIZE];
         shard_name((first + visit) % ZC_SHARD_COUNT, shard);
         int64_t removed = evict_from_shard(tier, lock, shard, &goal);
+        goal.spared = NULL; /* it is in the first shard */
         if (removed < 0)
             return ZC_ERR_IO;
         evicted += (uint64_t)removed;
