@@ -1063,8 +1063,10 @@ static void m_check_lru(model *m, const m_rules *rules, bool dirty_before, const
         if (!before->entry[gone] || m->walk.entry[gone])
             continue;
         for (int kept = 0; kept < M_KEYS; kept++)
+            /* A key the step stores may have gone and come back in it (an
+             * import's later item): its time before says nothing. */
             if (before->entry[kept] && m->walk.entry[kept] && m_same_shard(gone, kept) &&
-                !rules->spared[kept])
+                !rules->spared[kept] && !rules->may_add[kept])
                 M_CHECK(m,
                         before->mtime[gone].tv_sec < before->mtime[kept].tv_sec ||
                             (before->mtime[gone].tv_sec == before->mtime[kept].tv_sec &&
