@@ -95,7 +95,8 @@ typedef struct diff_scenario {
      * header can be but named only where the compiler reads no include. */
     int decor[DIFF_SOURCES][DIFF_INCLUDES];
     int commented[DIFF_COMMENTED];
-    bool commented_edit; /* this step edited only those: must hit */
+    bool commented_names; /* the kernel's source names both in comments */
+    bool commented_edit;  /* this step edited only those: must hit */
 } diff_scenario;
 
 /* ---- the random source (splitmix64) ---- */
@@ -197,6 +198,7 @@ static inline void diff_random_decors(diff_scenario *s, diff_random *r, const di
                 allowed->classes[CLASS_COMMENTS] ? (int)diff_next(r, (uint32_t)DIFF_DECORS) : 0;
     for (int i = 0; i < DIFF_COMMENTED; i++)
         s->commented[i] = 1 + (int)diff_next(r, 1000);
+    s->commented_names = allowed->classes[CLASS_COMMENTS];
 }
 
 static inline void diff_generate(diff_scenario *s, diff_random *r, const diff_allowed *allowed)
@@ -440,6 +442,8 @@ static inline void diff_source_text(const diff_scenario *s, int i, char *text, s
         "", "v += __TIME__[6];\n", "v += __DATE__[5] + __DATE__[0];\n", "v += __FILE__[0];\n"};
     text[0] = '\0';
     bool kernel = i == s->source_count - 1;
+    if (kernel && s->commented_names) /* as Rodinia's lavaMD and b+tree do */
+        diff_append(text, size, "// #include <c1.h>\t// main.h\n// #include \"c%d.h\"\n", 0);
     if (kernel)
         diff_append(text, size, "kernel void k(global int *out)\n{\n int v = get_global_id(0);\n",
                     0);
