@@ -19,6 +19,21 @@
 #define DIFF_NAMES 4   /* headers h0.h .. h3.h */
 #define DIFF_SOURCES 3 /* source strings at most */
 #define DIFF_INCLUDES 3
+#define DIFF_COMMENTED 2 /* headers c0.h, c1.h, named only in comments */
+
+/* What the comments class puts before an include of a source: each hides
+ * nothing but the c<n>.h names, or nothing at all. */
+static const char *const diff_decors[] = {
+    "",
+    "/* x */ ",
+    "/* a\n b */ ",
+    " v += '\"' - 34 + sizeof(\"\\\"/*\") - 4 + '\\'' - 39;\n",
+    "// continued \\\n#include \"c0.h\"\n",
+    "// #include <c1.h>\n/* #include \"c0.h\" */\n",
+    "#if 0\n it's /* \"\n#endif\n",
+    " v += sizeof(\"// #include <c1.h>\"); // \" /*\n",
+};
+#define DIFF_DECORS ((int)(sizeof diff_decors / sizeof diff_decors[0]))
 
 /* Where a header can be: the two working directories, the -I directory
  * "i1" under each (given relative, so it follows the working directory),
@@ -56,11 +71,12 @@ typedef enum diff_class {
     CLASS_CB_RELEASE, /* the build callback releases the program */
     CLASS_CB_BUILD,   /* the build callback builds the same source */
     CLASS_LIBS,       /* Intel's compiler library swapped (LD_LIBRARY_PATH) */
+    CLASS_COMMENTS,   /* includes in comments, after comments and tricky literals */
     CLASS_COUNT
 } diff_class;
 static const char *const diff_class_names[CLASS_COUNT] = {
     "headers", "patterns", "threads",    "cwd",      "time", "file",
-    "poclenv", "shared",   "cb-release", "cb-build", "libs"};
+    "poclenv", "shared",   "cb-release", "cb-build", "libs", "comments"};
 
 typedef struct diff_scenario {
     int header[DIFF_LOCATIONS][DIFF_NAMES]; /* 0: absent, else its constant */
@@ -74,6 +90,13 @@ typedef struct diff_scenario {
     bool extra_after;  /* POCL_EXTRA_BUILD_FLAGS set after clCreateContext */
     bool patched_libs; /* a copy of libopencl-clang whose FLT_DIG is 7 */
     int special, pattern, repeat;
+    /* The comments class: what stands before each include of a source
+     * (DECOR_*), and the constants of c0.h and c1.h, written everywhere a
+     * header can be but named only where the compiler reads no include. */
+    int decor[DIFF_SOURCES][DIFF_INCLUDES];
+    int commented[DIFF_COMMENTED];
+    bool commented_names; /* the kernel's source names both in comments */
+    bool commented_edit;  /* this step edited only those: must hit */
 } diff_scenario;
 
 /* ---- the random source (splitmix64) ---- */
@@ -166,6 +189,18 @@ static inline void diff_random_sources(diff_scenario *s, diff_random *r)
             s->includes[i][j] = j == 0 || diff_chance(r, 40) ? diff_random_include(r, -1) : -1;
 }
 
+/* The comments class's decorations, when it is enabled. */
+static inline void diff_random_decors(diff_scenario *s, diff_random *r, const diff_allowed *allowed)
+{
+    for (int i = 0; i < DIFF_SOURCES; i++)
+        for (int j = 0; j < DIFF_INCLUDES; j++)
+            s->decor[i][j] =
+                allowed->classes[CLASS_COMMENTS] ? (int)diff_next(r, (uint32_t)DIFF_DECORS) : 0;
+    for (int i = 0; i < DIFF_COMMENTED; i++)
+        s->commented[i] = 1 + (int)diff_next(r, 1000);
+    s->commented_names = allowed->classes[CLASS_COMMENTS];
+}
+
 static inline void diff_generate(diff_scenario *s, diff_random *r, const diff_allowed *allowed)
 {
     memset(s, 0, sizeof *s);
@@ -182,6 +217,7 @@ static inline void diff_generate(diff_scenario *s, diff_random *r, const diff_al
                 diff_place_header(s, r, location, name);
     }
     diff_random_sources(s, r);
+    diff_random_decors(s, r, allowed);
     s->use_i1 = diff_chance(r, 80);
     s->use_abs = diff_chance(r, 90);
     s->use_sys = diff_chance(r, 5);
@@ -264,6 +300,34 @@ static inline void diff_change_headers(diff_scenario *s, diff_random *r,
     }
 }
 
+/* One change of the comments class: a header only comments name edited
+ * (a hit), or one the sources include (the driver's result), or the
+ * decorations anew. */
+static inline void diff_change_comments(diff_scenario *s, diff_random *r,
+                                        const diff_allowed *allowed, char *what, size_t size)
+{
+    int location, name;
+    switch (diff_next(r, 3)) {
+    case 0:
+        name = (int)diff_next(r, DIFF_COMMENTED);
+        s->commented[name] = 1 + (int)diff_next(r, 1000);
+        s->commented_edit = true;
+        snprintf(what, size, "edited c%d.h, which only comments name", name);
+        return;
+    case 1:
+        if (diff_find_header(s, r, allowed, &location, &name)) {
+            s->header[location][name] = 1 + (int)diff_next(r, 1000);
+            snprintf(what, size, "edited %s/h%d.h", diff_location_dirs[location], name);
+            return;
+        }
+        /* fall through */
+    default:
+        diff_random_decors(s, r, allowed);
+        snprintf(what, size, "new comments and literals before the includes");
+        return;
+    }
+}
+
 /* How often a class's changes come, 0 for one not enabled: the changes to
  * the files the program includes, which most programs meet, more often;
  * the rarer classes' more often than the call patterns every run meets. */
@@ -285,6 +349,7 @@ static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allo
     for (int i = 0; i < CLASS_COUNT; i++)
         total += diff_class_weight(allowed, (diff_class)i);
     int pick = (int)diff_next(r, (uint32_t)total);
+    s->commented_edit = false;
     diff_class chosen = CLASS_HEADERS;
     for (int i = 0; i < CLASS_COUNT; i++) {
         if (pick < diff_class_weight(allowed, (diff_class)i)) {
@@ -333,6 +398,9 @@ static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allo
     case CLASS_HEADERS:
         diff_change_headers(s, r, allowed, what, size);
         return;
+    case CLASS_COMMENTS:
+        diff_change_comments(s, r, allowed, what, size);
+        return;
     default:
         s->pattern = diff_random_pattern(r, allowed);
         s->repeat = 1 + (int)diff_next(r, 2);
@@ -374,13 +442,19 @@ static inline void diff_source_text(const diff_scenario *s, int i, char *text, s
         "", "v += __TIME__[6];\n", "v += __DATE__[5] + __DATE__[0];\n", "v += __FILE__[0];\n"};
     text[0] = '\0';
     bool kernel = i == s->source_count - 1;
+    if (kernel && s->commented_names) /* as Rodinia's lavaMD and b+tree do */
+        diff_append(text, size, "// #include <c1.h>\t// main.h\n// #include \"c%d.h\"\n", 0);
     if (kernel)
         diff_append(text, size, "kernel void k(global int *out)\n{\n int v = get_global_id(0);\n",
                     0);
     else
         diff_append(text, size, "int f%d(int v)\n{\n", i);
-    for (int j = 0; j < DIFF_INCLUDES; j++)
+    for (int j = 0; j < DIFF_INCLUDES; j++) {
+        size_t length = strlen(text);
+        if (s->includes[i][j] >= 0 && length < size)
+            snprintf(text + length, size - length, "%s", diff_decors[s->decor[i][j]]);
         diff_include_line(text, size, s->includes[i][j]);
+    }
     if (!kernel) {
         diff_append(text, size, " return v;\n}\n", 0);
         return;

@@ -7,7 +7,6 @@
 #include "byte_order.h"
 #include "key_record.h"
 #include "opencl_c_macros.h"
-#include "opencl_c_scan.h"
 #include "zecache/key_request.h"
 
 /* A compiled object is keyed by its bytes: the driver made it, from inputs
@@ -30,12 +29,9 @@ static zc_status add_object(zc_key_builder *builder, const zc_build_input *input
  * each compile, as a source's or a header file's (opencl_c_key.c). */
 static zc_status refuse_unkeyable_macro(zc_key_builder *builder, const zc_named_header *header)
 {
-    size_t logical_size = 0;
-    char *logical = zc_opencl_c_logical_text(header->text, header->size, &logical_size);
-    if (logical == NULL)
+    const char *macro = NULL;
+    if (zc_opencl_c_unkeyable_macro(header->text, header->size, &macro) != ZC_OK)
         return zc_key_refuse(builder, ZC_ERR_NOMEM, "out of memory scanning a header");
-    const char *macro = zc_opencl_c_unkeyable_macro(logical, logical_size);
-    free(logical);
     if (macro == NULL)
         return ZC_OK;
     return zc_key_refuse(builder, ZC_NOT_CACHEABLE,

@@ -337,12 +337,9 @@ static zc_status on_include(void *context, const zc_include_ref *ref)
 
 static zc_status scan_text(resolver *r, const char *text, size_t size, const char *dir)
 {
-    size_t logical_size = 0;
-    char *logical = zc_opencl_c_logical_text(text, size, &logical_size);
-    if (logical == NULL)
+    const char *macro = NULL;
+    if (zc_opencl_c_unkeyable_macro(text, size, &macro) != ZC_OK)
         return refuse(r, ZC_ERR_NOMEM, "out of memory scanning");
-    const char *macro = zc_opencl_c_unkeyable_macro(logical, logical_size);
-    free(logical);
     if (macro != NULL)
         return zc_key_refuse(r->builder, ZC_NOT_CACHEABLE,
                              "OpenCL C: it names %s, which the driver expands anew at each "

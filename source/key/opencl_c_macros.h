@@ -8,9 +8,11 @@
 
 #include <stddef.h>
 
-/* The first such macro named in text (size bytes, as zc_opencl_c_scan
- * reads it: splices joined) outside comments and literals, inactive #if
- * blocks included; NULL when none is. */
-const char *zc_opencl_c_unkeyable_macro(const char *text, size_t size);
+#include "zecache/status.h"
+
+/* Sets *macro to the first such macro named in text (size bytes, as given)
+ * outside comments and literals as zc_opencl_c_scan reads them, inactive
+ * #if blocks included; NULL when none is. ZC_ERR_NOMEM. */
+zc_status zc_opencl_c_unkeyable_macro(const char *text, size_t size, const char **macro);
 
 #endif

@@ -4,12 +4,24 @@
  * splits tokens: a backslash (or the ??/ trigraph; OpenCL C has trigraphs
  * in clang's non-GNU language modes) followed by optional horizontal white
  * space and a line end joins two lines, as clang accepts it (with a warning
- * for the white space). ??= and %: become '#'. Then every '#' is looked at:
- * white space and block comments may stand between it and the directive's
- * name, and between the name and its operand. A '#' anywhere counts, not
- * only at the start of a line, because what comes before it on its line may
- * be a comment spanning lines; false finds only cost keyed bytes. */
+ * for the white space). ??= and %: become '#'. Then the copy is walked past
+ * comments and string or character literals as clang lexes them
+ * (opencl_c_lex.c), and every '#' is looked at: white space and block
+ * comments may stand between it and the directive's name, and between the
+ * name and its operand; after the operand the walk goes on past its closing
+ * character, so a quote or "//" in a header name starts nothing. A '#'
+ * anywhere counts, not only at the start of a line (false finds only cost
+ * keyed bytes). Where the reading of comments and literals could differ
+ * from clang's, nothing is skipped and comments and literals are scanned as
+ * code, which finds more, never less: a text with a trigraph (clang reads
+ * them in some language modes only, and ??/ or ??' move where a literal or
+ * comment ends), or what C++ for OpenCL lexes another way (see
+ * zc_opencl_c_walk), or a backslash in a header name (clang skips escapes
+ * there). A first walk that calls nothing decides, so each name is passed
+ * on once. */
 #include "opencl_c_scan.h"
+
+#include "opencl_c_lex.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +31,16 @@ typedef struct scanner {
     const char *text;
     size_t size;
     zc_include_fn each;
+    zc_word_fn word; /* or NULL */
     void *context;
     char *reason;
     size_t reason_size;
+    zc_lex_walk *walk;
 } scanner;
 
 static bool is_horizontal_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\v' || c == '\f';
-}
-
-static bool is_identifier_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '$' || (unsigned char)c >= 0x80;
 }
 
 /* The length of a line end at in[i] ("\n", "\r\n" or "\r"), 0 if none. */
@@ -113,7 +121,7 @@ static size_t skip_space(const scanner *s, size_t i)
 
 static size_t identifier_end(const scanner *s, size_t i)
 {
-    while (i < s->size && is_identifier_char(s->text[i]))
+    while (i < s->size && zc_opencl_c_is_identifier_char(s->text[i]))
         i++;
     return i;
 }
@@ -124,34 +132,78 @@ static bool word_is(const scanner *s, size_t start, size_t end, const char *word
     return end - start == length && memcmp(s->text + start, word, length) == 0;
 }
 
-/* The operand at i: "name" or <name> on one line, which is passed on. A
- * line end (or end of text, or a line comment) there is an empty directive,
- * an error the compiler reports from the keyed text alone; an unterminated
- * name too. Anything else is a macro to expand: not cacheable. */
-static zc_status take_operand(const scanner *s, size_t i, bool next, const char *what)
+/* A header name's operand that may end elsewhere for clang: a backslash in
+ * it (clang skips escapes in header names). */
+static zc_status unless_unsure(const scanner *s, size_t open, size_t close)
 {
+    if (!s->walk->skip_hidden || memchr(s->text + open, '\\', close - open) == NULL)
+        return ZC_OK;
+    s->walk->unsure = true;
+    return ZC_NOT_CACHEABLE;
+}
+
+/* Where the header name opened at i ends: its closing character, a line
+ * end or the end of text; with escaped, a backslash takes the next
+ * character with it, as clang reads a name. */
+static size_t name_end(const scanner *s, size_t i, bool escaped)
+{
+    char close = s->text[i] == '"' ? '"' : '>';
+    size_t j = i + 1;
+    while (j < s->size && s->text[j] != close && line_end_length(s->text, s->size, j) == 0)
+        j += escaped && s->text[j] == '\\' && j + 1 < s->size &&
+                     line_end_length(s->text, s->size, j + 1) == 0
+                 ? 2
+                 : 1;
+    return j;
+}
+
+static zc_status pass_name(const scanner *s, size_t open, size_t close, bool next, const char *what)
+{
+    zc_include_ref ref = {s->text + open + 1, close - open - 1, s->text[open] == '<', next};
+    if (memchr(ref.name, '\0', ref.length) != NULL)
+        return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                          "%s names a file with a NUL byte", what);
+    return s->each(s->context, &ref);
+}
+
+/* The operand at i: "name" or <name> on one line, which is passed on;
+ * *resume is where the walk goes on (past its closing character). A line
+ * end (or end of text, or a line comment) there is an empty directive, an
+ * error the compiler reports from the keyed text alone; an unterminated
+ * name too (a lone '<' is a token, a lone '"' a literal to the line end).
+ * Anything else is a macro to expand: not cacheable (when looking for
+ * includes). */
+static zc_status take_operand(const scanner *s, size_t i, bool next, const char *what,
+                              size_t *resume)
+{
+    *resume = i;
     if (i >= s->size || line_end_length(s->text, s->size, i) > 0 ||
         (i + 1 < s->size && s->text[i] == '/' && s->text[i + 1] == '/'))
         return ZC_OK;
     char open = s->text[i];
     if (open != '"' && open != '<') {
         size_t end = identifier_end(s, i);
+        if (s->each == NULL)
+            return ZC_OK;
         return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
                           "%s names its file through a macro (%.*s): what it includes depends "
                           "on the macros",
                           what, (int)(end > i && end - i < 64 ? end - i : 1), s->text + i);
     }
-    char close = open == '"' ? '"' : '>';
-    size_t j = i + 1;
-    while (j < s->size && s->text[j] != close && line_end_length(s->text, s->size, j) == 0)
-        j++;
-    if (j >= s->size || s->text[j] != close)
+    size_t j = name_end(s, i, false);
+    if (j >= s->size || line_end_length(s->text, s->size, j) > 0) {
+        *resume = open == '"' ? j : i + 1;
         return ZC_OK;
-    zc_include_ref ref = {s->text + i + 1, j - i - 1, open == '<', next};
-    if (memchr(ref.name, '\0', ref.length) != NULL)
-        return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
-                          "%s names a file with a NUL byte", what);
-    return s->each(s->context, &ref);
+    }
+    *resume = j + 1;
+    zc_status status = unless_unsure(s, i, j);
+    if (status == ZC_OK && s->each != NULL)
+        status = pass_name(s, i, j, next, what);
+    size_t escaped = name_end(s, i, true);
+    if (status == ZC_OK && s->each != NULL && escaped != j && escaped < s->size &&
+        line_end_length(s->text, s->size, escaped) == 0)
+        status = pass_name(s, i, escaped, next, what); /* clang's reading */
+    return status;
 }
 
 /* After '#' at i: a directive that includes a file, or nothing. */
@@ -164,14 +216,14 @@ static zc_status directive_at(const scanner *s, size_t i, size_t *resume)
     if (!next && !word_is(s, start, end, "include") && !word_is(s, start, end, "import") &&
         !word_is(s, start, end, "embed"))
         return ZC_OK;
-    *resume = end;
-    return take_operand(s, skip_space(s, end), next, "#include");
+    return take_operand(s, skip_space(s, end), next, "#include", resume);
 }
 
-/* At an identifier starting at i: __has_include("name") and friends. A
- * mention without '(' (#ifdef __has_include) tests the feature only. */
-static zc_status has_include_at(const scanner *s, size_t i, size_t end)
+/* At an identifier [i, end): __has_include("name") and friends. A mention
+ * without '(' (#ifdef __has_include) tests the feature only. */
+static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *resume)
 {
+    *resume = end;
     bool next = word_is(s, i, end, "__has_include_next");
     if (!next && !word_is(s, i, end, "__has_include") && !word_is(s, i, end, "__has_embed"))
         return ZC_OK;
@@ -179,29 +231,66 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end)
     if (open >= s->size || s->text[open] != '(')
         return ZC_OK;
     size_t operand = skip_space(s, open + 1);
-    if (operand < s->size &&
+    if (s->each != NULL && operand < s->size &&
         (line_end_length(s->text, s->size, operand) > 0 || s->text[operand] == ')'))
         return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
                           "__has_include with no file name");
-    return take_operand(s, operand, next, "__has_include");
+    zc_status status = take_operand(s, operand, next, "__has_include", resume);
+    if (*resume == operand)
+        *resume = end;
+    return status;
 }
 
-static zc_status scan(const scanner *s)
+static zc_status visit(void *context, size_t at, size_t end, size_t *resume)
 {
-    for (size_t i = 0; i < s->size;) {
-        zc_status status = ZC_OK;
-        size_t resume = i + 1;
-        if (s->text[i] == '#') {
-            status = directive_at(s, i, &resume);
-        } else if (s->text[i] == '_' && (i == 0 || !is_identifier_char(s->text[i - 1]))) {
-            resume = identifier_end(s, i);
-            status = has_include_at(s, i, resume);
-        }
+    const scanner *s = context;
+    if (s->text[at] == '#')
+        return directive_at(s, at, resume);
+    if (s->word != NULL) {
+        zc_status status = s->word(s->context, s->text + at, end - at);
         if (status != ZC_OK)
             return status;
-        i = resume;
     }
+    return has_include_at(s, at, end, resume);
+}
+
+static zc_status ignore_include(void *context, const zc_include_ref *ref)
+{
+    (void)context;
+    (void)ref;
     return ZC_OK;
+}
+
+static zc_status ignore_word(void *context, const char *word, size_t length)
+{
+    (void)context;
+    (void)word;
+    (void)length;
+    return ZC_OK;
+}
+
+/* Walks the logical copy of text past comments and literals when that
+ * reading is sure (a first walk with no calls tells), as code otherwise. */
+static zc_status scan(scanner *s, const char *text, size_t size)
+{
+    char *copy = zc_opencl_c_logical_text(text, size, &s->size);
+    if (copy == NULL)
+        return ZC_ERR_NOMEM;
+    s->text = copy;
+    zc_lex_walk walk = {copy, s->size, !zc_opencl_c_has_trigraph(text, size), visit, s, false};
+    s->walk = &walk;
+    if (walk.skip_hidden) {
+        scanner dry = *s;
+        dry.each = s->each != NULL ? ignore_include : NULL;
+        dry.word = s->word != NULL ? ignore_word : NULL;
+        walk.context = &dry;
+        zc_opencl_c_walk(&walk);
+        walk.skip_hidden = !walk.unsure;
+        walk.context = s;
+    }
+    zc_status status = zc_opencl_c_walk(&walk);
+    free(copy);
+    return status;
 }
 
 zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
@@ -209,12 +298,15 @@ zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, vo
 {
     if ((text == NULL && size > 0) || each == NULL)
         return ZC_ERR_INVALID_ARG;
-    scanner s = {NULL, 0, each, context, reason, reason_size};
-    char *copy = zc_opencl_c_logical_text(text, size, &s.size);
-    if (copy == NULL)
-        return ZC_ERR_NOMEM;
-    s.text = copy;
-    zc_status status = scan(&s);
-    free(copy);
-    return status;
+    scanner s = {NULL, 0, each, NULL, context, reason, reason_size, NULL};
+    return scan(&s, text, size);
+}
+
+zc_status zc_opencl_c_scan_words(const char *text, size_t size, zc_word_fn word, void *context)
+{
+    if ((text == NULL && size > 0) || word == NULL)
+        return ZC_ERR_INVALID_ARG;
+    char reason[8];
+    scanner s = {NULL, 0, NULL, word, context, reason, sizeof reason, NULL};
+    return scan(&s, text, size);
 }

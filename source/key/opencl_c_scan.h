@@ -2,10 +2,12 @@
  * every #include, #include_next, #import and #embed (also spelt with the
  * %: digraph or the ??= trigraph, comments between the parts, lines spliced
  * with a backslash, or ??/) and every __has_include, __has_include_next and
- * __has_embed with a name, wherever they are: in comments, strings and
- * inactive #if blocks too, since reading the text as the preprocessor does
- * would need the macros and the options. So it may find more than the
- * compiler reads, never less. Internal to the core. */
+ * __has_embed with a name outside comments and string or character
+ * literals, wherever they are: in inactive #if blocks too, since reading
+ * the text as the preprocessor does would need the macros and the options;
+ * in comments and literals too where clang's reading of those could differ
+ * (opencl_c_scan.c). So it may find more than the compiler reads, never
+ * less. Internal to the core. */
 #ifndef ZECACHE_OPENCL_C_SCAN_H
 #define ZECACHE_OPENCL_C_SCAN_H
 
@@ -30,6 +32,14 @@ typedef zc_status (*zc_include_fn)(void *context, const zc_include_ref *ref);
  * a name holds a NUL; ZC_ERR_NOMEM. */
 zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
                            char *reason, size_t reason_size);
+
+typedef zc_status (*zc_word_fn)(void *context, const char *word, size_t length);
+
+/* Calls word for every identifier (or number) in text that the include
+ * scan reads as code: outside comments, literals and header names, or
+ * everywhere where that reading is not sure. ZC_ERR_NOMEM, or the first
+ * status other than ZC_OK word returns. */
+zc_status zc_opencl_c_scan_words(const char *text, size_t size, zc_word_fn word, void *context);
 
 /* The text as clang's lexer reads it before it splits tokens (splices
  * joined, '#' for its digraph and trigraph), malloc'd, *out_size bytes;
