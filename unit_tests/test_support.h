@@ -145,8 +145,9 @@ static inline bool is_zecache_side_file_name(const char *name)
     size_t hex = strspn(name, "0123456789abcdef");
     if (strcmp(name, "zecache.accounting") == 0)
         return true;
-    return hex == 64 && (strcmp(name + hex, ".recipe") == 0 || strcmp(name + hex, ".spirv") == 0 ||
-                         strcmp(name + hex, ".l0_usage") == 0);
+    return hex == 64 &&
+           (strcmp(name + hex, ".recipe") == 0 || strcmp(name + hex, ".spirv") == 0 ||
+            strcmp(name + hex, ".spirv_refs") == 0 || strcmp(name + hex, ".l0_usage") == 0);
 }
 
 #endif
