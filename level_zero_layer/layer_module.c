@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "faulted_buffer.h"
 #include "layer_internal.h"
 #include "zecache/log.h"
 
@@ -171,11 +172,14 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
                                .pInputModule = binary,
                                .pBuildFlags = zcl_native_build_flags(compile->request)};
     ze_module_handle_t created = NULL;
+    zc_faulted_buffer *prepared =
+        zcl_native_check_prepare(compile->device, native.pBuildFlags, binary_size);
     compile->result =
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
-    if (compile->result == ZE_RESULT_SUCCESS &&
-        !zcl_native_hit_unchanged(compile->device, native.pBuildFlags, created, binary,
-                                  binary_size)) {
+    if (compile->result != ZE_RESULT_SUCCESS) {
+        zc_faulted_buffer_free(prepared);
+    } else if (!zcl_native_hit_unchanged(compile->device, native.pBuildFlags, created, binary,
+                                         binary_size, prepared)) {
         zcl_layer.next.module_destroy(created);
         return ZC_HIT_REBUILT;
     }

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 
 #include "layer_internal.h"
+#include "faulted_buffer.h"
 #include "zecache/fork_guard.h"
 
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,49 +89,99 @@ size_t zcl_native_check_spare_size(void)
     return size;
 }
 
-bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size)
+/* The buffer the driver copies the module's binary into: the one faulted
+ * in during the create, the kept one, or a new one. */
+typedef struct check_buffer {
+    uint8_t *bytes;
+    enum { BUFFER_PREPARED, BUFFER_SPARE, BUFFER_OWN } kind;
+} check_buffer;
+
+static check_buffer buffer_for(size_t size, zc_faulted_buffer *prepared)
+{
+    size_t prepared_size = 0;
+    uint8_t *bytes = prepared != NULL ? zc_faulted_buffer_wait(prepared, &prepared_size) : NULL;
+    if (bytes != NULL && prepared_size >= size)
+        return (check_buffer){bytes, BUFFER_PREPARED};
+    bytes = take_spare(size);
+    if (bytes != NULL)
+        return (check_buffer){bytes, BUFFER_SPARE};
+    return (check_buffer){malloc(size > 0 ? size : 1), BUFFER_OWN};
+}
+
+static void buffer_done(check_buffer buffer)
+{
+    if (buffer.kind == BUFFER_SPARE)
+        pthread_mutex_unlock(&spare_lock);
+    else if (buffer.kind == BUFFER_OWN)
+        free(buffer.bytes);
+}
+
+bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size,
+                                 zc_faulted_buffer *prepared)
 {
     size_t loaded_size = 0;
     if (zcl_layer.next.module_get_native_binary(module, &loaded_size, NULL) != ZE_RESULT_SUCCESS ||
         loaded_size != size)
         return false;
-    uint8_t *buffer = take_spare(size);
-    bool shared = buffer != NULL;
-    if (!shared)
-        buffer = malloc(size > 0 ? size : 1);
-    bool same = buffer != NULL &&
-                zcl_layer.next.module_get_native_binary(module, &loaded_size, buffer) ==
+    check_buffer buffer = buffer_for(size, prepared);
+    bool same = buffer.bytes != NULL &&
+                zcl_layer.next.module_get_native_binary(module, &loaded_size, buffer.bytes) ==
                     ZE_RESULT_SUCCESS &&
-                loaded_size == size && memcmp(buffer, binary, size) == 0;
-    if (shared)
-        pthread_mutex_unlock(&spare_lock);
-    else
-        free(buffer);
+                loaded_size == size && memcmp(buffer.bytes, binary, size) == 0;
+    buffer_done(buffer);
     return same;
 }
 
-static bool loaded_sizes(void *module, size_t count, size_t *sizes)
+/* What the reads below are given: the module, and the buffer faulted in for
+ * its full check, if any. */
+typedef struct checked_module {
+    ze_module_handle_t module;
+    zc_faulted_buffer *prepared;
+} checked_module;
+
+static bool loaded_sizes(void *object, size_t count, size_t *sizes)
 {
-    return count == 1 &&
-           zcl_layer.next.module_get_native_binary(module, &sizes[0], NULL) == ZE_RESULT_SUCCESS;
+    checked_module *checked = object;
+    return count == 1 && zcl_layer.next.module_get_native_binary(checked->module, &sizes[0],
+                                                                 NULL) == ZE_RESULT_SUCCESS;
 }
 
-static bool loaded_same(void *module, const zc_loaded_binaries *cached)
+static bool loaded_same(void *object, const zc_loaded_binaries *cached)
 {
-    return cached->count == 1 &&
-           zcl_native_loaded_unchanged(module, cached->binaries[0], cached->sizes[0]);
+    checked_module *checked = object;
+    return cached->count == 1 && zcl_native_loaded_unchanged(checked->module, cached->binaries[0],
+                                                             cached->sizes[0], checked->prepared);
 }
 
 static const zc_loaded_reader module_reader = {loaded_sizes, loaded_same};
 
-bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
-                              ze_module_handle_t module, const uint8_t *binary, size_t size)
+static zc_loaded_binaries one_binary(const void *const *device, const char *build_flags,
+                                     const size_t *size, const uint8_t *const *binary)
+{
+    return (zc_loaded_binaries){
+        .count = 1, .devices = device, .options = build_flags, .sizes = size, .binaries = binary};
+}
+
+zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const char *build_flags,
+                                            size_t size)
 {
     const void *devices[] = {device};
-    zc_loaded_binaries cached = {.count = 1,
-                                 .devices = devices,
-                                 .options = build_flags,
-                                 .sizes = &size,
-                                 .binaries = &binary};
-    return zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, module);
+    const uint8_t *none = NULL;
+    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &none);
+    if (size < ZCL_PREPARE_MIN || size <= zcl_native_check_spare_size() ||
+        !zc_loaded_check_is_full(&zcl_layer.hit_checks, &cached))
+        return NULL;
+    return zc_faulted_buffer_start(size);
+}
+
+bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
+                              ze_module_handle_t module, const uint8_t *binary, size_t size,
+                              zc_faulted_buffer *prepared)
+{
+    const void *devices[] = {device};
+    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary);
+    checked_module checked = {module, prepared};
+    bool unchanged = zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, &checked);
+    zc_faulted_buffer_free(prepared);
+    return unchanged;
 }

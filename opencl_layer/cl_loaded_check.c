@@ -5,21 +5,45 @@
 #include <string.h>
 
 #include "cl_layer_internal.h"
+#include "faulted_buffer.h"
 #include "zecache/frontend_several.h"
 
-static bool loaded_sizes(void *program, size_t count, size_t *sizes)
+/* What the reads below are given: the program, and the buffer faulted in
+ * for a one-device full check, if any. */
+typedef struct checked_program {
+    cl_program program;
+    zc_faulted_buffer *prepared;
+} checked_program;
+
+static bool loaded_sizes(void *object, size_t count, size_t *sizes)
 {
-    return zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(*sizes),
-                                           sizes, NULL) == CL_SUCCESS;
+    checked_program *checked = object;
+    return zcc_layer.next.clGetProgramInfo(checked->program, CL_PROGRAM_BINARY_SIZES,
+                                           count * sizeof(*sizes), sizes, NULL) == CL_SUCCESS;
 }
 
-static bool loaded_same(void *program, const zc_loaded_binaries *cached)
+/* The one device's binary copied into the prepared buffer and compared;
+ * false when the driver's size is not the cached one. */
+static bool prepared_same(checked_program *checked, const zc_loaded_binaries *cached)
 {
+    size_t size = 0, prepared_size = 0;
+    unsigned char *bytes = zc_faulted_buffer_wait(checked->prepared, &prepared_size);
+    return loaded_sizes(checked, 1, &size) && size == cached->sizes[0] && size <= prepared_size &&
+           zcc_layer.next.clGetProgramInfo(checked->program, CL_PROGRAM_BINARIES, sizeof(bytes),
+                                           &bytes, NULL) == CL_SUCCESS &&
+           memcmp(bytes, cached->binaries[0], size) == 0;
+}
+
+static bool loaded_same(void *object, const zc_loaded_binaries *cached)
+{
+    checked_program *checked = object;
+    if (checked->prepared != NULL && cached->count == 1)
+        return prepared_same(checked, cached);
     cl_uint count = (cl_uint)cached->count;
     size_t built_sizes[ZC_FRONTEND_MAX_DEVICES];
     unsigned char *built_binaries[ZC_FRONTEND_MAX_DEVICES];
     bool same = count <= ZC_FRONTEND_MAX_DEVICES &&
-                zcc_binaries_of(program, count, built_sizes, built_binaries);
+                zcc_binaries_of(checked->program, count, built_sizes, built_binaries);
     for (cl_uint i = 0; same && i < count; i++)
         same = built_sizes[i] == cached->sizes[i] &&
                memcmp(built_binaries[i], cached->binaries[i], cached->sizes[i]) == 0;
@@ -29,19 +53,44 @@ static bool loaded_same(void *program, const zc_loaded_binaries *cached)
 
 static const zc_loaded_reader program_reader = {loaded_sizes, loaded_same};
 
-bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
-                          const char *options, const size_t *sizes,
-                          const unsigned char *const *binaries)
+static bool as_loaded_binaries(cl_uint count, const cl_device_id *devices, const char *options,
+                               const size_t *sizes, const unsigned char *const *binaries,
+                               const void **device_handles, zc_loaded_binaries *cached)
 {
-    const void *device_handles[ZC_FRONTEND_MAX_DEVICES];
     if (count > ZC_FRONTEND_MAX_DEVICES)
         return false;
     for (cl_uint i = 0; i < count; i++)
         device_handles[i] = devices[i];
-    zc_loaded_binaries cached = {.count = count,
-                                 .devices = device_handles,
-                                 .options = options,
-                                 .sizes = sizes,
-                                 .binaries = binaries};
-    return zc_loaded_unchanged(&zcc_layer.hit_checks, &cached, &program_reader, built);
+    *cached = (zc_loaded_binaries){.count = count,
+                                   .devices = device_handles,
+                                   .options = options,
+                                   .sizes = sizes,
+                                   .binaries = binaries};
+    return true;
+}
+
+zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options, size_t size)
+{
+    const void *device_handles[1];
+    const unsigned char *none = NULL;
+    zc_loaded_binaries cached;
+    if (size < ZCC_PREPARE_MIN ||
+        !as_loaded_binaries(1, &device, options, &size, &none, device_handles, &cached) ||
+        !zc_loaded_check_is_full(&zcc_layer.hit_checks, &cached))
+        return NULL;
+    return zc_faulted_buffer_start(size);
+}
+
+bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
+                          const char *options, const size_t *sizes,
+                          const unsigned char *const *binaries, zc_faulted_buffer *prepared)
+{
+    const void *device_handles[ZC_FRONTEND_MAX_DEVICES];
+    zc_loaded_binaries cached;
+    checked_program checked = {built, prepared};
+    bool unchanged =
+        as_loaded_binaries(count, devices, options, sizes, binaries, device_handles, &cached) &&
+        zc_loaded_unchanged(&zcc_layer.hit_checks, &cached, &program_reader, &checked);
+    zc_faulted_buffer_free(prepared);
+    return unchanged;
 }

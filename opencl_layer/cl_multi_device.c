@@ -158,8 +158,8 @@ static zc_hit_outcome several_create(void *context, const zc_artifact *const *ar
     cl_program built = program_from(call, sizes, binaries, detail, detail_size);
     if (built == NULL)
         return ZC_HIT_REFUSED;
-    if (!zcc_loaded_unchanged(built, call->count, call->devices, call->app.options, sizes,
-                              binaries)) {
+    if (!zcc_loaded_unchanged(built, call->count, call->devices, call->app.options, sizes, binaries,
+                              NULL)) {
         zcc_layer.next.clReleaseProgram(built);
         return ZC_HIT_REBUILT;
     }

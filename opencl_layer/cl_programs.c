@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cl_layer_internal.h"
+#include "faulted_buffer.h"
 #include "prefault.h"
 #include "zecache/frontend.h"
 #include "zecache/frontend_several.h"
@@ -179,15 +180,19 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
         snprintf(detail, detail_size, "an entry of another form");
         return ZC_HIT_REFUSED;
     }
-    *built = program_from(context, device, options, object, entry->binary, entry->binary_size,
-                          detail, detail_size);
-    if (*built == NULL)
-        return ZC_HIT_REFUSED;
     /* A compiled object made from a binary gives back other bytes on both
      * drivers; its hit answers with the entry's (cl_queries.c). */
+    zc_faulted_buffer *prepared =
+        object ? NULL : zcc_check_prepare(device, options, entry->binary_size);
+    *built = program_from(context, device, options, object, entry->binary, entry->binary_size,
+                          detail, detail_size);
+    if (*built == NULL) {
+        zc_faulted_buffer_free(prepared);
+        return ZC_HIT_REFUSED;
+    }
     const unsigned char *binary = entry->binary;
-    if (!object &&
-        !zcc_loaded_unchanged(*built, 1, &device, options, &entry->binary_size, &binary)) {
+    if (!object && !zcc_loaded_unchanged(*built, 1, &device, options, &entry->binary_size, &binary,
+                                         prepared)) {
         zcc_layer.next.clReleaseProgram(*built);
         return ZC_HIT_REBUILT;
     }

@@ -18,6 +18,9 @@ typedef struct fake_driver_counters {
     /* Set by tests: make modules from native binaries as a driver that
      * rebuilds them from their IR does (their native binary differs). */
     atomic_bool rebuild_native;
+    /* Set by tests: the same, but the rebuild has the size of the binary it
+     * was made from (its last byte differs). */
+    atomic_bool rebuild_native_same_size;
 } fake_driver_counters;
 
 typedef fake_driver_counters *(*fake_driver_get_counters_fn)(void);

@@ -80,6 +80,7 @@ static void set_up(void)
     atomic_store(&counters->native_rejected, 0);
     atomic_store(&counters->reject_native, false);
     atomic_store(&counters->rebuild_native, false);
+    atomic_store(&counters->rebuild_native_same_size, false);
     read_spirv();
     snprintf(scratch, sizeof(scratch), "/tmp/zc_layer_test.XXXXXX");
     cr_assert_not_null(mkdtemp(scratch));
@@ -237,16 +238,23 @@ Test(layer, a_destroyed_hit_is_forgotten)
     destroy(compiled);
 }
 
+/* The test's SPIR-V followed by OpNops up to size bytes (malloc'd). */
+static uint8_t *huge_spirv(size_t size)
+{
+    uint8_t *big = malloc(size);
+    cr_assert_not_null(big);
+    memcpy(big, spirv, spirv_size);
+    const uint32_t nop = 1u << 16; /* OpNop, one word */
+    for (size_t at = spirv_size & ~(size_t)3; at + 4 <= size; at += 4)
+        memcpy(big + at, &nop, 4);
+    return big;
+}
+
 /* One huge module does not pin its size in the native check's buffer. */
 Test(layer, a_huge_hit_keeps_no_buffer_of_its_size)
 {
     size_t big_size = ZCL_SPARE_MAX + (1u << 20);
-    uint8_t *big = malloc(big_size);
-    cr_assert_not_null(big);
-    memcpy(big, spirv, spirv_size);
-    const uint32_t nop = 1u << 16; /* OpNop, one word */
-    for (size_t at = spirv_size & ~(size_t)3; at + 4 <= big_size; at += 4)
-        memcpy(big + at, &nop, 4);
+    uint8_t *big = huge_spirv(big_size);
     ze_module_desc_t desc = spirv_desc(NULL);
     desc.pInputModule = big;
     desc.inputSize = big_size & ~(size_t)3;
@@ -496,6 +504,32 @@ Test(layer, a_later_hit_the_driver_rebuilds_is_refused_by_its_size)
     cr_assert_eq(second_size, first_size);
     cr_assert_eq(memcmp(first, second, first_size), 0);
     destroy(again);
+}
+
+/* A large first hit's check copies the module's binary into a buffer
+ * faulted in while the driver made the module: it still compares every
+ * byte, so a rebuild of the same size is refused and the application gets
+ * the compile. */
+Test(layer, a_large_hit_rebuilt_to_the_same_size_is_refused_in_full)
+{
+    size_t big_size = ZCL_SPARE_MAX + (1u << 20);
+    uint8_t *big = huge_spirv(big_size);
+    ze_module_desc_t desc = spirv_desc(NULL);
+    desc.pInputModule = big;
+    desc.inputSize = big_size & ~(size_t)3;
+    ze_module_handle_t compiled;
+    cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &compiled, NULL),
+                 ZE_RESULT_SUCCESS);
+    destroy(compiled);
+    atomic_store(&counters->rebuild_native_same_size, true);
+    ze_module_handle_t again;
+    cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &again, NULL), ZE_RESULT_SUCCESS);
+    cr_assert_eq(stats().bypasses[ZC_BYPASS_REJECTED_BINARY], 1);
+    cr_assert_eq(stats().memory_hits, 0);
+    cr_assert_eq(atomic_load(&counters->native_creates), 1);
+    cr_assert_eq(atomic_load(&counters->compiles), 2);
+    destroy(again);
+    free(big);
 }
 
 /* ---- build logs ---- */
@@ -1350,7 +1384,8 @@ Test(layer, a_child_describes_devices_forked_during_a_device_query)
 static void check_a_loaded_binary(void)
 {
     static const uint8_t zeros[SLOW_BINARY_SIZE];
-    (void)zcl_native_loaded_unchanged((ze_module_handle_t)&unknown_devices[0], zeros, sizeof zeros);
+    (void)zcl_native_loaded_unchanged((ze_module_handle_t)&unknown_devices[0], zeros, sizeof zeros,
+                                      NULL);
 }
 
 static int read_the_spare_size(void)

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "zecache/loaded_check.h"
 
@@ -73,6 +74,48 @@ Test(loaded_check, another_device_or_other_options_are_checked_in_full_first)
     cr_assert(hit(&checks, &driver, &device_a, ""));
     cr_assert_eq(atomic_load(&driver.full_reads), 4, "NULL options are empty ones");
     cr_assert_eq(atomic_load(&driver.size_reads), 1);
+}
+
+/* Pairs are told apart by the options' whole text, not by a hash of it:
+ * options that differ only in their last byte are two pairs, and options
+ * too long for a slot are checked in full at every hit. */
+Test(loaded_check, options_are_compared_whole_and_long_ones_are_always_full)
+{
+    zc_loaded_checks checks = {0};
+    driver_object driver = unchanged();
+    char first[ZC_LOADED_CHECK_OPTIONS_MAX - 1], second[sizeof first];
+    memset(first, 'D', sizeof first - 1);
+    first[sizeof first - 1] = '\0';
+    memcpy(second, first, sizeof first);
+    second[sizeof second - 2] = 'E';
+    cr_assert(hit(&checks, &driver, &device_a, first));
+    cr_assert(hit(&checks, &driver, &device_a, second));
+    cr_assert(hit(&checks, &driver, &device_a, first));
+    cr_assert_eq(atomic_load(&driver.full_reads), 2, "two pairs, each in full once");
+    char too_long[ZC_LOADED_CHECK_OPTIONS_MAX + 1];
+    memset(too_long, 'L', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = '\0';
+    for (int i = 0; i < 3; i++)
+        cr_assert(hit(&checks, &driver, &device_a, too_long));
+    cr_assert_eq(atomic_load(&driver.full_reads), 5, "options too long for a slot: always full");
+}
+
+/* The hint a layer prepares a full check's buffer by follows the policy. */
+Test(loaded_check, the_hint_says_full_until_the_pair_is_verified)
+{
+    zc_loaded_checks checks = {0};
+    driver_object driver = unchanged();
+    const void *devices[] = {&device_a};
+    size_t sizes[] = {sizeof(binary)};
+    const uint8_t *binaries[] = {binary};
+    zc_loaded_binaries cached = {
+        .count = 1, .devices = devices, .options = "-O2", .sizes = sizes, .binaries = binaries};
+    cr_assert(zc_loaded_check_is_full(&checks, &cached));
+    cr_assert(hit(&checks, &driver, &device_a, "-O2"));
+    cr_assert_not(zc_loaded_check_is_full(&checks, &cached));
+    atomic_store(&checks.distrust, true);
+    cr_assert(zc_loaded_check_is_full(&checks, &cached));
+    cr_assert_eq(atomic_load(&driver.size_reads), 0, "the hint reads nothing of the driver");
 }
 
 Test(loaded_check, a_later_hit_of_another_size_is_refused_and_all_are_full_after)

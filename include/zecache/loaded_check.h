@@ -17,10 +17,12 @@
  * has more, and the ones beyond are checked in full every time. */
 #define ZC_LOADED_CHECK_SLOTS 64
 
+/* Options this long or longer never get a slot: they are checked in full. */
+#define ZC_LOADED_CHECK_OPTIONS_MAX 512
 typedef struct zc_loaded_check_slot {
     atomic_int state; /* free, being written, verified */
     const void *device;
-    uint64_t options_hash;
+    char options[ZC_LOADED_CHECK_OPTIONS_MAX]; /* NUL-terminated; NULL options are "" */
 } zc_loaded_check_slot;
 
 /* One per layer and process, zero-initialised. */
@@ -52,5 +54,9 @@ typedef struct zc_loaded_reader {
  * logged (PrintDebugMessages) and makes every later check a full one. */
 bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
                          const zc_loaded_reader *reader, void *object);
+/* Whether the check of a hit on cached would be a full one now: a hint, for
+ * preparing what a full check needs while the driver creates the object;
+ * zc_loaded_unchanged decides. */
+bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries *cached);
 
 #endif

@@ -22,11 +22,13 @@
  * cached binary for one device and options of a process meets the same
  * decision: the first one's full check decides for all, and the size
  * check of the later ones is a second guard, not the only one. Anything the
- * pairs do not hold (a check that failed, more pairs than slots, more
+ * pairs do not hold (a check that failed, more pairs than slots, options of
+ * ZC_LOADED_CHECK_OPTIONS_MAX bytes or more, more
  * binaries than ZC_FRONTEND_MAX_DEVICES) is checked in full. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zecache/frontend_several.h"
 #include "zecache/loaded_check.h"
@@ -34,39 +36,39 @@
 
 enum { SLOT_FREE, SLOT_WRITING, SLOT_VERIFIED };
 
-/* FNV-1a: options are short and not chosen against the table; a match
- * also needs the same device. */
-static uint64_t options_hash(const char *options)
+/* The options as a slot holds them; NULL when they are too long for one. */
+static const char *slot_options(const char *options)
 {
-    uint64_t hash = 14695981039346656037ull;
-    for (const char *c = options != NULL ? options : ""; *c != '\0'; c++)
-        hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
-    return hash;
+    const char *text = options != NULL ? options : "";
+    return strlen(text) < ZC_LOADED_CHECK_OPTIONS_MAX ? text : NULL;
 }
 
-static bool verified(const zc_loaded_checks *checks, const void *device, uint64_t hash)
+/* Pairs are told apart by their options' whole text: a hash of it would let
+ * two sets of options share one verified pair. */
+static bool verified(const zc_loaded_checks *checks, const void *device, const char *options)
 {
-    for (size_t i = 0; i < ZC_LOADED_CHECK_SLOTS; i++) {
+    for (size_t i = 0; options != NULL && i < ZC_LOADED_CHECK_SLOTS; i++) {
         const zc_loaded_check_slot *slot = &checks->slots[i];
         if (atomic_load_explicit(&slot->state, memory_order_acquire) == SLOT_VERIFIED &&
-            slot->device == device && slot->options_hash == hash)
+            slot->device == device && strcmp(slot->options, options) == 0)
             return true;
     }
     return false;
 }
 
-/* Marks (device, hash) verified in a free slot; none left: it stays a full
- * check. Two threads may both mark one pair: a repeat costs a slot only. */
-static void mark_verified(zc_loaded_checks *checks, const void *device, uint64_t hash)
+/* Marks (device, options) verified in a free slot; none left, or options too
+ * long: it stays a full check. Two threads may both mark one pair: a repeat
+ * costs a slot only. */
+static void mark_verified(zc_loaded_checks *checks, const void *device, const char *options)
 {
-    if (verified(checks, device, hash))
+    if (options == NULL || verified(checks, device, options))
         return;
     for (size_t i = 0; i < ZC_LOADED_CHECK_SLOTS; i++) {
         zc_loaded_check_slot *slot = &checks->slots[i];
         int expected = SLOT_FREE;
         if (atomic_compare_exchange_strong(&slot->state, &expected, SLOT_WRITING)) {
             slot->device = device;
-            slot->options_hash = hash;
+            strcpy(slot->options, options); /* shorter than the slot: slot_options */
             atomic_store_explicit(&slot->state, SLOT_VERIFIED, memory_order_release);
             return;
         }
@@ -74,12 +76,12 @@ static void mark_verified(zc_loaded_checks *checks, const void *device, uint64_t
 }
 
 static bool all_verified(const zc_loaded_checks *checks, const zc_loaded_binaries *cached,
-                         uint64_t hash)
+                         const char *options)
 {
     if (atomic_load(&checks->distrust))
         return false;
     for (size_t i = 0; i < cached->count; i++)
-        if (!verified(checks, cached->devices[i], hash))
+        if (!verified(checks, cached->devices[i], options))
             return false;
     return true;
 }
@@ -110,8 +112,8 @@ static void distrust(zc_loaded_checks *checks, const char *which)
 bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
                          const zc_loaded_reader *reader, void *object)
 {
-    uint64_t hash = options_hash(cached->options);
-    if (all_verified(checks, cached, hash)) {
+    const char *options = slot_options(cached->options);
+    if (all_verified(checks, cached, options)) {
         sizes_verdict sizes = compare_sizes(cached, reader, object);
         if (sizes == SIZES_SAME)
             return true;
@@ -126,6 +128,11 @@ bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cac
     }
     if (!atomic_load(&checks->distrust))
         for (size_t i = 0; i < cached->count; i++)
-            mark_verified(checks, cached->devices[i], hash);
+            mark_verified(checks, cached->devices[i], options);
     return true;
+}
+
+bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries *cached)
+{
+    return !all_verified(checks, cached, slot_options(cached->options));
 }
