@@ -213,6 +213,14 @@ Test(opencl_c_key, every_spelling_is_found)
         cr_assert(x_h_is_keyed(sources[i]), "source %zu: the header is not keyed", i);
 }
 
+/* clang reads a digraph through a splice ('%' backslash-newline ':' is
+ * '#'), so the directive behind it includes x.h. */
+Test(opencl_c_key, digraph_split_by_a_splice_is_found)
+{
+    cr_assert(x_h_is_keyed("%\\\n:include \"x.h\"\n"));
+    cr_assert(x_h_is_keyed("%\\ \r\n:include <x.h>\n"));
+}
+
 /* What is no include names no header: the keys stay put. */
 Test(opencl_c_key, non_includes_key_no_header)
 {

@@ -84,9 +84,9 @@ char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
         } else if (i + 2 < size && in[i] == '?' && in[i + 1] == '?' && in[i + 2] == '=') {
             out[n++] = '#';
             i += 3;
-        } else if (i + 1 < size && in[i] == '%' && in[i + 1] == ':') {
-            out[n++] = '#';
-            i += 2;
+        } else if (in[i] == ':' && n > 0 && out[n - 1] == '%') {
+            out[n - 1] = '#'; /* clang reads %: across a splice too */
+            i++;
         } else {
             out[n++] = in[i++];
         }
