@@ -176,6 +176,8 @@ Test(opencl_c_key, include_through_a_macro_is_not_cacheable)
     assert_refused("#if __has_include(H)\n#endif\n", NULL, "macro");
     /* Even where the preprocessor would skip it. */
     assert_refused("#if 0\n#include NOT_DEFINED\n#endif\n", NULL, "macro");
+    /* clang expands H("x.h") into a real test of x.h. */
+    assert_refused("#define H __has_include\n#if H(\"x.h\")\n#endif\n", NULL, "macro");
 }
 
 /* Whether changing x.h (in the working directory and in -Iinc) changes

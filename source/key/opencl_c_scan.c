@@ -219,6 +219,21 @@ static zc_status directive_at(const scanner *s, size_t i, size_t *resume)
     return take_operand(s, skip_space(s, end), next, "#include", resume);
 }
 
+/* Whether the name at i is the operand of defined, #ifdef or #ifndef (a
+ * feature test); elsewhere a bare __has_include may be a macro's body that
+ * clang expands into a real test (#define H __has_include). */
+static bool tests_the_feature(const scanner *s, size_t i)
+{
+    while (i > 0 && (is_horizontal_space(s->text[i - 1]) || s->text[i - 1] == '('))
+        i--;
+    size_t start = i;
+    while (start > 0 && zc_opencl_c_is_identifier_char(s->text[start - 1]))
+        start--;
+    return word_is(s, start, i, "defined") || word_is(s, start, i, "ifdef") ||
+           word_is(s, start, i, "ifndef") || word_is(s, start, i, "elifdef") ||
+           word_is(s, start, i, "elifndef");
+}
+
 /* At an identifier [i, end): __has_include("name") and friends. A mention
  * without '(' (#ifdef __has_include) tests the feature only. */
 static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *resume)
@@ -229,7 +244,10 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *
         return ZC_OK;
     size_t open = skip_space(s, end);
     if (open >= s->size || s->text[open] != '(')
-        return ZC_OK;
+        return s->each == NULL || tests_the_feature(s, i)
+                   ? ZC_OK
+                   : zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                                "__has_include named through a macro");
     size_t operand = skip_space(s, open + 1);
     if (s->each != NULL && operand < s->size &&
         (line_end_length(s->text, s->size, operand) > 0 || s->text[operand] == ')'))
