@@ -317,6 +317,16 @@ Test(opencl_c_key, time_and_file_macros_are_not_cacheable)
     must_key("int c = __COUNTER__ + __LINE__;\n", NULL);
 }
 
+/* Token pasting builds __TIME__ from pieces the text names apart; the
+ * first piece is a prefix of the name. */
+Test(opencl_c_key, time_macro_pasted_from_pieces_is_not_cacheable)
+{
+    assert_refused("#define CAT(a, b) a##b\n#define T(a, b) CAT(a, b)\n"
+                   "constant char t[] = T(__TI, ME__);\n",
+                   NULL, "__TIME__");
+    must_key("#define CAT(a, b) a##b\nint CAT(A, B);\n", NULL);
+}
+
 /* Thousands of distinct names, mostly absent headers, are keyed (each
  * looked up once). */
 Test(opencl_c_key, thousands_of_names)
