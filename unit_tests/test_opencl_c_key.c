@@ -178,6 +178,9 @@ Test(opencl_c_key, include_through_a_macro_is_not_cacheable)
     assert_refused("#if 0\n#include NOT_DEFINED\n#endif\n", NULL, "macro");
     /* clang expands H("x.h") into a real test of x.h. */
     assert_refused("#define H __has_include\n#if H(\"x.h\")\n#endif\n", NULL, "macro");
+    /* Token pasting builds __has_include from a prefix and the rest. */
+    assert_refused("#define CAT(a, b) a##b\n#if CAT(__has_, include)(\"x.h\")\n#endif\n", NULL,
+                   "macro");
 }
 
 /* Whether changing x.h (in the working directory and in -Iinc) changes

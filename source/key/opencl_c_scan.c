@@ -234,6 +234,14 @@ static bool tests_the_feature(const scanner *s, size_t i)
            word_is(s, start, i, "elifndef");
 }
 
+/* Whether [i, end) begins __has_include or __has_embed: token pasting
+ * (a##b) can complete it. */
+static bool begins_a_test(const scanner *s, size_t i, size_t end)
+{
+    return s->text[i] == '_' && (strncmp(s->text + i, "__has_include_next", end - i) == 0 ||
+                                 strncmp(s->text + i, "__has_embed", end - i) == 0);
+}
+
 /* At an identifier [i, end): __has_include("name") and friends. A mention
  * without '(' (#ifdef __has_include) tests the feature only. */
 static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *resume)
@@ -241,7 +249,11 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *
     *resume = end;
     bool next = word_is(s, i, end, "__has_include_next");
     if (!next && !word_is(s, i, end, "__has_include") && !word_is(s, i, end, "__has_embed"))
-        return ZC_OK;
+        return s->each == NULL || !begins_a_test(s, i, end)
+                   ? ZC_OK
+                   : zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                                "%.*s may make __has_include through a macro (token pasting)",
+                                (int)(end - i), s->text + i);
     size_t open = skip_space(s, end);
     if (open >= s->size || s->text[open] != '(')
         return s->each == NULL || tests_the_feature(s, i)
