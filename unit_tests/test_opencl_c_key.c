@@ -176,6 +176,11 @@ Test(opencl_c_key, include_through_a_macro_is_not_cacheable)
     assert_refused("#if __has_include(H)\n#endif\n", NULL, "macro");
     /* Even where the preprocessor would skip it. */
     assert_refused("#if 0\n#include NOT_DEFINED\n#endif\n", NULL, "macro");
+    /* clang expands H("x.h") into a real test of x.h. */
+    assert_refused("#define H __has_include\n#if H(\"x.h\")\n#endif\n", NULL, "macro");
+    /* Token pasting builds __has_include from a prefix and the rest. */
+    assert_refused("#define CAT(a, b) a##b\n#if CAT(__has_, include)(\"x.h\")\n#endif\n", NULL,
+                   "macro");
 }
 
 /* Whether changing x.h (in the working directory and in -Iinc) changes
@@ -211,6 +216,14 @@ Test(opencl_c_key, every_spelling_is_found)
     };
     for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++)
         cr_assert(x_h_is_keyed(sources[i]), "source %zu: the header is not keyed", i);
+}
+
+/* clang reads a digraph through a splice ('%' backslash-newline ':' is
+ * '#'), so the directive behind it includes x.h. */
+Test(opencl_c_key, digraph_split_by_a_splice_is_found)
+{
+    cr_assert(x_h_is_keyed("%\\\n:include \"x.h\"\n"));
+    cr_assert(x_h_is_keyed("%\\ \r\n:include <x.h>\n"));
 }
 
 /* What is no include names no header: the keys stay put. */
@@ -305,6 +318,16 @@ Test(opencl_c_key, time_and_file_macros_are_not_cacheable)
     must_key("// __TIME__\n/* __FILE__ */ constant char s[] = \"__DATE__\"; int x__TIME__;\n",
              NULL);
     must_key("int c = __COUNTER__ + __LINE__;\n", NULL);
+}
+
+/* Token pasting builds __TIME__ from pieces the text names apart; the
+ * first piece is a prefix of the name. */
+Test(opencl_c_key, time_macro_pasted_from_pieces_is_not_cacheable)
+{
+    assert_refused("#define CAT(a, b) a##b\n#define T(a, b) CAT(a, b)\n"
+                   "constant char t[] = T(__TI, ME__);\n",
+                   NULL, "__TIME__");
+    must_key("#define CAT(a, b) a##b\nint CAT(A, B);\n", NULL);
 }
 
 /* Thousands of distinct names, mostly absent headers, are keyed (each

@@ -13,14 +13,16 @@ static const char *const unkeyable[] = {
     "__FILE_NAME__", "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME",
 };
 
-/* Stops the scan at an unkeyable name, kept in *context. */
+/* Stops the scan at an unkeyable name, kept in *context, or at a word
+ * that begins one: token pasting (a##b) can build the name from pieces the
+ * text names apart, the first of them a prefix of it. */
 static zc_status find_unkeyable(void *context, const char *word, size_t length)
 {
     const char **found = context;
     if (word[0] != '_')
         return ZC_OK;
     for (size_t i = 0; i < sizeof unkeyable / sizeof unkeyable[0]; i++)
-        if (strlen(unkeyable[i]) == length && memcmp(word, unkeyable[i], length) == 0) {
+        if (strlen(unkeyable[i]) >= length && memcmp(word, unkeyable[i], length) == 0) {
             *found = unkeyable[i];
             return ZC_NOT_CACHEABLE;
         }

@@ -84,9 +84,9 @@ char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
         } else if (i + 2 < size && in[i] == '?' && in[i + 1] == '?' && in[i + 2] == '=') {
             out[n++] = '#';
             i += 3;
-        } else if (i + 1 < size && in[i] == '%' && in[i + 1] == ':') {
-            out[n++] = '#';
-            i += 2;
+        } else if (in[i] == ':' && n > 0 && out[n - 1] == '%') {
+            out[n - 1] = '#'; /* clang reads %: across a splice too */
+            i++;
         } else {
             out[n++] = in[i++];
         }
@@ -219,6 +219,29 @@ static zc_status directive_at(const scanner *s, size_t i, size_t *resume)
     return take_operand(s, skip_space(s, end), next, "#include", resume);
 }
 
+/* Whether the name at i is the operand of defined, #ifdef or #ifndef (a
+ * feature test); elsewhere a bare __has_include may be a macro's body that
+ * clang expands into a real test (#define H __has_include). */
+static bool tests_the_feature(const scanner *s, size_t i)
+{
+    while (i > 0 && (is_horizontal_space(s->text[i - 1]) || s->text[i - 1] == '('))
+        i--;
+    size_t start = i;
+    while (start > 0 && zc_opencl_c_is_identifier_char(s->text[start - 1]))
+        start--;
+    return word_is(s, start, i, "defined") || word_is(s, start, i, "ifdef") ||
+           word_is(s, start, i, "ifndef") || word_is(s, start, i, "elifdef") ||
+           word_is(s, start, i, "elifndef");
+}
+
+/* Whether [i, end) begins __has_include or __has_embed: token pasting
+ * (a##b) can complete it. */
+static bool begins_a_test(const scanner *s, size_t i, size_t end)
+{
+    return s->text[i] == '_' && (strncmp(s->text + i, "__has_include_next", end - i) == 0 ||
+                                 strncmp(s->text + i, "__has_embed", end - i) == 0);
+}
+
 /* At an identifier [i, end): __has_include("name") and friends. A mention
  * without '(' (#ifdef __has_include) tests the feature only. */
 static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *resume)
@@ -226,10 +249,17 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *
     *resume = end;
     bool next = word_is(s, i, end, "__has_include_next");
     if (!next && !word_is(s, i, end, "__has_include") && !word_is(s, i, end, "__has_embed"))
-        return ZC_OK;
+        return s->each == NULL || !begins_a_test(s, i, end)
+                   ? ZC_OK
+                   : zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                                "%.*s may make __has_include through a macro (token pasting)",
+                                (int)(end - i), s->text + i);
     size_t open = skip_space(s, end);
     if (open >= s->size || s->text[open] != '(')
-        return ZC_OK;
+        return s->each == NULL || tests_the_feature(s, i)
+                   ? ZC_OK
+                   : zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
+                                "__has_include named through a macro");
     size_t operand = skip_space(s, open + 1);
     if (s->each != NULL && operand < s->size &&
         (line_end_length(s->text, s->size, operand) > 0 || s->text[operand] == ')'))
