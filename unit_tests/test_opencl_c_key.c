@@ -330,6 +330,17 @@ Test(opencl_c_key, time_macro_pasted_from_pieces_is_not_cacheable)
     must_key("#define CAT(a, b) a##b\nint CAT(A, B);\n", NULL);
 }
 
+/* The build options define macros too: one that is __TIME__, or a piece
+ * pasted into it, is as unkeyable as the text naming it. */
+Test(opencl_c_key, time_macro_from_the_options_is_not_cacheable)
+{
+    assert_refused("constant char t[] = T;\n", "-DT=__TIME__", "__TIME__");
+    assert_refused("#define CAT(a, b) a##b\n#define P(a, b) CAT(a, b)\n"
+                   "constant char t[] = P(X, ME__);\n",
+                   "-D X=__TI", "__TIME__");
+    must_key("constant int t = T;\n", "-DT=1 -cl-fast-relaxed-math");
+}
+
 /* Thousands of distinct names, mostly absent headers, are keyed (each
  * looked up once). */
 Test(opencl_c_key, thousands_of_names)

@@ -335,19 +335,30 @@ static zc_status on_include(void *context, const zc_include_ref *ref)
     return search(r, ref, name, every);
 }
 
-static zc_status scan_text(resolver *r, const char *text, size_t size, const char *dir)
+/* Refuses text that names a macro the key cannot hold (opencl_c_macros.h);
+ * where says whose text it is. */
+static zc_status refuse_unkeyable_macro(resolver *r, const char *text, size_t size,
+                                        const char *where)
 {
     const char *macro = NULL;
     if (zc_opencl_c_unkeyable_macro(text, size, &macro) != ZC_OK)
         return refuse(r, ZC_ERR_NOMEM, "out of memory scanning");
     if (macro != NULL)
         return zc_key_refuse(r->builder, ZC_NOT_CACHEABLE,
-                             "OpenCL C: it names %s, which the driver expands anew at each "
+                             "OpenCL C: %s names %s, which the driver expands anew at each "
                              "build: not cached",
-                             macro);
+                             where, macro);
+    return ZC_OK;
+}
+
+static zc_status scan_text(resolver *r, const char *text, size_t size, const char *dir)
+{
+    zc_status status = refuse_unkeyable_macro(r, text, size, "it");
+    if (status != ZC_OK)
+        return status;
     char reason[200];
     r->current_dir = dir;
-    zc_status status = zc_opencl_c_scan(text, size, on_include, r, reason, sizeof reason);
+    status = zc_opencl_c_scan(text, size, on_include, r, reason, sizeof reason);
     if (status == ZC_OK || zc_key_part_usable(r->builder) != ZC_OK)
         return status; /* refused inside, with its own reason */
     return refuse(r, status, status == ZC_NOT_CACHEABLE ? reason : "out of memory scanning");
@@ -358,7 +369,14 @@ static zc_status scan_text(resolver *r, const char *text, size_t size, const cha
 static zc_status prepare(resolver *r, const char *options)
 {
     char reason[200];
-    zc_status status = zc_opencl_c_options_parse(options, &r->options, reason, sizeof reason);
+    /* A -D defines a macro as the text does: one that is __TIME__, or a
+     * piece pasted into it, is as unkeyable. */
+    zc_status status = options != NULL
+                           ? refuse_unkeyable_macro(r, options, strlen(options), "a build option")
+                           : ZC_OK;
+    if (status != ZC_OK)
+        return status;
+    status = zc_opencl_c_options_parse(options, &r->options, reason, sizeof reason);
     if (status != ZC_OK)
         return refuse(r, status, status == ZC_ERR_NOMEM ? "out of memory" : reason);
     if (getcwd(r->cwd, sizeof r->cwd) == NULL)
