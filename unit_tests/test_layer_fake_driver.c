@@ -238,26 +238,28 @@ Test(layer, a_destroyed_hit_is_forgotten)
     destroy(compiled);
 }
 
-/* The test's SPIR-V followed by OpNops up to size bytes (malloc'd). */
-static uint8_t *huge_spirv(size_t size)
+/* A description of the test's SPIR-V followed by OpNops, larger than the
+ * kept check buffer; *big is the input to free. */
+static ze_module_desc_t huge_spirv_desc(uint8_t **big)
 {
-    uint8_t *big = malloc(size);
-    cr_assert_not_null(big);
-    memcpy(big, spirv, spirv_size);
+    size_t size = (ZCL_SPARE_MAX + (1u << 20)) & ~(size_t)3;
+    *big = malloc(size);
+    cr_assert_not_null(*big);
+    memcpy(*big, spirv, spirv_size);
     const uint32_t nop = 1u << 16; /* OpNop, one word */
     for (size_t at = spirv_size & ~(size_t)3; at + 4 <= size; at += 4)
-        memcpy(big + at, &nop, 4);
-    return big;
+        memcpy(*big + at, &nop, 4);
+    ze_module_desc_t desc = spirv_desc(NULL);
+    desc.pInputModule = *big;
+    desc.inputSize = size;
+    return desc;
 }
 
 /* One huge module does not pin its size in the native check's buffer. */
 Test(layer, a_huge_hit_keeps_no_buffer_of_its_size)
 {
-    size_t big_size = ZCL_SPARE_MAX + (1u << 20);
-    uint8_t *big = huge_spirv(big_size);
-    ze_module_desc_t desc = spirv_desc(NULL);
-    desc.pInputModule = big;
-    desc.inputSize = big_size & ~(size_t)3;
+    uint8_t *big;
+    ze_module_desc_t desc = huge_spirv_desc(&big);
     ze_module_handle_t modules[2];
     for (int i = 0; i < 2; i++)
         cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &modules[i], NULL),
@@ -512,11 +514,8 @@ Test(layer, a_later_hit_the_driver_rebuilds_is_refused_by_its_size)
  * the compile. */
 Test(layer, a_large_hit_rebuilt_to_the_same_size_is_refused_in_full)
 {
-    size_t big_size = ZCL_SPARE_MAX + (1u << 20);
-    uint8_t *big = huge_spirv(big_size);
-    ze_module_desc_t desc = spirv_desc(NULL);
-    desc.pInputModule = big;
-    desc.inputSize = big_size & ~(size_t)3;
+    uint8_t *big;
+    ze_module_desc_t desc = huge_spirv_desc(&big);
     ze_module_handle_t compiled;
     cr_assert_eq(app_module.pfnCreate(NULL, device_at(0), &desc, &compiled, NULL),
                  ZE_RESULT_SUCCESS);
