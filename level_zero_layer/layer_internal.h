@@ -257,7 +257,6 @@ const char *zcl_native_build_flags(const zc_build_request *request);
 
 /* layer_native_check.c: whether module, made from binary, gives back exactly
  * binary (the driver did not rebuild it from its IR). */
-typedef struct zc_faulted_buffer zc_faulted_buffer;
 /* prepared (NULL, or from zcl_native_check_prepare) is the buffer to copy
  * the module's binary into when it is large enough; it stays the caller's. */
 bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size,
@@ -267,15 +266,11 @@ bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binar
 bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
                               ze_module_handle_t module, const uint8_t *binary, size_t size,
                               zc_faulted_buffer *prepared);
-/* Binaries from this size on whose check will be in full and for which the
- * kept buffer is too small get a buffer faulted in on another thread while
- * the driver creates the module: the page faults of a fresh 50 MB buffer
- * cost 11-22 ms, the thread 0.05. */
-#define ZCL_PREPARE_MIN ((size_t)1 << 20)
-/* That buffer, started before the driver's create of a hit of size bytes on
- * device with build_flags; NULL when none is needed or to be had. */
+/* The buffer zecache/loaded_check.h prepares for the check of a hit of
+ * binary on device with build_flags, started before the driver's create;
+ * NULL when the kept buffer holds it or none is needed or to be had. */
 zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const char *build_flags,
-                                            size_t size);
+                                            const uint8_t *binary, size_t size);
 /* The largest binary whose comparison buffer is kept for the process. */
 #define ZCL_SPARE_MAX ((size_t)8 << 20)
 /* The size of the buffer kept (for tests). */

@@ -173,7 +173,7 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
                                .pBuildFlags = zcl_native_build_flags(compile->request)};
     ze_module_handle_t created = NULL;
     zc_faulted_buffer *prepared =
-        zcl_native_check_prepare(compile->device, native.pBuildFlags, binary_size);
+        zcl_native_check_prepare(compile->device, native.pBuildFlags, binary, binary_size);
     compile->result =
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
     if (compile->result != ZE_RESULT_SUCCESS) {

@@ -163,15 +163,13 @@ static zc_loaded_binaries one_binary(const void *const *device, const char *buil
 }
 
 zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const char *build_flags,
-                                            size_t size)
+                                            const uint8_t *binary, size_t size)
 {
     const void *devices[] = {device};
-    const uint8_t *none = NULL;
-    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &none);
-    if (size < ZCL_PREPARE_MIN || size <= zcl_native_check_spare_size() ||
-        !zc_loaded_check_is_full(&zcl_layer.hit_checks, &cached))
-        return NULL;
-    return zc_faulted_buffer_start(size);
+    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary);
+    return size > zcl_native_check_spare_size()
+               ? zc_loaded_check_prepare(&zcl_layer.hit_checks, &cached)
+               : NULL;
 }
 
 bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,

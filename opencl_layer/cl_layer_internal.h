@@ -247,19 +247,15 @@ unsigned char *zcc_binary_of(cl_program program, size_t *size);
  * rebuild them from the intermediate code they hold (a debug key, a
  * debugger). Checked in full or by the sizes, as zecache/loaded_check.h
  * decides. */
-typedef struct zc_faulted_buffer zc_faulted_buffer;
 bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
                           const char *options, const size_t *sizes,
                           const unsigned char *const *binaries, zc_faulted_buffer *prepared);
-/* Binaries from this size on whose check will be in full get a buffer
- * faulted in on another thread while the driver makes and builds the
- * program: a fresh 50 MB buffer's page faults cost 11-22 ms, the thread
- * 0.05. */
-#define ZCC_PREPARE_MIN ((size_t)1 << 20)
-/* That buffer (prepared, above: zcc_loaded_unchanged frees it), started
- * before the driver makes a program for device with options from a binary of
- * size bytes; NULL when none is needed or to be had. */
-zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options, size_t size);
+/* The buffer zecache/loaded_check.h prepares for the check of a program for
+ * device with options made from binary (prepared, above: zcc_loaded_unchanged
+ * frees it), started before the driver makes it; NULL when none is needed or
+ * to be had. */
+zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options,
+                                     const unsigned char *binary, size_t size);
 /* The entry of binary, which the driver made of program for device in
  * compile_ns, with the device's build log, and with kernels each kernel's
  * attributes (a compiled object has none); NULL on failure. */

@@ -69,16 +69,14 @@ static bool as_loaded_binaries(cl_uint count, const cl_device_id *devices, const
     return true;
 }
 
-zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options, size_t size)
+zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options,
+                                     const unsigned char *binary, size_t size)
 {
     const void *device_handles[1];
-    const unsigned char *none = NULL;
     zc_loaded_binaries cached;
-    if (size < ZCC_PREPARE_MIN ||
-        !as_loaded_binaries(1, &device, options, &size, &none, device_handles, &cached) ||
-        !zc_loaded_check_is_full(&zcc_layer.hit_checks, &cached))
-        return NULL;
-    return zc_faulted_buffer_start(size);
+    return as_loaded_binaries(1, &device, options, &size, &binary, device_handles, &cached)
+               ? zc_loaded_check_prepare(&zcc_layer.hit_checks, &cached)
+               : NULL;
 }
 
 bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,

@@ -183,7 +183,7 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
     /* A compiled object made from a binary gives back other bytes on both
      * drivers; its hit answers with the entry's (cl_queries.c). */
     zc_faulted_buffer *prepared =
-        object ? NULL : zcc_check_prepare(device, options, entry->binary_size);
+        object ? NULL : zcc_check_prepare(device, options, entry->binary, entry->binary_size);
     *built = program_from(context, device, options, object, entry->binary, entry->binary_size,
                           detail, detail_size);
     if (*built == NULL) {

@@ -63,7 +63,7 @@ static bool hit(const char *options)
 {
     size_t size = LARGE;
     const unsigned char *binary = cached;
-    zc_faulted_buffer *prepared = zcc_check_prepare(DEVICE, options, size);
+    zc_faulted_buffer *prepared = zcc_check_prepare(DEVICE, options, cached, size);
     return zcc_loaded_unchanged(BUILT, 1, &(cl_device_id){DEVICE}, options, &size, &binary,
                                 prepared);
 }
@@ -72,16 +72,17 @@ TestSuite(opencl_loaded_check, .init = set_up, .fini = tear_down);
 
 Test(opencl_loaded_check, a_large_first_hit_is_compared_in_full_then_by_size)
 {
-    zc_faulted_buffer *first = zcc_check_prepare(DEVICE, "-x", LARGE);
+    zc_faulted_buffer *first = zcc_check_prepare(DEVICE, "-x", cached, LARGE);
     cr_assert_not_null(first, "a buffer for the first hit's full check");
     zc_faulted_buffer_free(first);
     cr_assert(hit("-x"));
     cr_assert_eq(binaries_read, 1);
     cr_assert(hit("-x"));
     cr_assert_eq(binaries_read, 1, "a later hit by size");
-    zc_faulted_buffer *none = zcc_check_prepare(DEVICE, "-x", LARGE);
+    zc_faulted_buffer *none = zcc_check_prepare(DEVICE, "-x", cached, LARGE);
     cr_assert_null(none, "no buffer for a check by size");
-    cr_assert_null(zcc_check_prepare(DEVICE, "-y", ZCC_PREPARE_MIN - 1), "small: none");
+    cr_assert_null(zcc_check_prepare(DEVICE, "-y", cached, ZC_LOADED_CHECK_PREPARE_MIN - 1),
+                   "small: none");
 }
 
 Test(opencl_loaded_check, a_large_hit_rebuilt_to_the_same_size_is_refused)

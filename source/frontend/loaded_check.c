@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "faulted_buffer.h"
 #include "zecache/frontend_several.h"
 #include "zecache/loaded_check.h"
 #include "zecache/log.h"
@@ -135,4 +136,13 @@ bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cac
 bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries *cached)
 {
     return !all_verified(checks, cached, slot_options(cached->options));
+}
+
+zc_faulted_buffer *zc_loaded_check_prepare(zc_loaded_checks *checks,
+                                           const zc_loaded_binaries *cached)
+{
+    if (cached->count != 1 || cached->sizes[0] < ZC_LOADED_CHECK_PREPARE_MIN ||
+        !zc_loaded_check_is_full(checks, cached))
+        return NULL;
+    return zc_faulted_buffer_start(cached->sizes[0]);
 }
