@@ -132,25 +132,16 @@ bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binar
     return same;
 }
 
-/* What the reads below are given: the module, and the buffer faulted in for
- * its full check, if any. */
-typedef struct checked_module {
-    ze_module_handle_t module;
-    zc_faulted_buffer *prepared;
-} checked_module;
-
-static bool loaded_sizes(void *object, size_t count, size_t *sizes)
+static bool loaded_sizes(void *module, size_t count, size_t *sizes)
 {
-    checked_module *checked = object;
-    return count == 1 && zcl_layer.next.module_get_native_binary(checked->module, &sizes[0],
-                                                                 NULL) == ZE_RESULT_SUCCESS;
+    return count == 1 &&
+           zcl_layer.next.module_get_native_binary(module, &sizes[0], NULL) == ZE_RESULT_SUCCESS;
 }
 
-static bool loaded_same(void *object, const zc_loaded_binaries *cached)
+static bool loaded_same(void *module, const zc_loaded_binaries *cached, zc_faulted_buffer *prepared)
 {
-    checked_module *checked = object;
-    return cached->count == 1 && zcl_native_loaded_unchanged(checked->module, cached->binaries[0],
-                                                             cached->sizes[0], checked->prepared);
+    return cached->count == 1 &&
+           zcl_native_loaded_unchanged(module, cached->binaries[0], cached->sizes[0], prepared);
 }
 
 static const zc_loaded_reader module_reader = {loaded_sizes, loaded_same};
@@ -178,8 +169,5 @@ bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags
 {
     const void *devices[] = {device};
     zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary);
-    checked_module checked = {module, prepared};
-    bool unchanged = zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, &checked);
-    zc_faulted_buffer_free(prepared);
-    return unchanged;
+    return zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, module, prepared);
 }

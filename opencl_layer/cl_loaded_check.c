@@ -8,42 +8,35 @@
 #include "faulted_buffer.h"
 #include "zecache/frontend_several.h"
 
-/* What the reads below are given: the program, and the buffer faulted in
- * for a one-device full check, if any. */
-typedef struct checked_program {
-    cl_program program;
-    zc_faulted_buffer *prepared;
-} checked_program;
-
-static bool loaded_sizes(void *object, size_t count, size_t *sizes)
+static bool loaded_sizes(void *program, size_t count, size_t *sizes)
 {
-    checked_program *checked = object;
-    return zcc_layer.next.clGetProgramInfo(checked->program, CL_PROGRAM_BINARY_SIZES,
-                                           count * sizeof(*sizes), sizes, NULL) == CL_SUCCESS;
+    return zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, count * sizeof(*sizes),
+                                           sizes, NULL) == CL_SUCCESS;
 }
 
 /* The one device's binary copied into the prepared buffer and compared;
  * false when the driver's size is not the cached one. */
-static bool prepared_same(checked_program *checked, const zc_loaded_binaries *cached)
+static bool prepared_same(cl_program program, const zc_loaded_binaries *cached,
+                          zc_faulted_buffer *prepared)
 {
     size_t size = 0, prepared_size = 0;
-    unsigned char *bytes = zc_faulted_buffer_wait(checked->prepared, &prepared_size);
-    return loaded_sizes(checked, 1, &size) && size == cached->sizes[0] && size <= prepared_size &&
-           zcc_layer.next.clGetProgramInfo(checked->program, CL_PROGRAM_BINARIES, sizeof(bytes),
-                                           &bytes, NULL) == CL_SUCCESS &&
+    unsigned char *bytes = zc_faulted_buffer_wait(prepared, &prepared_size);
+    return loaded_sizes(program, 1, &size) && size == cached->sizes[0] && size <= prepared_size &&
+           zcc_layer.next.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(bytes), &bytes,
+                                           NULL) == CL_SUCCESS &&
            memcmp(bytes, cached->binaries[0], size) == 0;
 }
 
-static bool loaded_same(void *object, const zc_loaded_binaries *cached)
+static bool loaded_same(void *program, const zc_loaded_binaries *cached,
+                        zc_faulted_buffer *prepared)
 {
-    checked_program *checked = object;
-    if (checked->prepared != NULL && cached->count == 1)
-        return prepared_same(checked, cached);
+    if (prepared != NULL && cached->count == 1)
+        return prepared_same(program, cached, prepared);
     cl_uint count = (cl_uint)cached->count;
     size_t built_sizes[ZC_FRONTEND_MAX_DEVICES];
     unsigned char *built_binaries[ZC_FRONTEND_MAX_DEVICES];
     bool same = count <= ZC_FRONTEND_MAX_DEVICES &&
-                zcc_binaries_of(checked->program, count, built_sizes, built_binaries);
+                zcc_binaries_of(program, count, built_sizes, built_binaries);
     for (cl_uint i = 0; same && i < count; i++)
         same = built_sizes[i] == cached->sizes[i] &&
                memcmp(built_binaries[i], cached->binaries[i], cached->sizes[i]) == 0;
@@ -85,10 +78,9 @@ bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *d
 {
     const void *device_handles[ZC_FRONTEND_MAX_DEVICES];
     zc_loaded_binaries cached;
-    checked_program checked = {built, prepared};
-    bool unchanged =
-        as_loaded_binaries(count, devices, options, sizes, binaries, device_handles, &cached) &&
-        zc_loaded_unchanged(&zcc_layer.hit_checks, &cached, &program_reader, &checked);
-    zc_faulted_buffer_free(prepared);
-    return unchanged;
+    if (!as_loaded_binaries(count, devices, options, sizes, binaries, device_handles, &cached)) {
+        zc_faulted_buffer_free(prepared);
+        return false;
+    }
+    return zc_loaded_unchanged(&zcc_layer.hit_checks, &cached, &program_reader, built, prepared);
 }

@@ -26,8 +26,9 @@ static bool read_sizes(void *object, size_t count, size_t *sizes)
     return !driver->sizes_unknown;
 }
 
-static bool read_same(void *object, const zc_loaded_binaries *cached)
+static bool read_same(void *object, const zc_loaded_binaries *cached, zc_faulted_buffer *prepared)
 {
+    (void)prepared;
     driver_object *driver = object;
     atomic_fetch_add(&driver->full_reads, 1);
     return driver->loaded_same && driver->loaded_size == cached->sizes[0];
@@ -45,7 +46,7 @@ static bool hit(zc_loaded_checks *checks, driver_object *driver, const void *dev
     const uint8_t *binaries[] = {binary, binary};
     zc_loaded_binaries cached = {
         .count = 1, .devices = devices, .options = options, .sizes = sizes, .binaries = binaries};
-    return zc_loaded_unchanged(checks, &cached, &reader, driver);
+    return zc_loaded_unchanged(checks, &cached, &reader, driver, NULL);
 }
 
 static driver_object unchanged(void)
@@ -183,8 +184,8 @@ Test(loaded_check, every_binary_of_several_devices_counts)
     const uint8_t *binaries[] = {binary, binary};
     zc_loaded_binaries both = {
         .count = 2, .devices = devices, .options = "-O2", .sizes = sizes, .binaries = binaries};
-    cr_assert(zc_loaded_unchanged(&checks, &both, &reader, &driver));
-    cr_assert(zc_loaded_unchanged(&checks, &both, &reader, &driver));
+    cr_assert(zc_loaded_unchanged(&checks, &both, &reader, &driver, NULL));
+    cr_assert(zc_loaded_unchanged(&checks, &both, &reader, &driver, NULL));
     cr_assert_eq(atomic_load(&driver.full_reads), 2, "device b's first in full, with a's");
     cr_assert_eq(atomic_load(&driver.size_reads), 1);
 }

@@ -40,20 +40,24 @@ typedef struct zc_loaded_binaries {
     const uint8_t *const *binaries;
 } zc_loaded_binaries;
 
+typedef struct zc_faulted_buffer zc_faulted_buffer;
+
 /* What the layer reads back of the driver's object made from them. */
 typedef struct zc_loaded_reader {
     /* The sizes of the binaries the driver holds, without copying them;
      * false when it cannot tell. */
     bool (*sizes)(void *object, size_t count, size_t *sizes);
-    /* Whether the driver holds exactly the binaries: copied out, compared. */
-    bool (*same)(void *object, const zc_loaded_binaries *cached);
+    /* Whether the driver holds exactly the binaries: copied out (into
+     * prepared when it is not NULL: zc_loaded_check_prepare's), compared. */
+    bool (*same)(void *object, const zc_loaded_binaries *cached, zc_faulted_buffer *prepared);
 } zc_loaded_reader;
 
 /* Whether object (the driver's, made from cached) holds the binaries
  * unchanged, by the full or the size check as checks says; a failure is
- * logged (PrintDebugMessages) and makes every later check a full one. */
+ * logged (PrintDebugMessages) and makes every later check a full one.
+ * prepared (NULL, or zc_loaded_check_prepare's for cached) is freed. */
 bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
-                         const zc_loaded_reader *reader, void *object);
+                         const zc_loaded_reader *reader, void *object, zc_faulted_buffer *prepared);
 /* Whether the check of a hit on cached would be a full one now: a hint, for
  * preparing what a full check needs while the driver creates the object;
  * zc_loaded_unchanged decides. */
@@ -62,7 +66,6 @@ bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries 
  * buffer faulted in on another thread while the driver makes the object: a
  * fresh 50 MB buffer's page faults cost 11-22 ms, the thread 0.05. */
 #define ZC_LOADED_CHECK_PREPARE_MIN ((size_t)1 << 20)
-typedef struct zc_faulted_buffer zc_faulted_buffer;
 /* That buffer (source/common/faulted_buffer.h), the size of cached's one
  * binary, started before the driver makes the object; NULL when the check
  * would not be full, the binary is smaller or there are several, or no

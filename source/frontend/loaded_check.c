@@ -110,8 +110,9 @@ static void distrust(zc_loaded_checks *checks, const char *which)
                 which);
 }
 
-bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
-                         const zc_loaded_reader *reader, void *object)
+static bool checked_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                              const zc_loaded_reader *reader, void *object,
+                              zc_faulted_buffer *prepared)
 {
     const char *options = slot_options(cached->options);
     if (all_verified(checks, cached, options)) {
@@ -123,7 +124,7 @@ bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cac
             return false;
         }
     }
-    if (!reader->same(object, cached)) {
+    if (!reader->same(object, cached, prepared)) {
         distrust(checks, "full");
         return false;
     }
@@ -131,6 +132,14 @@ bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cac
         for (size_t i = 0; i < cached->count; i++)
             mark_verified(checks, cached->devices[i], options);
     return true;
+}
+
+bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                         const zc_loaded_reader *reader, void *object, zc_faulted_buffer *prepared)
+{
+    bool unchanged = checked_unchanged(checks, cached, reader, object, prepared);
+    zc_faulted_buffer_free(prepared);
+    return unchanged;
 }
 
 bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries *cached)
