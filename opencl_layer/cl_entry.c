@@ -8,6 +8,14 @@
  *   u32 kernel count, then per kernel: u32 name length, the name,
  *   u32 attributes length, the attributes (no NUL)
  *
+ * An executable whose binary carries the SPIR-V it was built from (Intel's,
+ * both generations: an ELF section of type SPIRV_SECTION) is stored as the
+ * binary without the SPIR-V's bytes, which is what a hit hands the driver,
+ * and what joins them back (zecache/section_cut.h):
+ *
+ *   "ZCCL2\0\0\0", u64 size, the binary without them, u64 size, the
+ *   restore part, then the kernels as above
+ *
  * little-endian; every length is checked against what is left, so a bad
  * entry is refused, never overrun. */
 #include <stdlib.h>
@@ -15,9 +23,14 @@
 
 #include "byte_order.h"
 #include "cl_layer_internal.h"
+#include "zecache/section_cut.h"
 
 #define MAGIC "ZCCL1\0\0\0"
+#define MAGIC_CUT "ZCCL2\0\0\0"
 #define MAGIC_SIZE 8
+/* SHT_OPENCL_SPIRV of Intel's OpenCL ELF (22.43) and SHT_ZEBIN_SPIRV of
+ * its zebin (26.x) alike. */
+#define SPIRV_SECTION 0xff000009u
 #define NAMES_MAX ((size_t)1 << 20)
 
 /* The answer of kernel (malloc'd, without NUL) to CL_KERNEL_ATTRIBUTES. */
@@ -118,36 +131,87 @@ static bool append_kernels(buffer *to, cl_program program)
     return ok;
 }
 
+static bool append_part(buffer *to, const void *bytes, size_t size)
+{
+    uint8_t prefix[8];
+    zc_put_le64(prefix, size);
+    return append(to, prefix, sizeof(prefix)) && append(to, bytes, size);
+}
+
 zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
                               const char *log, size_t log_length, const zc_artifact_meta *meta)
 {
+    /* A compiled object's SPIR-V is all it holds. */
+    zc_section_cut cut = {0};
+    bool is_cut = program != NULL && zc_section_cut_make(binary, size, SPIRV_SECTION, &cut);
     buffer entry = {0};
-    uint8_t binary_size[8];
-    zc_put_le64(binary_size, size);
-    bool ok = append(&entry, MAGIC, MAGIC_SIZE) &&
-              append(&entry, binary_size, sizeof(binary_size)) && append(&entry, binary, size) &&
-              append_kernels(&entry, program);
+    bool ok = is_cut ? append(&entry, MAGIC_CUT, MAGIC_SIZE) &&
+                           append_part(&entry, cut.kept, cut.kept_size) &&
+                           append_part(&entry, cut.restore, cut.restore_size)
+                     : append(&entry, MAGIC, MAGIC_SIZE) && append_part(&entry, binary, size);
+    zc_section_cut_free(&cut);
+    ok = ok && append_kernels(&entry, program);
     zc_artifact *artifact =
         ok ? zc_artifact_create(entry.bytes, entry.size, log, log_length, meta) : NULL;
     free(entry.bytes);
     return artifact;
 }
 
+/* The next u64-length-prefixed part of *at (within *left); false past the
+ * end. */
+static bool next_part(const uint8_t **at, size_t *left, const uint8_t **part, size_t *size)
+{
+    if (*left < 8 || zc_get_le64(*at) > *left - 8)
+        return false;
+    *size = (size_t)zc_get_le64(*at);
+    *part = *at + 8;
+    *at += 8 + *size;
+    *left -= 8 + *size;
+    return true;
+}
+
 bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry)
 {
-    size_t size;
-    const uint8_t *bytes = zc_artifact_binary(artifact, &size);
-    if (size < MAGIC_SIZE + 8 || memcmp(bytes, MAGIC, MAGIC_SIZE) != 0)
+    size_t left;
+    const uint8_t *at = zc_artifact_binary(artifact, &left);
+    *entry = (zcc_entry){0};
+    if (left < MAGIC_SIZE)
         return false;
-    uint64_t binary_size = zc_get_le64(bytes + MAGIC_SIZE);
-    size_t left = size - MAGIC_SIZE - 8;
-    if (binary_size == 0 || binary_size > left || left - binary_size < 4)
+    bool is_cut = memcmp(at, MAGIC_CUT, MAGIC_SIZE) == 0;
+    if (!is_cut && memcmp(at, MAGIC, MAGIC_SIZE) != 0)
         return false;
-    entry->binary = bytes + MAGIC_SIZE + 8;
-    entry->binary_size = (size_t)binary_size;
-    entry->kernels = entry->binary + binary_size;
-    entry->kernels_size = left - (size_t)binary_size;
-    return true;
+    at += MAGIC_SIZE;
+    left -= MAGIC_SIZE;
+    if (!next_part(&at, &left, &entry->binary, &entry->binary_size) || entry->binary_size == 0)
+        return false;
+    entry->whole_size = entry->binary_size;
+    if (is_cut && (!next_part(&at, &left, &entry->restore, &entry->restore_size) ||
+                   !zc_section_cut_whole_size(entry->binary_size, entry->restore,
+                                              entry->restore_size, &entry->whole_size)))
+        return false;
+    entry->kernels = at;
+    entry->kernels_size = left;
+    return left >= 4;
+}
+
+void zcc_entry_whole(const zcc_entry *entry, uint8_t *out)
+{
+    if (entry->restore == NULL)
+        memcpy(out, entry->binary, entry->binary_size);
+    else
+        zc_section_cut_join(entry->binary, entry->binary_size, entry->restore, entry->restore_size,
+                            out);
+}
+
+const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held)
+{
+    *held = NULL;
+    if (entry->restore == NULL)
+        return entry->binary;
+    *held = malloc(entry->whole_size);
+    if (*held != NULL)
+        zcc_entry_whole(entry, *held);
+    return *held;
 }
 
 /* The next length-prefixed text of *at (within *left); false past the end. */

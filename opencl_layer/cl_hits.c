@@ -119,10 +119,10 @@ typedef struct object_copy {
 static void copy_object(zcc_hit *hit, void *context)
 {
     object_copy *copy = context;
-    copy->bytes = hit->compiled ? malloc(hit->object_size) : NULL;
+    copy->bytes = hit->compiled ? malloc(hit->entry.whole_size) : NULL;
     if (copy->bytes != NULL) {
-        memcpy(copy->bytes, hit->object, hit->object_size);
-        copy->size = hit->object_size;
+        zcc_entry_whole(&hit->entry, copy->bytes);
+        copy->size = hit->entry.whole_size;
     }
 }
 
@@ -155,7 +155,7 @@ void zcc_hit_free(zcc_hit *hit)
     free(hit->options);
     free(hit->log);
     free(hit->kernels);
-    free(hit->object);
+    zc_artifact_unref(hit->artifact);
     for (size_t i = 0; i < hit->other_count; i++)
         free(hit->others[i].log);
     free(hit->others);

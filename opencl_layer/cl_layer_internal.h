@@ -39,8 +39,13 @@ extern zcc_state zcc_layer;
 /* ---- cl_entry.c: what an OpenCL entry holds ---- */
 
 typedef struct zcc_entry {
-    const uint8_t *binary; /* the driver's, CL_PROGRAM_BINARIES */
+    /* What a hit hands the driver: CL_PROGRAM_BINARIES, or it without the
+     * bytes of the SPIR-V it carries when restore is not NULL. */
+    const uint8_t *binary;
     size_t binary_size;
+    const uint8_t *restore; /* what joins the SPIR-V back (section_cut.h) */
+    size_t restore_size;
+    size_t whole_size;      /* CL_PROGRAM_BINARIES's size */
     const uint8_t *kernels; /* each kernel's CL_KERNEL_ATTRIBUTES */
     size_t kernels_size;
 } zcc_entry;
@@ -52,6 +57,12 @@ zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, s
                               const char *log, size_t log_length, const zc_artifact_meta *meta);
 /* The parts of artifact's entry (pointing into it); false for a bad one. */
 bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
+/* Writes the driver's CL_PROGRAM_BINARIES the entry holds (whole_size
+ * bytes) to out. */
+void zcc_entry_whole(const zcc_entry *entry, uint8_t *out);
+/* The driver's CL_PROGRAM_BINARIES: entry->binary, or one joined into
+ * *held (malloc'd; NULL when memory runs out, then NULL is returned). */
+const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held);
 /* The attributes of kernel name in an entry's kernels part. */
 bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
                                  const char **attributes, size_t *length);
@@ -120,8 +131,11 @@ typedef struct zcc_hit {
     /* A clCompileProgram hit: built is a compiled object created from the
      * entry's, which answers as compiled with the entry's bytes. */
     bool compiled;
-    uint8_t *object;
-    size_t object_size;
+    /* Held when the entry answers CL_PROGRAM_BINARIES (a compiled object,
+     * or a binary the driver was handed without its SPIR-V); entry points
+     * into it. NULL when built answers. */
+    zc_artifact *artifact;
+    zcc_entry entry;
     /* A build for several devices: the others, after device (the
      * program's order), each with its build log; 0 and NULL for one. */
     size_t other_count;
@@ -265,13 +279,19 @@ zc_artifact *zcc_entry_made(cl_program program, cl_device_id device, bool kernel
 /* zcc_entry_made of program's one binary, timed from start. */
 zc_status zcc_entry_of(cl_program program, cl_device_id device, bool kernels,
                        const zc_artifact_meta *device_meta, uint64_t start, zc_artifact **out);
+/* What the layer's program made from an entry is for. */
+typedef enum zcc_made_as {
+    ZCC_MADE_HIT,     /* a build hit's, the entry answering its binary */
+    ZCC_MADE_OBJECT,  /* a compile hit's: a compiled object, as created */
+    ZCC_MADE_PROGRAM, /* the application's own (a link's): the whole binary */
+} zcc_made_as;
 /* The layer's program (*built) from artifact's binary for device: built
- * with options, or for an object a compiled object as created; checked to
- * give back the same bytes (an executable). ZC_HIT_REFUSED with the
+ * with options, or as created for ZCC_MADE_OBJECT; checked to give back
+ * the bytes it was made from (an executable). ZC_HIT_REFUSED with the
  * driver's answer in detail, ZC_HIT_REBUILT (nothing left), or
  * ZC_HIT_CREATED with *entry read from artifact. */
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
-                                    cl_device_id device, const char *options, bool object,
+                                    cl_device_id device, const char *options, zcc_made_as as,
                                     cl_program *built, zcc_entry *entry, char *detail,
                                     size_t detail_size);
 /* The program's IL, else its source, as the driver holds it (malloc'd);

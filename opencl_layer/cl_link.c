@@ -60,8 +60,8 @@ static zc_hit_outcome create_linked(void *context, const zc_artifact *artifact, 
     zcc_entry entry;
     cl_program built = NULL;
     zc_hit_outcome outcome =
-        zcc_program_of_entry(artifact, call->context, call->device, call->options, false, &built,
-                             &entry, detail, detail_size);
+        zcc_program_of_entry(artifact, call->context, call->device, call->options, ZCC_MADE_PROGRAM,
+                             &built, &entry, detail, detail_size);
     if (outcome == ZC_HIT_CREATED) {
         call->linked = built;
         call->result = CL_SUCCESS;

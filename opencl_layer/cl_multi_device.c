@@ -140,6 +140,27 @@ static zcc_hit *hit_of(several_call *call, const zc_artifact *const *artifacts,
     return hit;
 }
 
+/* Each device's whole binary (the hit answers CL_PROGRAM_BINARIES from the
+ * layer's program), joined into held[i] when the entry holds it cut. */
+static bool binaries_of_entries(const several_call *call, const zc_artifact *const *artifacts,
+                                zcc_entry *entries, size_t *sizes, const unsigned char **binaries,
+                                uint8_t **held, char *detail, size_t detail_size)
+{
+    for (cl_uint i = 0; i < call->count; i++) {
+        if (!zcc_entry_read(artifacts[i], &entries[i])) {
+            snprintf(detail, detail_size, "an entry of another form");
+            return false;
+        }
+        sizes[i] = entries[i].whole_size;
+        binaries[i] = zcc_entry_whole_binary(&entries[i], &held[i]);
+        if (binaries[i] == NULL) {
+            snprintf(detail, detail_size, "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
 static zc_hit_outcome several_create(void *context, const zc_artifact *const *artifacts,
                                      char *detail, size_t detail_size)
 {
@@ -147,24 +168,22 @@ static zc_hit_outcome several_create(void *context, const zc_artifact *const *ar
     size_t sizes[ZC_FRONTEND_MAX_DEVICES];
     const unsigned char *binaries[ZC_FRONTEND_MAX_DEVICES];
     zcc_entry entries[ZC_FRONTEND_MAX_DEVICES];
-    for (cl_uint i = 0; i < call->count; i++) {
-        if (!zcc_entry_read(artifacts[i], &entries[i])) {
-            snprintf(detail, detail_size, "an entry of another form");
-            return ZC_HIT_REFUSED;
-        }
-        sizes[i] = entries[i].binary_size;
-        binaries[i] = entries[i].binary;
-    }
-    cl_program built = program_from(call, sizes, binaries, detail, detail_size);
-    if (built == NULL)
-        return ZC_HIT_REFUSED;
-    if (!zcc_loaded_unchanged(built, call->count, call->devices, call->app.options, sizes, binaries,
-                              NULL)) {
+    uint8_t *held[ZC_FRONTEND_MAX_DEVICES] = {0};
+    zc_hit_outcome outcome = ZC_HIT_REFUSED;
+    cl_program built = NULL;
+    if (binaries_of_entries(call, artifacts, entries, sizes, binaries, held, detail, detail_size))
+        built = program_from(call, sizes, binaries, detail, detail_size);
+    if (built != NULL && !zcc_loaded_unchanged(built, call->count, call->devices, call->app.options,
+                                               sizes, binaries, NULL)) {
         zcc_layer.next.clReleaseProgram(built);
-        return ZC_HIT_REBUILT;
+        built = NULL;
+        outcome = ZC_HIT_REBUILT;
     }
-    zc_hit_outcome outcome =
-        zcc_hits_add_built(hit_of(call, artifacts, &entries[0]), built, detail, detail_size);
+    for (cl_uint i = 0; i < call->count; i++)
+        free(held[i]);
+    if (built == NULL)
+        return outcome;
+    outcome = zcc_hits_add_built(hit_of(call, artifacts, &entries[0]), built, detail, detail_size);
     if (outcome == ZC_HIT_CREATED)
         call->result = CL_SUCCESS;
     return outcome;

@@ -172,7 +172,7 @@ static cl_program program_from(cl_context context, cl_device_id device, const ch
 }
 
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
-                                    cl_device_id device, const char *options, bool object,
+                                    cl_device_id device, const char *options, zcc_made_as as,
                                     cl_program *built, zcc_entry *entry, char *detail,
                                     size_t detail_size)
 {
@@ -180,33 +180,44 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
         snprintf(detail, detail_size, "an entry of another form");
         return ZC_HIT_REFUSED;
     }
-    /* A compiled object made from a binary gives back other bytes on both
-     * drivers; its hit answers with the entry's (cl_queries.c). */
-    zc_faulted_buffer *prepared =
-        object ? NULL : zcc_check_prepare(device, options, entry->binary, entry->binary_size);
-    *built = program_from(context, device, options, object, entry->binary, entry->binary_size,
-                          detail, detail_size);
-    if (*built == NULL) {
-        zc_faulted_buffer_free(prepared);
+    /* Only a hit answers CL_PROGRAM_BINARIES from the entry: a program the
+     * application gets itself is made from the whole binary. */
+    uint8_t *whole = NULL;
+    const uint8_t *binary = entry->binary;
+    size_t size = entry->binary_size;
+    if (as == ZCC_MADE_PROGRAM && (binary = zcc_entry_whole_binary(entry, &whole)) == NULL) {
+        snprintf(detail, detail_size, "out of memory");
         return ZC_HIT_REFUSED;
     }
-    const unsigned char *binary = entry->binary;
-    if (!object && !zcc_loaded_unchanged(*built, 1, &device, options, &entry->binary_size, &binary,
-                                         prepared)) {
+    size = whole != NULL ? entry->whole_size : size;
+    /* A compiled object made from a binary gives back other bytes on both
+     * drivers; its hit answers with the entry's (cl_queries.c). */
+    bool object = as == ZCC_MADE_OBJECT;
+    zc_faulted_buffer *prepared = object ? NULL : zcc_check_prepare(device, options, binary, size);
+    *built = program_from(context, device, options, object, binary, size, detail, detail_size);
+    zc_hit_outcome outcome = *built != NULL ? ZC_HIT_CREATED : ZC_HIT_REFUSED;
+    if (*built == NULL)
+        zc_faulted_buffer_free(prepared);
+    else if (!object &&
+             !zcc_loaded_unchanged(*built, 1, &device, options, &size, &binary, prepared)) {
         zcc_layer.next.clReleaseProgram(*built);
-        return ZC_HIT_REBUILT;
+        outcome = ZC_HIT_REBUILT;
     }
-    return ZC_HIT_CREATED;
+    free(whole);
+    return outcome;
 }
 
 static zcc_hit *hit_of(build_call *call, const zc_artifact *artifact, const zcc_entry *entry)
 {
-    bool object = call->compile != NULL;
     size_t log_size;
     const char *log = zc_artifact_build_log(artifact, &log_size);
     zcc_hit *hit = calloc(1, sizeof(*hit));
     if (hit == NULL)
         return NULL;
+    /* The driver's program answers CL_PROGRAM_BINARIES with other bytes
+     * than the build's for a compiled object and a binary without its
+     * SPIR-V: the entry answers then. */
+    bool answers_binaries = call->compile != NULL || entry->restore != NULL;
     *hit = (zcc_hit){.program = call->app.program,
                      .device = call->device,
                      .options = strdup(call->app.options != NULL ? call->app.options : ""),
@@ -214,19 +225,16 @@ static zcc_hit *hit_of(build_call *call, const zc_artifact *artifact, const zcc_
                      .log_size = log_size,
                      .kernels = malloc(entry->kernels_size),
                      .kernels_size = entry->kernels_size,
-                     .compiled = object,
-                     .object = object ? malloc(entry->binary_size) : NULL,
-                     .object_size = object ? entry->binary_size : 0};
-    if (hit->options == NULL || hit->log == NULL || hit->kernels == NULL ||
-        (object && hit->object == NULL)) {
+                     .compiled = call->compile != NULL,
+                     .artifact = answers_binaries ? zc_artifact_ref(artifact) : NULL,
+                     .entry = *entry};
+    if (hit->options == NULL || hit->log == NULL || hit->kernels == NULL) {
         zcc_hit_free(hit);
         return NULL;
     }
     memcpy(hit->log, log, log_size);
     hit->log[log_size] = '\0';
     memcpy(hit->kernels, entry->kernels, entry->kernels_size);
-    if (object)
-        memcpy(hit->object, entry->binary, entry->binary_size);
     return hit;
 }
 
@@ -245,7 +253,8 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
     zcc_entry entry;
     zc_hit_outcome outcome =
         zcc_program_of_entry(artifact, program_context, call->device, call->app.options,
-                             call->compile != NULL, &built, &entry, detail, detail_size);
+                             call->compile != NULL ? ZCC_MADE_OBJECT : ZCC_MADE_HIT, &built, &entry,
+                             detail, detail_size);
     if (outcome != ZC_HIT_CREATED)
         return outcome;
     outcome = zcc_hits_add_built(hit_of(call, artifact, &entry), built, detail, detail_size);

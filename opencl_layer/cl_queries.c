@@ -27,26 +27,28 @@ static bool answered_by_build(cl_program_info name)
     }
 }
 
-/* A compiled hit's binary: the entry's object, as the driver's compile gave
- * it (the layer's program, made from it, gives other bytes). */
-typedef struct object_query {
+/* The binary of a hit whose entry answers it (zcc_hit.artifact): a
+ * compiled object, as the driver's compile gave it (the layer's program,
+ * made from it, gives other bytes), or a binary the driver was handed
+ * without its SPIR-V, whole again. */
+typedef struct binary_query {
     cl_program_info name;
     size_t size;
     void *value;
     size_t *size_ret;
     bool answered;
     cl_int result;
-} object_query;
+} binary_query;
 
-static void query_object(zcc_hit *hit, void *context)
+static void query_entry_binary(zcc_hit *hit, void *context)
 {
-    object_query *query = context;
-    if (!hit->compiled)
+    binary_query *query = context;
+    if (hit->artifact == NULL)
         return;
     query->answered = true;
     if (query->name == CL_PROGRAM_BINARY_SIZES) {
-        query->result = zcc_answer(&hit->object_size, sizeof(hit->object_size), query->size,
-                                   query->value, query->size_ret);
+        query->result = zcc_answer(&hit->entry.whole_size, sizeof(hit->entry.whole_size),
+                                   query->size, query->value, query->size_ret);
         return;
     }
     /* One device: one pointer, to memory the application sized. */
@@ -55,16 +57,16 @@ static void query_object(zcc_hit *hit, void *context)
     if (query->result == CL_SUCCESS && query->size_ret != NULL)
         *query->size_ret = sizeof(*to);
     if (query->result == CL_SUCCESS && to != NULL && to[0] != NULL)
-        memcpy(to[0], hit->object, hit->object_size);
+        zcc_entry_whole(&hit->entry, to[0]);
 }
 
 cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,
                                         void *value, size_t *size_ret)
 {
-    object_query object = {name, size, value, size_ret, false, CL_SUCCESS};
+    binary_query query = {name, size, value, size_ret, false, CL_SUCCESS};
     if ((name == CL_PROGRAM_BINARY_SIZES || name == CL_PROGRAM_BINARIES) &&
-        zcc_hits_with(program, query_object, &object) && object.answered)
-        return object.result;
+        zcc_hits_with(program, query_entry_binary, &query) && query.answered)
+        return query.result;
     cl_program built = answered_by_build(name) ? zcc_hits_built_of(program) : NULL;
     if (built == NULL)
         return zcc_layer.next.clGetProgramInfo(program, name, size, value, size_ret);

@@ -14,7 +14,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(fuzz_entry fuzz_entry_frame fuzz_config_file fuzz_config fuzz_spirv fuzz_ld_cache fuzz_bundle fuzz_pack fuzz_remote_spec fuzz_opencl_c fuzz_recipe)
+    targets=(fuzz_entry fuzz_entry_frame fuzz_config_file fuzz_config fuzz_spirv fuzz_ld_cache fuzz_bundle fuzz_pack fuzz_remote_spec fuzz_opencl_c fuzz_recipe fuzz_section_cut)
 fi
 build=build-fuzz
 

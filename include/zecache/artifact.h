@@ -30,7 +30,9 @@ zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const ch
 zc_artifact *zc_artifact_create_unfilled(size_t binary_size, size_t log_size,
                                          const zc_artifact_meta *meta, uint8_t **payload);
 
-zc_artifact *zc_artifact_ref(zc_artifact *artifact);
+/* A new reference; artifact may be const, since a reference changes
+ * nothing anyone reads. */
+zc_artifact *zc_artifact_ref(const zc_artifact *artifact);
 void zc_artifact_unref(zc_artifact *artifact); /* NULL is accepted */
 
 const uint8_t *zc_artifact_binary(const zc_artifact *artifact, size_t *size);

@@ -65,12 +65,15 @@ zc_artifact *zc_artifact_create(const void *binary, size_t binary_size, const ch
     return artifact;
 }
 
-zc_artifact *zc_artifact_ref(zc_artifact *artifact)
+zc_artifact *zc_artifact_ref(const zc_artifact *artifact)
 {
-    /* Relaxed is enough: whoever hands out a reference already holds one. */
-    if (artifact != NULL)
-        atomic_fetch_add_explicit(&artifact->references, 1, memory_order_relaxed);
-    return artifact;
+    /* The count is the one part of an artifact that changes after it is
+     * shared. Relaxed is enough: whoever hands out a reference already
+     * holds one. */
+    zc_artifact *shared = (zc_artifact *)artifact;
+    if (shared != NULL)
+        atomic_fetch_add_explicit(&shared->references, 1, memory_order_relaxed);
+    return shared;
 }
 
 void zc_artifact_unref(zc_artifact *artifact)

@@ -1,0 +1,196 @@
+/* The OpenCL layer's entries of binaries that carry their SPIR-V, against a
+ * stand-in table: stored without the SPIR-V's bytes (an executable's; a
+ * compiled object and a binary of another form whole), a build hit hands
+ * the driver the binary without them, a link's program (the application's
+ * own) is made from the whole one, and a hit answers CL_PROGRAM_BINARIES
+ * whole, as the driver's build did. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_layer_internal.h"
+#include "section_elf.h"
+
+static int app_object, built_object, device_object, context_object;
+#define APP_PROGRAM ((cl_program)&app_object)
+#define BUILT ((cl_program)&built_object)
+#define DEVICE ((cl_device_id)&device_object)
+#define CONTEXT ((cl_context)&context_object)
+
+/* What the stand-in driver was handed for BUILT, and gives back. */
+static unsigned char *handed;
+static size_t handed_size;
+
+static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info name, size_t size,
+                                            void *value, size_t *size_ret)
+{
+    if (program == APP_PROGRAM && name == CL_PROGRAM_KERNEL_NAMES)
+        return zcc_answer("k", 2, size, value, size_ret);
+    if (program != BUILT)
+        return CL_INVALID_PROGRAM;
+    if (name == CL_PROGRAM_BINARY_SIZES)
+        return zcc_answer(&handed_size, sizeof(handed_size), size, value, size_ret);
+    if (name != CL_PROGRAM_BINARIES || size < sizeof(unsigned char *))
+        return CL_INVALID_VALUE;
+    memcpy(*(unsigned char **)value, handed, handed_size);
+    return CL_SUCCESS;
+}
+
+static cl_program CL_API_CALL fake_create_with_binary(cl_context context, cl_uint count,
+                                                      const cl_device_id *devices,
+                                                      const size_t *sizes,
+                                                      const unsigned char **binaries,
+                                                      cl_int *binary_status, cl_int *status)
+{
+    cr_assert(context == CONTEXT && count == 1 && devices[0] == DEVICE);
+    free(handed);
+    handed = malloc(sizes[0]);
+    memcpy(handed, binaries[0], sizes[0]);
+    handed_size = sizes[0];
+    *binary_status = *status = CL_SUCCESS;
+    return BUILT;
+}
+
+static cl_int CL_API_CALL fake_build(cl_program program, cl_uint count, const cl_device_id *devices,
+                                     const char *options,
+                                     void(CL_CALLBACK *notify)(cl_program, void *), void *user_data)
+{
+    (void)options, (void)notify, (void)user_data;
+    cr_assert(program == BUILT && count == 1 && devices[0] == DEVICE);
+    return CL_SUCCESS;
+}
+
+static cl_kernel CL_API_CALL fake_create_kernel(cl_program program, const char *name,
+                                                cl_int *status)
+{
+    (void)program, (void)name;
+    *status = CL_SUCCESS;
+    return (cl_kernel)&device_object;
+}
+
+static cl_int CL_API_CALL fake_kernel_info(cl_kernel kernel, cl_kernel_info name, size_t size,
+                                           void *value, size_t *size_ret)
+{
+    (void)kernel, (void)name;
+    return zcc_answer("", 1, size, value, size_ret);
+}
+
+static cl_int CL_API_CALL fake_release(void *object)
+{
+    (void)object;
+    return CL_SUCCESS;
+}
+
+static elf binary; /* 22.43's OpenCL ELF: options, SPIR-V, device binary */
+
+static void set_up(void)
+{
+    zcc_layer = (zcc_state){0};
+    zcc_layer.next =
+        (cl_icd_dispatch){.clGetProgramInfo = fake_program_info,
+                          .clCreateProgramWithBinary = fake_create_with_binary,
+                          .clBuildProgram = fake_build,
+                          .clCreateKernel = fake_create_kernel,
+                          .clGetKernelInfo = fake_kernel_info,
+                          .clReleaseKernel = (cl_int(CL_API_CALL *)(cl_kernel))fake_release,
+                          .clRetainProgram = (cl_int(CL_API_CALL *)(cl_program))fake_release,
+                          .clReleaseProgram = (cl_int(CL_API_CALL *)(cl_program))fake_release};
+    spec sections[] = {{0xff000006, 45, 1}, {SPIRV, 40000, 1}, {0xff000005, 30000, 1}, {3, 67, 1}};
+    binary = make_elf(sections, 4, true, 9);
+    handed = NULL;
+    handed_size = 0;
+}
+
+static void tear_down(void)
+{
+    free(binary.bytes);
+    free(handed);
+}
+
+TestSuite(opencl_cut_binary, .init = set_up, .fini = tear_down);
+
+static zc_artifact *entry_of(cl_program program, const uint8_t *bytes, size_t size,
+                             zcc_entry *entry)
+{
+    zc_artifact *artifact = zcc_entry_create(program, bytes, size, "a log", 5, NULL);
+    cr_assert_not_null(artifact);
+    cr_assert(zcc_entry_read(artifact, entry));
+    cr_assert_eq(entry->whole_size, size);
+    uint8_t *whole = malloc(size);
+    zcc_entry_whole(entry, whole);
+    cr_assert_eq(memcmp(whole, bytes, size), 0, "the entry gives back the driver's binary");
+    free(whole);
+    return artifact;
+}
+
+Test(opencl_cut_binary, an_executable_is_stored_without_its_spirv_and_read_back_whole)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    cr_assert_not_null(entry.restore);
+    cr_assert_eq(entry.binary_size, binary.size - 40000);
+    zc_artifact_unref(artifact);
+}
+
+Test(opencl_cut_binary, a_compiled_object_and_a_binary_of_another_form_are_stored_whole)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(NULL, binary.bytes, binary.size, &entry);
+    cr_assert_null(entry.restore);
+    cr_assert_eq(entry.binary_size, binary.size);
+    zc_artifact_unref(artifact);
+    static const uint8_t pocl[] = "POCLBIN, not ELF";
+    artifact = entry_of(APP_PROGRAM, pocl, sizeof(pocl), &entry);
+    cr_assert_null(entry.restore);
+    zc_artifact_unref(artifact);
+}
+
+/* A build hit's program is made from the binary without the SPIR-V's
+ * bytes, a link's from the whole binary; each is checked against what it
+ * was made from. */
+Test(opencl_cut_binary, a_hit_hands_the_driver_the_binary_without_its_spirv)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    cl_program built = NULL;
+    char detail[128] = "";
+    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_HIT, &built, &entry,
+                                      detail, sizeof(detail)),
+                 ZC_HIT_CREATED, "%s", detail);
+    cr_assert_eq(handed_size, binary.size - 40000);
+    cr_assert_eq(memcmp(handed, entry.binary, handed_size), 0);
+    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_PROGRAM, &built,
+                                      &entry, detail, sizeof(detail)),
+                 ZC_HIT_CREATED, "%s", detail);
+    cr_assert_eq(handed_size, binary.size);
+    cr_assert_eq(memcmp(handed, binary.bytes, binary.size), 0);
+    zc_artifact_unref(artifact);
+}
+
+Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    zcc_hit *hit = calloc(1, sizeof(*hit));
+    *hit = (zcc_hit){.program = APP_PROGRAM,
+                     .built = BUILT,
+                     .device = DEVICE,
+                     .artifact = artifact,
+                     .entry = entry};
+    cr_assert(zcc_hits_add(hit));
+    size_t size = 0, size_ret = 0;
+    cr_assert_eq(
+        zcc_get_program_info(APP_PROGRAM, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, &size_ret),
+        CL_SUCCESS);
+    cr_assert_eq(size, binary.size);
+    cr_assert_eq(size_ret, sizeof(size));
+    unsigned char *answer = malloc(size);
+    cr_assert_eq(
+        zcc_get_program_info(APP_PROGRAM, CL_PROGRAM_BINARIES, sizeof(answer), &answer, &size_ret),
+        CL_SUCCESS);
+    cr_assert_eq(memcmp(answer, binary.bytes, binary.size), 0);
+    cr_assert_eq(zcc_get_program_info(APP_PROGRAM, CL_PROGRAM_BINARIES, 1, &answer, NULL),
+                 CL_INVALID_VALUE);
+    free(answer);
+    zcc_hit_free(zcc_hits_take(APP_PROGRAM));
+}
