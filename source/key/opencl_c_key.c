@@ -83,6 +83,7 @@ typedef struct resolver {
     char **names;
     size_t name_count;
     const char *current_dir; /* the includer's directory during its scan */
+    const char *macro;       /* an unkeyable macro its scan found */
 } resolver;
 
 static zc_status refuse(resolver *r, zc_status status, const char *what)
@@ -335,6 +336,14 @@ static zc_status on_include(void *context, const zc_include_ref *ref)
     return search(r, ref, name, every);
 }
 
+static zc_status refuse_macro(resolver *r, const char *where, const char *macro)
+{
+    return zc_key_refuse(r->builder, ZC_NOT_CACHEABLE,
+                         "OpenCL C: %s names %s, which the driver expands anew at each build: not "
+                         "cached",
+                         where, macro);
+}
+
 /* Refuses text that names a macro the key cannot hold (opencl_c_macros.h);
  * where says whose text it is. */
 static zc_status refuse_unkeyable_macro(resolver *r, const char *text, size_t size,
@@ -343,22 +352,26 @@ static zc_status refuse_unkeyable_macro(resolver *r, const char *text, size_t si
     const char *macro = NULL;
     if (zc_opencl_c_unkeyable_macro(text, size, &macro) != ZC_OK)
         return refuse(r, ZC_ERR_NOMEM, "out of memory scanning");
-    if (macro != NULL)
-        return zc_key_refuse(r->builder, ZC_NOT_CACHEABLE,
-                             "OpenCL C: %s names %s, which the driver expands anew at each "
-                             "build: not cached",
-                             where, macro);
-    return ZC_OK;
+    return macro != NULL ? refuse_macro(r, where, macro) : ZC_OK;
 }
 
+static zc_status on_word(void *context, const char *word, size_t length)
+{
+    resolver *r = context;
+    r->macro = zc_opencl_c_unkeyable_word(word, length);
+    return r->macro != NULL ? ZC_NOT_CACHEABLE : ZC_OK;
+}
+
+/* The text's includes, and the macros it names, in one reading. */
 static zc_status scan_text(resolver *r, const char *text, size_t size, const char *dir)
 {
-    zc_status status = refuse_unkeyable_macro(r, text, size, "it");
-    if (status != ZC_OK)
-        return status;
     char reason[200];
     r->current_dir = dir;
-    status = zc_opencl_c_scan(text, size, on_include, r, reason, sizeof reason);
+    r->macro = NULL;
+    zc_status status =
+        zc_opencl_c_scan_all(text, size, on_include, on_word, r, reason, sizeof reason);
+    if (r->macro != NULL)
+        return refuse_macro(r, "it", r->macro);
     if (status == ZC_OK || zc_key_part_usable(r->builder) != ZC_OK)
         return status; /* refused inside, with its own reason */
     return refuse(r, status, status == ZC_NOT_CACHEABLE ? reason : "out of memory scanning");

@@ -11,11 +11,25 @@
 
 #include <string.h>
 
-bool zc_opencl_c_is_identifier_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '$' || (unsigned char)c >= 0x80;
-}
+#define ID ZC_OPENCL_C_IDENTIFIER
+#define ID4 ID, ID, ID, ID
+#define ID16 ID4, ID4, ID4, ID4
+#define MARK ZC_OPENCL_C_MARK
+const unsigned char zc_opencl_c_char_class[256] = {
+    ['#'] = MARK, ['/'] = MARK, ['"'] = MARK, ['\''] = MARK, ['\\'] = MARK, ['$'] = ID,
+    ['_'] = ID,   ['0'] = ID,   ['1'] = ID,   ['2'] = ID,    ['3'] = ID,    ['4'] = ID,
+    ['5'] = ID,   ['6'] = ID,   ['7'] = ID,   ['8'] = ID,    ['9'] = ID,    ['a'] = ID,
+    ['b'] = ID,   ['c'] = ID,   ['d'] = ID,   ['e'] = ID,    ['f'] = ID,    ['g'] = ID,
+    ['h'] = ID,   ['i'] = ID,   ['j'] = ID,   ['k'] = ID,    ['l'] = ID,    ['m'] = ID,
+    ['n'] = ID,   ['o'] = ID,   ['p'] = ID,   ['q'] = ID,    ['r'] = ID,    ['s'] = ID,
+    ['t'] = ID,   ['u'] = ID,   ['v'] = ID,   ['w'] = ID,    ['x'] = ID,    ['y'] = ID,
+    ['z'] = ID,   ['A'] = ID,   ['B'] = ID,   ['C'] = ID,    ['D'] = ID,    ['E'] = ID,
+    ['F'] = ID,   ['G'] = ID,   ['H'] = ID,   ['I'] = ID,    ['J'] = ID,    ['K'] = ID,
+    ['L'] = ID,   ['M'] = ID,   ['N'] = ID,   ['O'] = ID,    ['P'] = ID,    ['Q'] = ID,
+    ['R'] = ID,   ['S'] = ID,   ['T'] = ID,   ['U'] = ID,    ['V'] = ID,    ['W'] = ID,
+    ['X'] = ID,   ['Y'] = ID,   ['Z'] = ID,   [0x80] = ID16, ID16,          ID16,
+    ID16,         ID16,         ID16,         ID16,          ID16,
+};
 
 bool zc_opencl_c_has_trigraph(const char *text, size_t size)
 {
@@ -101,6 +115,11 @@ zc_status zc_opencl_c_walk(zc_lex_walk *walk)
     const char *text = walk->text;
     walk->unsure = false;
     for (size_t i = 0; i < walk->size;) {
+        /* Most bytes begin nothing the walk looks at. */
+        if (zc_opencl_c_char_class[(unsigned char)text[i]] == 0) {
+            i++;
+            continue;
+        }
         if (walk->skip_hidden) {
             if ((text[i] == '"' || text[i] == '\'') && quote_is_unsure(text, i))
                 return give_up(walk);

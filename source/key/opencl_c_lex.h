@@ -35,6 +35,14 @@ bool zc_opencl_c_has_trigraph(const char *text, size_t size);
  * without skipping. */
 zc_status zc_opencl_c_walk(zc_lex_walk *walk);
 
-bool zc_opencl_c_is_identifier_char(char c);
+/* What each byte can begin for the walk: bits of ZC_OPENCL_C_*. */
+extern const unsigned char zc_opencl_c_char_class[256];
+#define ZC_OPENCL_C_IDENTIFIER 1 /* a letter, digit, '_', '$' or a byte >= 0x80 */
+#define ZC_OPENCL_C_MARK 2       /* '#', or what may begin a comment or literal */
+
+static inline bool zc_opencl_c_is_identifier_char(char c)
+{
+    return (zc_opencl_c_char_class[(unsigned char)c] & ZC_OPENCL_C_IDENTIFIER) != 0;
+}
 
 #endif

@@ -13,20 +13,22 @@ static const char *const unkeyable[] = {
     "__FILE_NAME__", "__BASE_FILE__", "__builtin_FILE", "__builtin_FILE_NAME",
 };
 
-/* Stops the scan at an unkeyable name, kept in *context, or at a word
- * that begins one: token pasting (a##b) can build the name from pieces the
- * text names apart, the first of them a prefix of it. */
+const char *zc_opencl_c_unkeyable_word(const char *word, size_t length)
+{
+    if (length == 0 || word[0] != '_')
+        return NULL;
+    for (size_t i = 0; i < sizeof unkeyable / sizeof unkeyable[0]; i++)
+        if (strlen(unkeyable[i]) >= length && memcmp(word, unkeyable[i], length) == 0)
+            return unkeyable[i];
+    return NULL;
+}
+
+/* Stops the scan at an unkeyable name, kept in *context. */
 static zc_status find_unkeyable(void *context, const char *word, size_t length)
 {
     const char **found = context;
-    if (word[0] != '_')
-        return ZC_OK;
-    for (size_t i = 0; i < sizeof unkeyable / sizeof unkeyable[0]; i++)
-        if (strlen(unkeyable[i]) >= length && memcmp(word, unkeyable[i], length) == 0) {
-            *found = unkeyable[i];
-            return ZC_NOT_CACHEABLE;
-        }
-    return ZC_OK;
+    *found = zc_opencl_c_unkeyable_word(word, length);
+    return *found != NULL ? ZC_NOT_CACHEABLE : ZC_OK;
 }
 
 zc_status zc_opencl_c_unkeyable_macro(const char *text, size_t size, const char **macro)

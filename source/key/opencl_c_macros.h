@@ -15,4 +15,9 @@
  * #if blocks included; NULL when none is. ZC_ERR_NOMEM. */
 zc_status zc_opencl_c_unkeyable_macro(const char *text, size_t size, const char **macro);
 
+/* The macro a word of text (length bytes) names or may become: the word
+ * itself, or the beginning of one, since token pasting (a##b) can build the
+ * name from pieces the text names apart. NULL when it names none. */
+const char *zc_opencl_c_unkeyable_word(const char *word, size_t length);
+
 #endif

@@ -17,8 +17,9 @@
  * them in some language modes only, and ??/ or ??' move where a literal or
  * comment ends), or what C++ for OpenCL lexes another way (see
  * zc_opencl_c_walk), or a backslash in a header name (clang skips escapes
- * there). A first walk that calls nothing decides, so each name is passed
- * on once. */
+ * there). One walk reads the text and keeps the names it finds; when it
+ * meets such a place, a second walk reads it all again as code. The names
+ * are passed on once the reading is over, so each is passed once. */
 #include "opencl_c_scan.h"
 
 #include "opencl_c_lex.h"
@@ -30,12 +31,15 @@
 typedef struct scanner {
     const char *text;
     size_t size;
-    zc_include_fn each;
-    zc_word_fn word; /* or NULL */
+    zc_include_fn each; /* or NULL: words only */
+    zc_word_fn word;    /* or NULL */
     void *context;
     char *reason;
     size_t reason_size;
     zc_lex_walk *walk;
+    /* The names found, passed to each after the walk. */
+    zc_include_ref *found;
+    size_t found_count, found_capacity;
 } scanner;
 
 static bool is_horizontal_space(char c)
@@ -78,6 +82,15 @@ char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
         return NULL;
     size_t n = 0;
     for (size_t i = 0; i < size;) {
+        /* Bytes that begin no splice, trigraph or digraph go as they are. */
+        size_t run = 0;
+        while (i + run < size && in[i + run] != '\\' && in[i + run] != '?' && in[i + run] != ':')
+            run++;
+        memcpy(out + n, in + i, run);
+        n += run;
+        i += run;
+        if (i == size)
+            break;
         size_t splice = splice_length(in, size, i);
         if (splice > 0) {
             i += splice;
@@ -157,13 +170,22 @@ static size_t name_end(const scanner *s, size_t i, bool escaped)
     return j;
 }
 
-static zc_status pass_name(const scanner *s, size_t open, size_t close, bool next, const char *what)
+static zc_status keep_name(scanner *s, size_t open, size_t close, bool next, const char *what)
 {
     zc_include_ref ref = {s->text + open + 1, close - open - 1, s->text[open] == '<', next};
     if (memchr(ref.name, '\0', ref.length) != NULL)
         return zc_explain(ZC_NOT_CACHEABLE, s->reason, s->reason_size,
                           "%s names a file with a NUL byte", what);
-    return s->each(s->context, &ref);
+    if (s->found_count == s->found_capacity) {
+        size_t capacity = 2 * s->found_capacity + 8;
+        zc_include_ref *grown = realloc(s->found, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return ZC_ERR_NOMEM;
+        s->found = grown;
+        s->found_capacity = capacity;
+    }
+    s->found[s->found_count++] = ref;
+    return ZC_OK;
 }
 
 /* The operand at i: "name" or <name> on one line, which is passed on;
@@ -173,8 +195,7 @@ static zc_status pass_name(const scanner *s, size_t open, size_t close, bool nex
  * name too (a lone '<' is a token, a lone '"' a literal to the line end).
  * Anything else is a macro to expand: not cacheable (when looking for
  * includes). */
-static zc_status take_operand(const scanner *s, size_t i, bool next, const char *what,
-                              size_t *resume)
+static zc_status take_operand(scanner *s, size_t i, bool next, const char *what, size_t *resume)
 {
     *resume = i;
     if (i >= s->size || line_end_length(s->text, s->size, i) > 0 ||
@@ -198,16 +219,16 @@ static zc_status take_operand(const scanner *s, size_t i, bool next, const char 
     *resume = j + 1;
     zc_status status = unless_unsure(s, i, j);
     if (status == ZC_OK && s->each != NULL)
-        status = pass_name(s, i, j, next, what);
+        status = keep_name(s, i, j, next, what);
     size_t escaped = name_end(s, i, true);
     if (status == ZC_OK && s->each != NULL && escaped != j && escaped < s->size &&
         line_end_length(s->text, s->size, escaped) == 0)
-        status = pass_name(s, i, escaped, next, what); /* clang's reading */
+        status = keep_name(s, i, escaped, next, what); /* clang's reading */
     return status;
 }
 
 /* After '#' at i: a directive that includes a file, or nothing. */
-static zc_status directive_at(const scanner *s, size_t i, size_t *resume)
+static zc_status directive_at(scanner *s, size_t i, size_t *resume)
 {
     size_t start = skip_space(s, i + 1);
     size_t end = identifier_end(s, start);
@@ -244,9 +265,11 @@ static bool begins_a_test(const scanner *s, size_t i, size_t end)
 
 /* At an identifier [i, end): __has_include("name") and friends. A mention
  * without '(' (#ifdef __has_include) tests the feature only. */
-static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *resume)
+static zc_status has_include_at(scanner *s, size_t i, size_t end, size_t *resume)
 {
     *resume = end;
+    if (s->text[i] != '_') /* what follows looks only at words that begin with one */
+        return ZC_OK;
     bool next = word_is(s, i, end, "__has_include_next");
     if (!next && !word_is(s, i, end, "__has_include") && !word_is(s, i, end, "__has_embed"))
         return s->each == NULL || !begins_a_test(s, i, end)
@@ -273,7 +296,7 @@ static zc_status has_include_at(const scanner *s, size_t i, size_t end, size_t *
 
 static zc_status visit(void *context, size_t at, size_t end, size_t *resume)
 {
-    const scanner *s = context;
+    scanner *s = context;
     if (s->text[at] == '#')
         return directive_at(s, at, resume);
     if (s->word != NULL) {
@@ -284,23 +307,8 @@ static zc_status visit(void *context, size_t at, size_t end, size_t *resume)
     return has_include_at(s, at, end, resume);
 }
 
-static zc_status ignore_include(void *context, const zc_include_ref *ref)
-{
-    (void)context;
-    (void)ref;
-    return ZC_OK;
-}
-
-static zc_status ignore_word(void *context, const char *word, size_t length)
-{
-    (void)context;
-    (void)word;
-    (void)length;
-    return ZC_OK;
-}
-
-/* Walks the logical copy of text past comments and literals when that
- * reading is sure (a first walk with no calls tells), as code otherwise. */
+/* Walks the logical copy of text past comments and literals, and again
+ * as code when that reading is not sure; then passes the names found on. */
 static zc_status scan(scanner *s, const char *text, size_t size)
 {
     char *copy = zc_opencl_c_logical_text(text, size, &s->size);
@@ -309,27 +317,36 @@ static zc_status scan(scanner *s, const char *text, size_t size)
     s->text = copy;
     zc_lex_walk walk = {copy, s->size, !zc_opencl_c_has_trigraph(text, size), visit, s, false};
     s->walk = &walk;
-    if (walk.skip_hidden) {
-        scanner dry = *s;
-        dry.each = s->each != NULL ? ignore_include : NULL;
-        dry.word = s->word != NULL ? ignore_word : NULL;
-        walk.context = &dry;
-        zc_opencl_c_walk(&walk);
-        walk.skip_hidden = !walk.unsure;
-        walk.context = s;
-    }
     zc_status status = zc_opencl_c_walk(&walk);
+    if (walk.unsure) {
+        s->found_count = 0;
+        walk.skip_hidden = false;
+        status = zc_opencl_c_walk(&walk);
+    }
+    for (size_t i = 0; status == ZC_OK && i < s->found_count; i++)
+        status = s->each(s->context, &s->found[i]);
+    free(s->found);
     free(copy);
     return status;
+}
+
+zc_status zc_opencl_c_scan_all(const char *text, size_t size, zc_include_fn each, zc_word_fn word,
+                               void *context, char *reason, size_t reason_size)
+{
+    if ((text == NULL && size > 0) || each == NULL)
+        return ZC_ERR_INVALID_ARG;
+    scanner s = {.each = each,
+                 .word = word,
+                 .context = context,
+                 .reason = reason,
+                 .reason_size = reason_size};
+    return scan(&s, text, size);
 }
 
 zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
                            char *reason, size_t reason_size)
 {
-    if ((text == NULL && size > 0) || each == NULL)
-        return ZC_ERR_INVALID_ARG;
-    scanner s = {NULL, 0, each, NULL, context, reason, reason_size, NULL};
-    return scan(&s, text, size);
+    return zc_opencl_c_scan_all(text, size, each, NULL, context, reason, reason_size);
 }
 
 zc_status zc_opencl_c_scan_words(const char *text, size_t size, zc_word_fn word, void *context)
@@ -337,6 +354,6 @@ zc_status zc_opencl_c_scan_words(const char *text, size_t size, zc_word_fn word,
     if ((text == NULL && size > 0) || word == NULL)
         return ZC_ERR_INVALID_ARG;
     char reason[8];
-    scanner s = {NULL, 0, NULL, word, context, reason, sizeof reason, NULL};
+    scanner s = {.word = word, .context = context, .reason = reason, .reason_size = sizeof reason};
     return scan(&s, text, size);
 }

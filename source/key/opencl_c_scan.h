@@ -27,9 +27,9 @@ typedef struct zc_include_ref {
 typedef zc_status (*zc_include_fn)(void *context, const zc_include_ref *ref);
 
 /* Calls each for every reference in text (size bytes, NULs allowed), in
- * order. ZC_NOT_CACHEABLE with the reason when a directive's operand is not
- * a literal name (#include MACRO: what it names depends on the macros), or
- * a name holds a NUL; ZC_ERR_NOMEM. */
+ * order, once text was read through. ZC_NOT_CACHEABLE with the reason when a directive's operand is
+ * not a literal name (#include MACRO: what it names depends on the macros), or a name holds a NUL;
+ * ZC_ERR_NOMEM. */
 zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, void *context,
                            char *reason, size_t reason_size);
 
@@ -37,9 +37,16 @@ typedef zc_status (*zc_word_fn)(void *context, const char *word, size_t length);
 
 /* Calls word for every identifier (or number) in text that the include
  * scan reads as code: outside comments, literals and header names, or
- * everywhere where that reading is not sure. ZC_ERR_NOMEM, or the first
- * status other than ZC_OK word returns. */
+ * everywhere where that reading is not sure (then a word before the place
+ * that makes it unsure is passed twice). ZC_ERR_NOMEM, or the first status
+ * other than ZC_OK word returns. */
 zc_status zc_opencl_c_scan_words(const char *text, size_t size, zc_word_fn word, void *context);
+
+/* Both in one reading of text: word (NULL: none) for every word as
+ * zc_opencl_c_scan_words, then, when every word gave ZC_OK and no operand
+ * was refused, each for every reference as zc_opencl_c_scan. */
+zc_status zc_opencl_c_scan_all(const char *text, size_t size, zc_include_fn each, zc_word_fn word,
+                               void *context, char *reason, size_t reason_size);
 
 /* The text as clang's lexer reads it before it splits tokens (splices
  * joined, '#' for its digraph and trigraph), malloc'd, *out_size bytes;
