@@ -171,6 +171,25 @@ static cl_program program_from(cl_context context, cl_device_id device, const ch
     return NULL;
 }
 
+/* The layer's program from binary, checked to give back the bytes it was
+ * made from (an executable). */
+static zc_hit_outcome made_from(cl_context context, cl_device_id device, const char *options,
+                                bool object, const uint8_t *binary, size_t size, cl_program *built,
+                                char *detail, size_t detail_size)
+{
+    zc_faulted_buffer *prepared = object ? NULL : zcc_check_prepare(device, options, binary, size);
+    *built = program_from(context, device, options, object, binary, size, detail, detail_size);
+    if (*built == NULL) {
+        zc_faulted_buffer_free(prepared);
+        return ZC_HIT_REFUSED;
+    }
+    if (!object && !zcc_loaded_unchanged(*built, 1, &device, options, &size, &binary, prepared)) {
+        zcc_layer.next.clReleaseProgram(*built);
+        return ZC_HIT_REBUILT;
+    }
+    return ZC_HIT_CREATED;
+}
+
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
                                     cl_device_id device, const char *options, zcc_made_as as,
                                     cl_program *built, zcc_entry *entry, char *detail,
@@ -180,29 +199,26 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
         snprintf(detail, detail_size, "an entry of another form");
         return ZC_HIT_REFUSED;
     }
-    /* Only a hit answers CL_PROGRAM_BINARIES from the entry: a program the
-     * application gets itself is made from the whole binary. */
+    /* A compiled object made from a binary gives back other bytes on both
+     * drivers; its hit answers with the entry's (cl_queries.c). Only a hit
+     * answers CL_PROGRAM_BINARIES from the entry, so only a hit's program
+     * may be made from the binary without its SPIR-V. */
+    zc_hit_outcome outcome = ZC_HIT_REFUSED;
+    if (entry->restore == NULL || as == ZCC_MADE_HIT)
+        outcome = made_from(context, device, options, as == ZCC_MADE_OBJECT, entry->binary,
+                            entry->binary_size, built, detail, detail_size);
+    if (outcome != ZC_HIT_REFUSED || entry->restore == NULL)
+        return outcome;
+    /* The whole binary: a program the application gets itself (a link's),
+     * or a driver that refuses one without its SPIR-V (26.x, when it would
+     * build the program again from it), which then decides as before. */
     uint8_t *whole = NULL;
-    const uint8_t *binary = entry->binary;
-    size_t size = entry->binary_size;
-    if (as == ZCC_MADE_PROGRAM && (binary = zcc_entry_whole_binary(entry, &whole)) == NULL) {
+    if (zcc_entry_whole_binary(entry, &whole) == NULL) {
         snprintf(detail, detail_size, "out of memory");
         return ZC_HIT_REFUSED;
     }
-    size = whole != NULL ? entry->whole_size : size;
-    /* A compiled object made from a binary gives back other bytes on both
-     * drivers; its hit answers with the entry's (cl_queries.c). */
-    bool object = as == ZCC_MADE_OBJECT;
-    zc_faulted_buffer *prepared = object ? NULL : zcc_check_prepare(device, options, binary, size);
-    *built = program_from(context, device, options, object, binary, size, detail, detail_size);
-    zc_hit_outcome outcome = *built != NULL ? ZC_HIT_CREATED : ZC_HIT_REFUSED;
-    if (*built == NULL)
-        zc_faulted_buffer_free(prepared);
-    else if (!object &&
-             !zcc_loaded_unchanged(*built, 1, &device, options, &size, &binary, prepared)) {
-        zcc_layer.next.clReleaseProgram(*built);
-        outcome = ZC_HIT_REBUILT;
-    }
+    outcome = made_from(context, device, options, false, whole, entry->whole_size, built, detail,
+                        detail_size);
     free(whole);
     return outcome;
 }

@@ -17,9 +17,13 @@ static int app_object, built_object, device_object, context_object;
 #define DEVICE ((cl_device_id)&device_object)
 #define CONTEXT ((cl_context)&context_object)
 
+static elf binary; /* 22.43's OpenCL ELF: options, SPIR-V, device binary */
+
 /* What the stand-in driver was handed for BUILT, and gives back. */
 static unsigned char *handed;
 static size_t handed_size;
+static bool refuses_cut; /* as 26.x when it would build the program again from its SPIR-V */
+static int creates;
 
 static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info name, size_t size,
                                             void *value, size_t *size_ret)
@@ -43,6 +47,11 @@ static cl_program CL_API_CALL fake_create_with_binary(cl_context context, cl_uin
                                                       cl_int *binary_status, cl_int *status)
 {
     cr_assert(context == CONTEXT && count == 1 && devices[0] == DEVICE);
+    creates++;
+    if (refuses_cut && sizes[0] != binary.size) {
+        *binary_status = *status = CL_INVALID_BINARY;
+        return NULL;
+    }
     free(handed);
     handed = malloc(sizes[0]);
     memcpy(handed, binaries[0], sizes[0]);
@@ -81,8 +90,6 @@ static cl_int CL_API_CALL fake_release(void *object)
     return CL_SUCCESS;
 }
 
-static elf binary; /* 22.43's OpenCL ELF: options, SPIR-V, device binary */
-
 static void set_up(void)
 {
     zcc_layer = (zcc_state){0};
@@ -99,6 +106,8 @@ static void set_up(void)
     binary = make_elf(sections, 4, true, 9);
     handed = NULL;
     handed_size = 0;
+    refuses_cut = false;
+    creates = 0;
 }
 
 static void tear_down(void)
@@ -167,6 +176,25 @@ Test(opencl_cut_binary, a_hit_hands_the_driver_the_binary_without_its_spirv)
     zc_artifact_unref(artifact);
 }
 
+/* A driver that refuses the binary without its SPIR-V gets the whole one,
+ * and decides as it did before the cut (its rebuild is then caught by the
+ * loaded check). */
+Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_whole_one)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    refuses_cut = true;
+    cl_program built = NULL;
+    char detail[128] = "";
+    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_HIT, &built, &entry,
+                                      detail, sizeof(detail)),
+                 ZC_HIT_CREATED, "%s", detail);
+    cr_assert_eq(creates, 2);
+    cr_assert_eq(handed_size, binary.size);
+    cr_assert_eq(memcmp(handed, binary.bytes, binary.size), 0);
+    zc_artifact_unref(artifact);
+}
+
 Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
 {
     zcc_entry entry;
@@ -193,4 +221,30 @@ Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
                  CL_INVALID_VALUE);
     free(answer);
     zcc_hit_free(zcc_hits_take(APP_PROGRAM));
+}
+
+/* Every shorter cut entry is refused, or read with its kernels part ending
+ * early: never a read past its end (the copy is exactly as long as the
+ * cut, so ASan sees one). */
+Test(opencl_cut_binary, a_cut_entry_cut_short_is_refused_without_reading_past_it)
+{
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    size_t size;
+    const uint8_t *bytes = zc_artifact_binary(artifact, &size);
+    size_t kernels_at = (size_t)(entry.kernels - bytes);
+    uint8_t *whole = malloc(binary.size);
+    for (size_t cut = 0; cut < size; cut += cut < kernels_at - 64 ? 997 : 1) {
+        zc_artifact *shorter = zc_artifact_create(bytes, cut, NULL, 0, NULL);
+        zcc_entry read;
+        bool readable = zcc_entry_read(shorter, &read);
+        cr_assert_eq(readable, cut >= kernels_at + 4, "an entry cut at %zu of %zu", cut, size);
+        if (readable) {
+            zcc_entry_whole(&read, whole);
+            cr_assert_eq(memcmp(whole, binary.bytes, binary.size), 0);
+        }
+        zc_artifact_unref(shorter);
+    }
+    free(whole);
+    zc_artifact_unref(artifact);
 }
