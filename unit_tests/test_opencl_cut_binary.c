@@ -154,6 +154,21 @@ Test(opencl_cut_binary, a_compiled_object_and_a_binary_of_another_form_are_store
     zc_artifact_unref(artifact);
 }
 
+/* Makes the layer's program of artifact as as, and asserts the driver was
+ * last handed size bytes at expected. */
+static void assert_made_from(const zc_artifact *artifact, zcc_made_as as, const uint8_t *expected,
+                             size_t size)
+{
+    zcc_entry entry;
+    cl_program built = NULL;
+    char detail[128] = "";
+    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", as, &built, &entry, detail,
+                                      sizeof(detail)),
+                 ZC_HIT_CREATED, "%s", detail);
+    cr_assert_eq(handed_size, size);
+    cr_assert_eq(memcmp(handed, expected, size), 0);
+}
+
 /* A build hit's program is made from the binary without the SPIR-V's
  * bytes, a link's from the whole binary; each is checked against what it
  * was made from. */
@@ -161,18 +176,8 @@ Test(opencl_cut_binary, a_hit_hands_the_driver_the_binary_without_its_spirv)
 {
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
-    cl_program built = NULL;
-    char detail[128] = "";
-    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_HIT, &built, &entry,
-                                      detail, sizeof(detail)),
-                 ZC_HIT_CREATED, "%s", detail);
-    cr_assert_eq(handed_size, binary.size - 40000);
-    cr_assert_eq(memcmp(handed, entry.binary, handed_size), 0);
-    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_PROGRAM, &built,
-                                      &entry, detail, sizeof(detail)),
-                 ZC_HIT_CREATED, "%s", detail);
-    cr_assert_eq(handed_size, binary.size);
-    cr_assert_eq(memcmp(handed, binary.bytes, binary.size), 0);
+    assert_made_from(artifact, ZCC_MADE_HIT, entry.binary, binary.size - 40000);
+    assert_made_from(artifact, ZCC_MADE_PROGRAM, binary.bytes, binary.size);
     zc_artifact_unref(artifact);
 }
 
@@ -184,14 +189,8 @@ Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
     refuses_cut = true;
-    cl_program built = NULL;
-    char detail[128] = "";
-    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", ZCC_MADE_HIT, &built, &entry,
-                                      detail, sizeof(detail)),
-                 ZC_HIT_CREATED, "%s", detail);
+    assert_made_from(artifact, ZCC_MADE_HIT, binary.bytes, binary.size);
     cr_assert_eq(creates, 2);
-    cr_assert_eq(handed_size, binary.size);
-    cr_assert_eq(memcmp(handed, binary.bytes, binary.size), 0);
     zc_artifact_unref(artifact);
 }
 

@@ -118,6 +118,13 @@ Test(section_cut, random_layouts_join_back)
     }
 }
 
+static void assert_refused(const spec *sections, size_t count, const char *why)
+{
+    elf e = make_elf(sections, count, true, 0);
+    cr_assert_not(cuts(&e), "%s", why);
+    free(e.bytes);
+}
+
 Test(section_cut, files_that_cannot_be_cut_alone_are_refused)
 {
     spec two[] = {{SPIRV, 400, 1}, {SPIRV, 400, 1}};
@@ -125,20 +132,12 @@ Test(section_cut, files_that_cannot_be_cut_alone_are_refused)
     spec small[] = {{SPIRV, 15, 1}, {1, 10, 1}};
     spec huge_align[] = {{SPIRV, 40000, 1}, {1, 10, 8192}};
     spec plain[] = {{1, 40, 1}, {SPIRV, 400, 1}, {1, 40, 1}};
-    elf e = make_elf(two, 2, true, 0);
-    cr_assert_not(cuts(&e), "two SPIR-V sections");
-    free(e.bytes);
-    e = make_elf(none, 1, true, 0);
-    cr_assert_not(cuts(&e), "no SPIR-V section");
-    free(e.bytes);
-    e = make_elf(small, 2, true, 0);
-    cr_assert_not(cuts(&e), "fewer than 16 bytes");
-    free(e.bytes);
-    e = make_elf(huge_align, 2, true, 0);
-    cr_assert_not(cuts(&e), "an alignment past 4096");
-    free(e.bytes);
+    assert_refused(two, 2, "two SPIR-V sections");
+    assert_refused(none, 1, "no SPIR-V section");
+    assert_refused(small, 2, "fewer than 16 bytes");
+    assert_refused(huge_align, 2, "an alignment past 4096");
 
-    e = make_elf(plain, 3, false, 0);
+    elf e = make_elf(plain, 3, false, 0);
     cr_assert(cuts(&e));
     size_t table_at = get(e.bytes + 40, 8);
     uint8_t *third = e.bytes + table_at + 3 * 64;
