@@ -90,6 +90,7 @@ typedef struct diff_scenario {
     bool extra_after;  /* POCL_EXTRA_BUILD_FLAGS set after clCreateContext */
     bool patched_libs; /* a copy of libopencl-clang whose FLT_DIG is 7 */
     int special, pattern, repeat;
+    bool special_defined; /* __TIME__ or __DATE__ named by -D T=... in the options */
     /* The comments class: what stands before each include of a source
      * (DECOR_*), and the constants of c0.h and c1.h, written everywhere a
      * header can be but named only where the compiler reads no include. */
@@ -227,9 +228,10 @@ static inline void diff_generate(diff_scenario *s, diff_random *r, const diff_al
     s->repeat = allowed->classes[CLASS_PATTERNS] || allowed->classes[CLASS_FILE]
                     ? 1 + (int)diff_next(r, 2)
                     : 1;
-    if (allowed->classes[CLASS_TIME] && diff_chance(r, 50))
+    if (allowed->classes[CLASS_TIME] && diff_chance(r, 50)) {
         s->special = diff_chance(r, 50) ? SPECIAL_TIME : SPECIAL_DATE;
-    else if (allowed->classes[CLASS_FILE] && diff_chance(r, 50))
+        s->special_defined = diff_chance(r, 50);
+    } else if (allowed->classes[CLASS_FILE] && diff_chance(r, 50))
         s->special = SPECIAL_FILE;
     if (allowed->pocl && allowed->classes[CLASS_POCL_ENV]) {
         s->extra_flag = 1 + (int)diff_next(r, 100);
@@ -378,10 +380,13 @@ static inline void diff_change(diff_scenario *s, diff_random *r, const diff_allo
         return;
     case CLASS_TIME:
         s->special = diff_chance(r, 50) ? SPECIAL_TIME : SPECIAL_DATE;
-        snprintf(what, size, "uses %s", s->special == SPECIAL_TIME ? "__TIME__" : "__DATE__");
+        s->special_defined = diff_chance(r, 50);
+        snprintf(what, size, "uses %s%s", s->special == SPECIAL_TIME ? "__TIME__" : "__DATE__",
+                 s->special_defined ? " through -D T=" : "");
         return;
     case CLASS_FILE:
         s->special = SPECIAL_FILE;
+        s->special_defined = false;
         s->repeat = 2;
         snprintf(what, size, "uses __FILE__, two builds");
         return;
@@ -440,6 +445,8 @@ static inline void diff_source_text(const diff_scenario *s, int i, char *text, s
 {
     static const char *const specials[] = {
         "", "v += __TIME__[6];\n", "v += __DATE__[5] + __DATE__[0];\n", "v += __FILE__[0];\n"};
+    /* The same through a macro the build options define (-D T=__TIME__). */
+    static const char *const defined[] = {"", "v += T[6];\n", "v += T[5] + T[0];\n", ""};
     text[0] = '\0';
     bool kernel = i == s->source_count - 1;
     if (kernel && s->commented_names) /* as Rodinia's lavaMD and b+tree do */
@@ -465,7 +472,7 @@ static inline void diff_source_text(const diff_scenario *s, int i, char *text, s
                 " v += FLT_DIG;\n#ifdef M\n v += M;\n#endif\n#ifdef X\n v += X * %d;\n#endif\n", 7);
     size_t length = strlen(text);
     snprintf(text + length, size - length, "%s out[get_global_id(0)] = v;\n}\n",
-             specials[s->special]);
+             (s->special_defined ? defined : specials)[s->special]);
 }
 
 static inline void diff_options(const diff_scenario *s, const char *root, char *text, size_t size)
@@ -475,6 +482,9 @@ static inline void diff_options(const diff_scenario *s, const char *root, char *
              s->use_sys ? root : "", s->use_sys ? "/sys " : "");
     if (s->define > 0)
         diff_append(text, size, "-D M=%d ", s->define);
+    if (s->special_defined && s->special != SPECIAL_FILE)
+        diff_append(text, size, s->special == SPECIAL_TIME ? "-D T=__TIME__ " : "-D T=__DATE__ ",
+                    0);
     if (s->fast_math)
         diff_append(text, size, "-cl-fast-relaxed-math ", 0);
 }
