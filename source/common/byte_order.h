@@ -22,6 +22,11 @@ static inline uint8_t *zc_put_le64(uint8_t *out, uint64_t value)
     return out + 8;
 }
 
+static inline uint16_t zc_get_le16(const uint8_t *in)
+{
+    return (uint16_t)(in[0] | in[1] << 8);
+}
+
 static inline uint32_t zc_get_le32(const uint8_t *in)
 {
     uint32_t value = 0;

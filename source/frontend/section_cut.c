@@ -10,16 +10,21 @@
  *
  * restore: u64 at, u64 the whole binary's e_shoff, u32 header size,
  * u32 table size, the header, the table, the cut bytes; little-endian. */
+#include <elf.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "byte_order.h"
 #include "zecache/section_cut.h"
 
-#define ELF_HEADER_SIZE 64
-#define SECTION_HEADER_SIZE 64
+/* Fields are read at <elf.h>'s offsets, byte by byte: the binaries are
+ * little-endian whatever the host. */
+#define ELF_HEADER_SIZE sizeof(Elf64_Ehdr)
+#define SECTION_HEADER_SIZE sizeof(Elf64_Shdr)
+#define EHDR(field) offsetof(Elf64_Ehdr, field)
+#define SHDR(field) offsetof(Elf64_Shdr, field)
 #define RESTORE_FIXED 24
-#define SHT_NOBITS 8
 #define ALIGN_MAX 4096
 
 /* The parts of a section header the cut reads or edits. */
@@ -28,17 +33,12 @@ typedef struct section {
     uint64_t offset, size, align;
 } section;
 
-static uint16_t get_le16(const uint8_t *in)
-{
-    return (uint16_t)(in[0] | in[1] << 8);
-}
-
 static section section_at(const uint8_t *header)
 {
-    return (section){.type = zc_get_le32(header + 4),
-                     .offset = zc_get_le64(header + 24),
-                     .size = zc_get_le64(header + 32),
-                     .align = zc_get_le64(header + 48)};
+    return (section){.type = zc_get_le32(header + SHDR(sh_type)),
+                     .offset = zc_get_le64(header + SHDR(sh_offset)),
+                     .size = zc_get_le64(header + SHDR(sh_size)),
+                     .align = zc_get_le64(header + SHDR(sh_addralign))};
 }
 
 /* What make reads of the whole binary, checked to lie within it. */
@@ -51,13 +51,13 @@ typedef struct layout {
 
 static bool table_of(const uint8_t *binary, size_t size, layout *out)
 {
-    static const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2 /* 64-bit */, 1 /* LE */};
-    if (size < ELF_HEADER_SIZE || memcmp(binary, ident, sizeof(ident)) != 0 ||
-        get_le16(binary + 56) != 0 /* e_phnum */ ||
-        get_le16(binary + 58) != SECTION_HEADER_SIZE /* e_shentsize */)
+    if (size < ELF_HEADER_SIZE || memcmp(binary, ELFMAG, SELFMAG) != 0 ||
+        binary[EI_CLASS] != ELFCLASS64 || binary[EI_DATA] != ELFDATA2LSB ||
+        zc_get_le16(binary + EHDR(e_phnum)) != 0 ||
+        zc_get_le16(binary + EHDR(e_shentsize)) != SECTION_HEADER_SIZE)
         return false;
-    out->table_at = zc_get_le64(binary + 40);
-    out->count = get_le16(binary + 60);
+    out->table_at = zc_get_le64(binary + EHDR(e_shoff));
+    out->count = zc_get_le16(binary + EHDR(e_shnum));
     return out->count != 0 && out->table_at >= ELF_HEADER_SIZE && out->table_at <= size &&
            out->count <= (size - out->table_at) / SECTION_HEADER_SIZE;
 }
@@ -125,14 +125,14 @@ static uint8_t *kept_of(const uint8_t *binary, size_t size, const layout *l)
     memcpy(kept, binary, (size_t)l->at);
     memcpy(kept + l->at, binary + l->at + l->cut, size - (size_t)(l->at + l->cut));
     uint64_t table_at = moved(l, l->table_at);
-    zc_put_le64(kept + 40, table_at);
+    zc_put_le64(kept + EHDR(e_shoff), table_at);
     for (size_t i = 0; i < l->count; i++) {
         uint8_t *header = kept + table_at + i * SECTION_HEADER_SIZE;
         section s = section_at(header);
         if (i == l->target)
-            zc_put_le64(header + 32, 0);
+            zc_put_le64(header + SHDR(sh_size), 0);
         else
-            zc_put_le64(header + 24, moved(l, s.offset));
+            zc_put_le64(header + SHDR(sh_offset), moved(l, s.offset));
     }
     return kept;
 }
@@ -146,7 +146,7 @@ static uint8_t *restore_of(const uint8_t *binary, const layout *l, size_t *resto
         return NULL;
     uint8_t *at = zc_put_le64(restore, l->at);
     at = zc_put_le64(at, l->table_at);
-    at = zc_put_le32(at, ELF_HEADER_SIZE);
+    at = zc_put_le32(at, (uint32_t)ELF_HEADER_SIZE);
     at = zc_put_le32(at, (uint32_t)table_size);
     memcpy(at, binary, ELF_HEADER_SIZE);
     memcpy(at + ELF_HEADER_SIZE, binary + l->table_at, table_size);
