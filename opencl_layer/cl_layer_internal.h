@@ -60,6 +60,10 @@ bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
 /* Writes the driver's CL_PROGRAM_BINARIES the entry holds (whole_size
  * bytes) to out. */
 void zcc_entry_whole(const zcc_entry *entry, uint8_t *out);
+/* Whether the binary a hit hands the driver (entry->binary) was cut and
+ * holds no intermediate code the driver could build it again from: the
+ * driver then either refuses it or keeps it as given (cl_programs.c). */
+bool zcc_entry_without_ir(const zcc_entry *entry);
 /* The driver's CL_PROGRAM_BINARIES: entry->binary, or one joined into
  * *held (malloc'd; NULL when memory runs out, then NULL is returned). */
 const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held);
@@ -260,16 +264,18 @@ unsigned char *zcc_binary_of(cl_program program, size_t *size);
  * with options, gives back exactly each device's binary: the driver did not
  * rebuild them from the intermediate code they hold (a debug key, a
  * debugger). Checked in full or by the sizes, as zecache/loaded_check.h
- * decides. */
+ * decides; without_ir: the binaries hold no intermediate code
+ * (zcc_entry_without_ir). */
 bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
                           const char *options, const size_t *sizes,
-                          const unsigned char *const *binaries, zc_faulted_buffer *prepared);
+                          const unsigned char *const *binaries, bool without_ir,
+                          zc_faulted_buffer *prepared);
 /* The buffer zecache/loaded_check.h prepares for the check of a program for
  * device with options made from binary (prepared, above: zcc_loaded_unchanged
  * frees it), started before the driver makes it; NULL when none is needed or
  * to be had. */
 zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options,
-                                     const unsigned char *binary, size_t size);
+                                     const unsigned char *binary, size_t size, bool without_ir);
 /* The entry of binary, which the driver made of program for device in
  * compile_ns, with the device's build log, and with kernels each kernel's
  * attributes (a compiled object has none); NULL on failure. */

@@ -48,7 +48,8 @@ static const zc_loaded_reader program_reader = {loaded_sizes, loaded_same};
 
 static bool as_loaded_binaries(cl_uint count, const cl_device_id *devices, const char *options,
                                const size_t *sizes, const unsigned char *const *binaries,
-                               const void **device_handles, zc_loaded_binaries *cached)
+                               bool without_ir, const void **device_handles,
+                               zc_loaded_binaries *cached)
 {
     if (count > ZC_FRONTEND_MAX_DEVICES)
         return false;
@@ -58,27 +59,31 @@ static bool as_loaded_binaries(cl_uint count, const cl_device_id *devices, const
                                    .devices = device_handles,
                                    .options = options,
                                    .sizes = sizes,
-                                   .binaries = binaries};
+                                   .binaries = binaries,
+                                   .without_ir = without_ir};
     return true;
 }
 
 zc_faulted_buffer *zcc_check_prepare(cl_device_id device, const char *options,
-                                     const unsigned char *binary, size_t size)
+                                     const unsigned char *binary, size_t size, bool without_ir)
 {
     const void *device_handles[1];
     zc_loaded_binaries cached;
-    return as_loaded_binaries(1, &device, options, &size, &binary, device_handles, &cached)
+    return as_loaded_binaries(1, &device, options, &size, &binary, without_ir, device_handles,
+                              &cached)
                ? zc_loaded_check_prepare(&zcc_layer.hit_checks, &cached)
                : NULL;
 }
 
 bool zcc_loaded_unchanged(cl_program built, cl_uint count, const cl_device_id *devices,
                           const char *options, const size_t *sizes,
-                          const unsigned char *const *binaries, zc_faulted_buffer *prepared)
+                          const unsigned char *const *binaries, bool without_ir,
+                          zc_faulted_buffer *prepared)
 {
     const void *device_handles[ZC_FRONTEND_MAX_DEVICES];
     zc_loaded_binaries cached;
-    if (!as_loaded_binaries(count, devices, options, sizes, binaries, device_handles, &cached)) {
+    if (!as_loaded_binaries(count, devices, options, sizes, binaries, without_ir, device_handles,
+                            &cached)) {
         zc_faulted_buffer_free(prepared);
         return false;
     }

@@ -174,7 +174,7 @@ static zc_hit_outcome several_create(void *context, const zc_artifact *const *ar
     if (binaries_of_entries(call, artifacts, entries, sizes, binaries, held, detail, detail_size))
         built = program_from(call, sizes, binaries, detail, detail_size);
     if (built != NULL && !zcc_loaded_unchanged(built, call->count, call->devices, call->app.options,
-                                               sizes, binaries, NULL)) {
+                                               sizes, binaries, false, NULL)) {
         zcc_layer.next.clReleaseProgram(built);
         built = NULL;
         outcome = ZC_HIT_REBUILT;

@@ -172,18 +172,20 @@ static cl_program program_from(cl_context context, cl_device_id device, const ch
 }
 
 /* The layer's program from binary, checked to give back the bytes it was
- * made from (an executable). */
+ * made from (an executable; without_ir: zcc_entry_without_ir). */
 static zc_hit_outcome made_from(cl_context context, cl_device_id device, const char *options,
-                                bool object, const uint8_t *binary, size_t size, cl_program *built,
-                                char *detail, size_t detail_size)
+                                bool object, const uint8_t *binary, size_t size, bool without_ir,
+                                cl_program *built, char *detail, size_t detail_size)
 {
-    zc_faulted_buffer *prepared = object ? NULL : zcc_check_prepare(device, options, binary, size);
+    zc_faulted_buffer *prepared =
+        object ? NULL : zcc_check_prepare(device, options, binary, size, without_ir);
     *built = program_from(context, device, options, object, binary, size, detail, detail_size);
     if (*built == NULL) {
         zc_faulted_buffer_free(prepared);
         return ZC_HIT_REFUSED;
     }
-    if (!object && !zcc_loaded_unchanged(*built, 1, &device, options, &size, &binary, prepared)) {
+    if (!object &&
+        !zcc_loaded_unchanged(*built, 1, &device, options, &size, &binary, without_ir, prepared)) {
         zcc_layer.next.clReleaseProgram(*built);
         return ZC_HIT_REBUILT;
     }
@@ -205,8 +207,9 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
      * may be made from the binary without its SPIR-V. */
     zc_hit_outcome outcome = ZC_HIT_REFUSED;
     if (entry->restore == NULL || as == ZCC_MADE_HIT)
-        outcome = made_from(context, device, options, as == ZCC_MADE_OBJECT, entry->binary,
-                            entry->binary_size, built, detail, detail_size);
+        outcome =
+            made_from(context, device, options, as == ZCC_MADE_OBJECT, entry->binary,
+                      entry->binary_size, zcc_entry_without_ir(entry), built, detail, detail_size);
     if (outcome != ZC_HIT_REFUSED || entry->restore == NULL)
         return outcome;
     /* The whole binary: a program the application gets itself (a link's),
@@ -217,8 +220,8 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
         snprintf(detail, detail_size, "out of memory");
         return ZC_HIT_REFUSED;
     }
-    outcome = made_from(context, device, options, false, whole, entry->whole_size, built, detail,
-                        detail_size);
+    outcome = made_from(context, device, options, false, whole, entry->whole_size, false, built,
+                        detail, detail_size);
     free(whole);
     return outcome;
 }

@@ -38,15 +38,25 @@ static const zc_loaded_reader reader = {read_sizes, read_same};
 static const uint8_t binary[] = "native";
 static const int device_a = 1, device_b = 2;
 
-static bool hit(zc_loaded_checks *checks, driver_object *driver, const void *device,
-                const char *options)
+static bool hit_of(zc_loaded_checks *checks, driver_object *driver, const void *device,
+                   const char *options, bool without_ir)
 {
     const void *devices[] = {device, device};
     size_t sizes[] = {sizeof(binary), sizeof(binary)};
     const uint8_t *binaries[] = {binary, binary};
-    zc_loaded_binaries cached = {
-        .count = 1, .devices = devices, .options = options, .sizes = sizes, .binaries = binaries};
+    zc_loaded_binaries cached = {.count = 1,
+                                 .devices = devices,
+                                 .options = options,
+                                 .sizes = sizes,
+                                 .binaries = binaries,
+                                 .without_ir = without_ir};
     return zc_loaded_unchanged(checks, &cached, &reader, driver, NULL);
+}
+
+static bool hit(zc_loaded_checks *checks, driver_object *driver, const void *device,
+                const char *options)
+{
+    return hit_of(checks, driver, device, options, false);
 }
 
 static driver_object unchanged(void)
@@ -227,4 +237,28 @@ Test(loaded_check, threads_share_the_pairs_verified)
     }
     cr_assert_leq(atomic_load(&driver.full_reads), THREADS);
     cr_assert_eq(atomic_load(&driver.full_reads) + atomic_load(&driver.size_reads), THREADS * HITS);
+}
+
+/* Without intermediate code the driver cannot rebuild: by size from the
+ * first hit, in full where the size is unknown or the process distrusts,
+ * and never vouching for the pair. */
+Test(loaded_check, a_binary_without_intermediate_code_is_checked_by_size)
+{
+    zc_loaded_checks checks = {0};
+    driver_object driver = unchanged();
+    cr_assert(hit_of(&checks, &driver, &device_a, "", true));
+    cr_assert_eq(driver.full_reads, 0);
+    cr_assert_eq(driver.size_reads, 1);
+    driver.sizes_unknown = true;
+    cr_assert(hit_of(&checks, &driver, &device_a, "", true));
+    cr_assert_eq(driver.full_reads, 1, "sizes unknown: in full");
+    driver.sizes_unknown = false;
+    cr_assert(hit(&checks, &driver, &device_a, ""));
+    cr_assert_eq(driver.full_reads, 2, "the pair was not verified by it");
+    driver.loaded_size++;
+    cr_assert_not(hit_of(&checks, &driver, &device_b, "", true));
+    cr_assert(atomic_load(&checks.distrust));
+    driver.loaded_size--;
+    cr_assert(hit_of(&checks, &driver, &device_b, "", true));
+    cr_assert_eq(driver.full_reads, 3, "a distrusting process checks it in full");
 }

@@ -24,6 +24,7 @@ static unsigned char *handed;
 static size_t handed_size;
 static bool refuses_cut; /* as 26.x when it would build the program again from its SPIR-V */
 static int creates;
+static int binaries_read; /* CL_PROGRAM_BINARIES: the loaded check in full */
 
 static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info name, size_t size,
                                             void *value, size_t *size_ret)
@@ -36,6 +37,7 @@ static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info 
         return zcc_answer(&handed_size, sizeof(handed_size), size, value, size_ret);
     if (name != CL_PROGRAM_BINARIES || size < sizeof(unsigned char *))
         return CL_INVALID_VALUE;
+    binaries_read++;
     memcpy(*(unsigned char **)value, handed, handed_size);
     return CL_SUCCESS;
 }
@@ -108,6 +110,7 @@ static void set_up(void)
     handed_size = 0;
     refuses_cut = false;
     creates = 0;
+    binaries_read = 0;
 }
 
 static void tear_down(void)
@@ -177,7 +180,28 @@ Test(opencl_cut_binary, a_hit_hands_the_driver_the_binary_without_its_spirv)
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
     assert_made_from(artifact, ZCC_MADE_HIT, entry.binary, binary.size - 40000);
+    cr_assert_eq(binaries_read, 0, "nothing to rebuild it from: checked by size");
     assert_made_from(artifact, ZCC_MADE_PROGRAM, binary.bytes, binary.size);
+    cr_assert_eq(binaries_read, 1, "the whole binary is checked in full");
+    zc_artifact_unref(artifact);
+}
+
+/* A binary that keeps other intermediate code after its SPIR-V is cut
+ * (LLVM bitcode beside it) could still be rebuilt: checked in full. */
+Test(opencl_cut_binary, a_cut_binary_with_other_intermediate_code_is_checked_in_full)
+{
+    free(binary.bytes);
+    spec sections[] = {{0xff000006, 45, 1},
+                       {SPIRV, 40000, 1},
+                       {0xff000003, 900, 1},
+                       {0xff000005, 30000, 1},
+                       {3, 67, 1}};
+    binary = make_elf(sections, 5, true, 4);
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    cr_assert_not_null(entry.restore);
+    assert_made_from(artifact, ZCC_MADE_HIT, entry.binary, binary.size - 40000);
+    cr_assert_eq(binaries_read, 1);
     zc_artifact_unref(artifact);
 }
 
@@ -191,6 +215,7 @@ Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_
     refuses_cut = true;
     assert_made_from(artifact, ZCC_MADE_HIT, binary.bytes, binary.size);
     cr_assert_eq(creates, 2);
+    cr_assert_eq(binaries_read, 1, "the whole binary is checked in full");
     zc_artifact_unref(artifact);
 }
 

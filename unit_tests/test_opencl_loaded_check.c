@@ -59,29 +59,34 @@ static void tear_down(void)
     free(loaded);
 }
 
-static bool hit(const char *options)
+static bool hit_of(const char *options, bool without_ir)
 {
     size_t size = LARGE;
     const unsigned char *binary = cached;
-    zc_faulted_buffer *prepared = zcc_check_prepare(DEVICE, options, cached, size);
+    zc_faulted_buffer *prepared = zcc_check_prepare(DEVICE, options, cached, size, without_ir);
     return zcc_loaded_unchanged(BUILT, 1, &(cl_device_id){DEVICE}, options, &size, &binary,
-                                prepared);
+                                without_ir, prepared);
+}
+
+static bool hit(const char *options)
+{
+    return hit_of(options, false);
 }
 
 TestSuite(opencl_loaded_check, .init = set_up, .fini = tear_down);
 
 Test(opencl_loaded_check, a_large_first_hit_is_compared_in_full_then_by_size)
 {
-    zc_faulted_buffer *first = zcc_check_prepare(DEVICE, "-x", cached, LARGE);
+    zc_faulted_buffer *first = zcc_check_prepare(DEVICE, "-x", cached, LARGE, false);
     cr_assert_not_null(first, "a buffer for the first hit's full check");
     zc_faulted_buffer_free(first);
     cr_assert(hit("-x"));
     cr_assert_eq(binaries_read, 1);
     cr_assert(hit("-x"));
     cr_assert_eq(binaries_read, 1, "a later hit by size");
-    zc_faulted_buffer *none = zcc_check_prepare(DEVICE, "-x", cached, LARGE);
+    zc_faulted_buffer *none = zcc_check_prepare(DEVICE, "-x", cached, LARGE, false);
     cr_assert_null(none, "no buffer for a check by size");
-    cr_assert_null(zcc_check_prepare(DEVICE, "-y", cached, ZC_LOADED_CHECK_PREPARE_MIN - 1),
+    cr_assert_null(zcc_check_prepare(DEVICE, "-y", cached, ZC_LOADED_CHECK_PREPARE_MIN - 1, false),
                    "small: none");
 }
 
@@ -98,4 +103,23 @@ Test(opencl_loaded_check, a_large_hit_of_another_size_is_refused)
     loaded_size = LARGE - 1;
     cr_assert_not(hit("-x"));
     cr_assert_eq(binaries_read, 0, "refused by its size, nothing copied");
+}
+
+/* A binary without intermediate code: nothing to rebuild it from, so the
+ * size decides from the first hit, no buffer is prepared, and its pass
+ * vouches for no binary that has some. */
+Test(opencl_loaded_check, a_hit_without_intermediate_code_is_checked_by_size_from_the_first)
+{
+    cr_assert_null(zcc_check_prepare(DEVICE, "-x", cached, LARGE, true));
+    cr_assert(hit_of("-x", true));
+    cr_assert(hit_of("-x", true));
+    cr_assert_eq(binaries_read, 0, "no copy");
+    cr_assert(hit("-x"));
+    cr_assert_eq(binaries_read, 1, "a binary with intermediate code is still checked in full");
+    loaded_size = LARGE - 1;
+    cr_assert_not(hit_of("-x", true), "another size is refused");
+    cr_assert(atomic_load(&zcc_layer.hit_checks.distrust));
+    loaded_size = LARGE;
+    cr_assert(hit_of("-x", true));
+    cr_assert_eq(binaries_read, 2, "a process that distrusts checks it in full");
 }

@@ -188,3 +188,29 @@ Test(section_cut, a_restore_part_of_another_size_is_refused)
     zc_section_cut_free(&cut);
     free(e.bytes);
 }
+
+/* Whether any section of some types has bytes: the cut SPIR-V has none
+ * left, another section of those types with bytes counts, and a file whose
+ * table cannot be read is never called empty. */
+Test(section_cut, sections_of_some_types_are_empty_only_when_none_has_bytes)
+{
+    static const uint32_t ir[] = {0xff000003u, SPIRV};
+    spec sections[] = {{0xff000006, 45, 1}, {SPIRV, 4000, 1}, {0xff000005, 3000, 1}, {3, 67, 1}};
+    elf e = make_elf(sections, 4, true, 1);
+    cr_assert_not(zc_sections_all_empty(e.bytes, e.size, ir, 2));
+    cr_assert(zc_sections_all_empty(e.bytes, e.size, ir + 0, 1));
+    zc_section_cut cut;
+    cr_assert(zc_section_cut_make(e.bytes, e.size, SPIRV, &cut));
+    cr_assert(zc_sections_all_empty(cut.kept, cut.kept_size, ir, 2));
+    cr_assert_not(zc_sections_all_empty(cut.kept, 63, ir, 2), "no table to read");
+    cr_assert_not(zc_sections_all_empty(NULL, 0, ir, 2));
+    zc_section_cut_free(&cut);
+    free(e.bytes);
+
+    spec with_bitcode[] = {{SPIRV, 4000, 1}, {0xff000003, 200, 1}, {0xff000005, 3000, 1}};
+    e = make_elf(with_bitcode, 3, false, 3);
+    cr_assert(zc_section_cut_make(e.bytes, e.size, SPIRV, &cut));
+    cr_assert_not(zc_sections_all_empty(cut.kept, cut.kept_size, ir, 2), "the bitcode is left");
+    zc_section_cut_free(&cut);
+    free(e.bytes);
+}

@@ -38,6 +38,11 @@ typedef struct zc_loaded_binaries {
     const char *options;        /* the build options given with them; NULL: none */
     const size_t *sizes;
     const uint8_t *const *binaries;
+    /* None holds intermediate code the driver could build it again from:
+     * the driver keeps such a binary as given or refuses it, so its
+     * binaries query answers a copy of these bytes and the size check is
+     * the whole check (loaded_check.c). */
+    bool without_ir;
 } zc_loaded_binaries;
 
 typedef struct zc_faulted_buffer zc_faulted_buffer;

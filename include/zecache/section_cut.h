@@ -29,6 +29,11 @@ bool zc_section_cut_make(const uint8_t *binary, size_t size, uint32_t section_ty
                          zc_section_cut *cut);
 void zc_section_cut_free(zc_section_cut *cut);
 
+/* Whether binary, a 64-bit little-endian ELF file as zc_section_cut_make
+ * takes, lists no section with bytes of any of the count types; false when
+ * one has bytes or the section table cannot be read. */
+bool zc_sections_all_empty(const uint8_t *binary, size_t size, const uint32_t *types, size_t count);
+
 /* The size of the whole binary that kept (kept_size bytes) and restore make;
  * false when restore is not one zc_section_cut_make wrote for such a kept
  * binary (any bytes may be given). */

@@ -24,7 +24,15 @@
  * check of the later ones is a second guard, not the only one. Anything the
  * pairs do not hold (a check that failed, more pairs than slots, options of
  * ZC_LOADED_CHECK_OPTIONS_MAX bytes or more, more
- * binaries than ZC_FRONTEND_MAX_DEVICES) is checked in full. */
+ * binaries than ZC_FRONTEND_MAX_DEVICES) is checked in full.
+ *
+ * A binary without intermediate code (the OpenCL layer's, its SPIR-V cut
+ * out) is checked by size from its first hit. Every rebuild above needs
+ * that code: without it both generations refuse the binary
+ * (createProgramFromBinary: "rebuild impossible") or keep its device
+ * binary, and answer CL_PROGRAM_BINARIES with their copy of the bytes they
+ * were given. A full check would compare those bytes with themselves. A
+ * process that distrusts (a check failed) still checks it in full. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +95,13 @@ static bool all_verified(const zc_loaded_checks *checks, const zc_loaded_binarie
     return true;
 }
 
+static bool by_size(const zc_loaded_checks *checks, const zc_loaded_binaries *cached,
+                    const char *options)
+{
+    return (cached->without_ir && !atomic_load(&checks->distrust)) ||
+           all_verified(checks, cached, options);
+}
+
 /* The size check: unknown when the driver cannot tell the sizes. */
 typedef enum { SIZES_SAME, SIZES_DIFFER, SIZES_UNKNOWN } sizes_verdict;
 
@@ -115,7 +130,7 @@ static bool checked_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries
                               zc_faulted_buffer *prepared)
 {
     const char *options = slot_options(cached->options);
-    if (all_verified(checks, cached, options)) {
+    if (by_size(checks, cached, options)) {
         sizes_verdict sizes = compare_sizes(cached, reader, object);
         if (sizes == SIZES_SAME)
             return true;
@@ -128,7 +143,9 @@ static bool checked_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries
         distrust(checks, "full");
         return false;
     }
-    if (!atomic_load(&checks->distrust))
+    /* A binary without intermediate code cannot show a rebuild: its pass
+     * vouches for no other binary of the pair. */
+    if (!atomic_load(&checks->distrust) && !cached->without_ir)
         for (size_t i = 0; i < cached->count; i++)
             mark_verified(checks, cached->devices[i], options);
     return true;
@@ -144,7 +161,7 @@ bool zc_loaded_unchanged(zc_loaded_checks *checks, const zc_loaded_binaries *cac
 
 bool zc_loaded_check_is_full(zc_loaded_checks *checks, const zc_loaded_binaries *cached)
 {
-    return !all_verified(checks, cached, slot_options(cached->options));
+    return !by_size(checks, cached, slot_options(cached->options));
 }
 
 zc_faulted_buffer *zc_loaded_check_prepare(zc_loaded_checks *checks,

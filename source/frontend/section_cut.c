@@ -194,6 +194,27 @@ void zc_section_cut_free(zc_section_cut *cut)
     *cut = (zc_section_cut){0};
 }
 
+static bool type_among(uint32_t type, const uint32_t *types, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (types[i] == type)
+            return true;
+    return false;
+}
+
+bool zc_sections_all_empty(const uint8_t *binary, size_t size, const uint32_t *types, size_t count)
+{
+    layout l = {0};
+    if (binary == NULL || !table_of(binary, size, &l))
+        return false;
+    for (size_t i = 0; i < l.count; i++) {
+        section s = section_at(binary + l.table_at + i * SECTION_HEADER_SIZE);
+        if (s.size != 0 && type_among(s.type, types, count))
+            return false;
+    }
+    return true;
+}
+
 /* restore's parts, checked against each other and kept_size. */
 typedef struct restore_parts {
     uint64_t at, table_at;
