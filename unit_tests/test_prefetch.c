@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "../source/cache/prefetch.h"
+#include "parallel.h"
 #include "disk_test_support.h"
 #include "zecache/cache.h"
 #include "zecache/disk_tier.h"
@@ -512,4 +514,55 @@ Test(prefetch, listed_entries_in_a_pack_are_loaded_from_it, .init = scratch_crea
     cr_assert_eq(stats.pack_hits, KEY_COUNT);
     cr_assert_eq(stats.pack_rejected, 0);
     zc_cache_close(cache);
+}
+
+/* What the threads of one zc_parallel_for were, seen from the load below. */
+typedef struct fan_out {
+    atomic_int pieces_elsewhere;
+    pthread_t loader;
+    atomic_bool waited_out; /* piece 0 waited for a second thread in vain */
+} fan_out;
+
+/* Piece 0 waits (up to a second) for another piece to run, so that a
+ * helper thread, where there is one, surely takes a piece. */
+static void fan_out_piece(void *context, size_t index)
+{
+    fan_out *seen = context;
+    if (!pthread_equal(pthread_self(), seen->loader))
+        atomic_fetch_add(&seen->pieces_elsewhere, 1);
+    for (int i = 0; index == 0 && i < 1000 && atomic_load(&seen->pieces_elsewhere) == 0; i++)
+        usleep(1000);
+}
+
+static zc_status fanning_load(void *context, const zc_key *key, zc_artifact **out,
+                              const char **origin)
+{
+    (void)key, (void)origin, (void)out;
+    fan_out *seen = context;
+    seen->loader = pthread_self();
+    zc_parallel_for(8, fan_out_piece, seen);
+    return ZC_MISS;
+}
+
+/* The prefetch works beside the application: a job it splits (decoding a
+ * large entry) stays on its own thread and leaves the other cores to the
+ * application, while the same job on another thread does use helpers. */
+Test(prefetch, the_thread_keeps_its_work_to_itself, .init = scratch_create, .fini = scratch_remove)
+{
+    first_run("program-a", 1);
+    uint8_t id[ZC_SHA256_SIZE];
+    zc_disk_tier *disk = open_disk("program-a", id);
+    fan_out seen = {0};
+    zc_prefetch *prefetch = NULL;
+    cr_assert_eq(zc_prefetch_start_loading(disk, fanning_load, &seen, id, 1 << 20, &prefetch),
+                 ZC_OK);
+    zc_prefetch_wait_idle(prefetch);
+    zc_prefetch_stop(prefetch);
+    zc_disk_tier_close(disk);
+    cr_assert_eq(atomic_load(&seen.pieces_elsewhere), 0);
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return;
+    seen = (fan_out){.loader = pthread_self()};
+    zc_parallel_for(8, fan_out_piece, &seen);
+    cr_assert_gt(atomic_load(&seen.pieces_elsewhere), 0, "a helper where nothing keeps it out");
 }

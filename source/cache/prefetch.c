@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "parallel.h"
 #include "zecache/disk_usage_list.h"
 #include "zecache/log.h"
 
@@ -163,6 +164,7 @@ static void *load_listed(void *context)
 {
     zc_prefetch *prefetch = context;
     size_t index;
+    zc_parallel_keep_to_this_thread();
     read_list(prefetch);
     pthread_mutex_lock(&prefetch->lock);
     while (claim_next(prefetch, &index)) {

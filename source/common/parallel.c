@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 typedef struct job {
@@ -21,8 +22,17 @@ static void *run_tasks(void *argument)
     return NULL;
 }
 
+static _Thread_local bool kept_to_this_thread;
+
+void zc_parallel_keep_to_this_thread(void)
+{
+    kept_to_this_thread = true;
+}
+
 static size_t helper_count(size_t count)
 {
+    if (kept_to_this_thread)
+        return 0;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     size_t threads = online > 1 ? (size_t)online : 1;
     if (threads > ZC_PARALLEL_MAX_THREADS)

@@ -16,4 +16,9 @@
  * Where a thread cannot be created, the threads there are do the rest. */
 void zc_parallel_for(size_t count, void (*task)(void *context, size_t index), void *context);
 
+/* Makes every later zc_parallel_for of the calling thread run on it alone.
+ * For threads that work beside the application (the prefetch): they may
+ * take one core, never the application's too. */
+void zc_parallel_keep_to_this_thread(void);
+
 #endif
