@@ -1,6 +1,7 @@
 /* zc_opencl_c_scan: the names it finds, read past comments and literals as
  * clang reads them, and everywhere when that reading is not sure. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../source/key/opencl_c_macros.h"
@@ -102,4 +103,94 @@ Test(opencl_c_scan, macros_read_as_includes_are)
                            "?/''; __DATE__ '\n";
     cr_assert_eq(zc_opencl_c_unkeyable_macro(trigraph, strlen(trigraph), &macro), ZC_OK);
     cr_assert_str_eq(macro, "__DATE__");
+}
+
+/* What one scan of text found: its status, its names and its words. */
+typedef struct reading {
+    char found[4096];
+    zc_status status;
+} reading;
+
+static zc_status collect_word(void *context, const char *word, size_t length)
+{
+    char *found = context;
+    if (strlen(found) + length + 2 < sizeof(((reading *)0)->found)) {
+        strncat(found, word, length);
+        strcat(found, "|");
+    }
+    return ZC_OK;
+}
+
+static zc_status collect_name(void *context, const zc_include_ref *ref)
+{
+    char *found = context;
+    if (strlen(found) + ref->length + 2 < sizeof(((reading *)0)->found)) {
+        strncat(found, ref->name, ref->length);
+        strcat(found, ";");
+    }
+    return ZC_OK;
+}
+
+static reading read_text(const char *text, size_t size)
+{
+    reading r = {.found = ""};
+    char reason[128];
+    r.status = zc_opencl_c_scan_all(text, size, collect_name, collect_word, r.found, reason,
+                                    sizeof reason);
+    return r;
+}
+
+/* Most texts are their own logical text (no splice, trigraph or digraph),
+ * and the scan then reads them as they are, without a copy: random texts
+ * of the pieces those are made of read the same as with "??" or a splice
+ * appended, either of which makes the scan take the copy and changes
+ * nothing else. */
+Test(opencl_c_scan, a_text_without_splices_reads_as_one_with_them)
+{
+    static const char *const pieces[] = {"#include \"a.h\"\n",
+                                         "#inc",
+                                         "lude <b.h>\n",
+                                         "\\\n",
+                                         "\\",
+                                         " \\ \n",
+                                         "?\?/\n",
+                                         "?\?=",
+                                         "?",
+                                         "%:",
+                                         "%",
+                                         ":",
+                                         "__TIME__",
+                                         "__FI",
+                                         "LE__",
+                                         "_x",
+                                         " y ",
+                                         "\"s\\\"\"",
+                                         "'c'",
+                                         "/* c */",
+                                         "// l\n",
+                                         "\n",
+                                         "__has_include(<c.h>)",
+                                         "a?b:c",
+                                         "\r\n",
+                                         "\\\r\n",
+                                         "\n%:include <d.h>\n",
+                                         "\n?\?=include <e.h>\n",
+                                         "\n%\\\n:include <f.h>\n"};
+    unsigned seed = 7;
+    for (int round = 0; round < 20000; round++) {
+        char text[512] = "";
+        int count = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 10;
+        for (int i = 0; i < count; i++) {
+            seed = seed * 1103515245u + 12345u;
+            strcat(text, pieces[(seed >> 16) % (sizeof pieces / sizeof pieces[0])]);
+        }
+        reading as_given = read_text(text, strlen(text));
+        size_t size = strlen(text);
+        for (int appended = 0; appended < 2; appended++) {
+            strcpy(text + size, appended == 0 ? "??" : "\\\n");
+            reading copied = read_text(text, strlen(text));
+            cr_assert_eq(as_given.status, copied.status, "in: %s", text);
+            cr_assert_str_eq(as_given.found, copied.found, "in: %s", text);
+        }
+    }
 }

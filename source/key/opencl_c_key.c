@@ -111,6 +111,22 @@ static char *dir_of(const char *path)
     return dir;
 }
 
+/* The tables of names, made at the first include: most sources have none,
+ * and making them costs a hit more than scanning a small source. */
+static bool make_tables(resolver *r)
+{
+    size_t names_max = ZC_OPENCL_C_LOOKUPS_MAX + ZC_OPENCL_C_HEADERS_MAX;
+    r->names = calloc(names_max, sizeof *r->names);
+    if (r->names == NULL || hcreate_r(names_max * 2, &r->lookups_seen) == 0)
+        return false;
+    if (hcreate_r(ZC_OPENCL_C_HEADERS_MAX * 2, &r->headers_seen) == 0) {
+        hdestroy_r(&r->lookups_seen);
+        return false;
+    }
+    r->tables_made = true;
+    return true;
+}
+
 /* Enters name in table unless there; *index is its value (the one given
  * when new). false when out of memory; *added says whether it was new. */
 static bool remember(resolver *r, struct hsearch_data *table, char *name, size_t *index,
@@ -119,6 +135,10 @@ static bool remember(resolver *r, struct hsearch_data *table, char *name, size_t
     ENTRY *found = NULL;
     ENTRY wanted = {name, NULL};
     *added = false;
+    if (!r->tables_made && !make_tables(r)) {
+        free(name);
+        return false;
+    }
     if (hsearch_r(wanted, FIND, &found, table) != 0 && found != NULL) {
         *index = (size_t)(uintptr_t)found->data;
         free(name);
@@ -377,8 +397,8 @@ static zc_status scan_text(resolver *r, const char *text, size_t size, const cha
     return refuse(r, status, status == ZC_NOT_CACHEABLE ? reason : "out of memory scanning");
 }
 
-/* The options, the -I directories made absolute (from the working
- * directory), and the tables of names. */
+/* The options, and the -I directories made absolute (from the working
+ * directory). */
 static zc_status prepare(resolver *r, const char *options)
 {
     char reason[200];
@@ -394,15 +414,6 @@ static zc_status prepare(resolver *r, const char *options)
         return refuse(r, status, status == ZC_ERR_NOMEM ? "out of memory" : reason);
     if (getcwd(r->cwd, sizeof r->cwd) == NULL)
         return refuse(r, ZC_NOT_CACHEABLE, "the working directory is unknown");
-    size_t names_max = ZC_OPENCL_C_LOOKUPS_MAX + ZC_OPENCL_C_HEADERS_MAX;
-    r->names = calloc(names_max, sizeof *r->names);
-    if (r->names == NULL || hcreate_r(names_max * 2, &r->lookups_seen) == 0)
-        return refuse(r, ZC_ERR_NOMEM, "out of memory");
-    if (hcreate_r(ZC_OPENCL_C_HEADERS_MAX * 2, &r->headers_seen) == 0) {
-        hdestroy_r(&r->lookups_seen);
-        return refuse(r, ZC_ERR_NOMEM, "out of memory");
-    }
-    r->tables_made = true;
     for (size_t i = 0; i < r->options.include_dir_count; i++) {
         char dir[PATH_MAX];
         if (!join(dir, r->cwd, r->options.include_dirs[i]))

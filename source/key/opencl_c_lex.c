@@ -33,9 +33,9 @@ const unsigned char zc_opencl_c_char_class[256] = {
 
 bool zc_opencl_c_has_trigraph(const char *text, size_t size)
 {
-    for (size_t i = 0; i + 2 < size; i++)
-        if (text[i] == '?' && text[i + 1] == '?' && strchr("=/'()!<>-", text[i + 2]) != NULL &&
-            text[i + 2] != '\0')
+    for (const char *at = text, *end = text + size;
+         (at = memchr(at, '?', (size_t)(end - at))) != NULL && end - at > 2; at++)
+        if (at[1] == '?' && at[2] != '\0' && strchr("=/'()!<>-", at[2]) != NULL)
             return true;
     return false;
 }
@@ -137,6 +137,10 @@ zc_status zc_opencl_c_walk(zc_lex_walk *walk)
                 end++;
         else if (text[i] != '#') {
             i++;
+            continue;
+        }
+        if (text[i] != '#' && text[i] != '_') {
+            i = end;
             continue;
         }
         size_t resume = end;

@@ -9,9 +9,10 @@
 
 #include "zecache/status.h"
 
-/* Called at a '#' (end == at + 1) or an identifier [at, end) outside
- * comments and literals; sets *resume (> at) to go on from, or returns
- * anything but ZC_OK to stop the walk with it. */
+/* Called at a '#' (end == at + 1) or an identifier [at, end) that begins
+ * with '_' (every name the scans look for does: the reserved __ names)
+ * outside comments and literals; sets *resume (> at) to go on from, or
+ * returns anything but ZC_OK to stop the walk with it. */
 typedef zc_status (*zc_lex_fn)(void *context, size_t at, size_t end, size_t *resume);
 
 typedef struct zc_lex_walk {

@@ -74,6 +74,9 @@ static size_t splice_length(const char *in, size_t size, size_t i)
     return end > 0 ? j + end - i : 0;
 }
 
+/* The bytes that may begin a splice ('\\', "??/"), a trigraph or a digraph. */
+static const bool begins_a_change[256] = {['\\'] = true, ['?'] = true, [':'] = true};
+
 /* The text with splices removed and '#' for its digraph and trigraph. */
 char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
 {
@@ -84,7 +87,7 @@ char *zc_opencl_c_logical_text(const char *in, size_t size, size_t *out_size)
     for (size_t i = 0; i < size;) {
         /* Bytes that begin no splice, trigraph or digraph go as they are. */
         size_t run = 0;
-        while (i + run < size && in[i + run] != '\\' && in[i + run] != '?' && in[i + run] != ':')
+        while (i + run < size && !begins_a_change[(unsigned char)in[i + run]])
             run++;
         memcpy(out + n, in + i, run);
         n += run;
@@ -307,15 +310,44 @@ static zc_status visit(void *context, size_t at, size_t end, size_t *resume)
     return has_include_at(s, at, end, resume);
 }
 
-/* Walks the logical copy of text past comments and literals, and again
- * as code when that reading is not sure; then passes the names found on. */
+static bool has_pair(const char *text, size_t size, char first, char second)
+{
+    for (const char *at = text, *end = text + size;
+         (at = memchr(at, first, (size_t)(end - at))) != NULL && end - at > 1; at++)
+        if (at[1] == second)
+            return true;
+    return false;
+}
+
+static bool has_splice(const char *text, size_t size)
+{
+    for (const char *at = text, *end = text + size;
+         (at = memchr(at, '\\', (size_t)(end - at))) != NULL; at++)
+        if (splice_length(text, size, (size_t)(at - text)) > 0)
+            return true;
+    return false;
+}
+
+/* Whether text is its own logical text: what zc_opencl_c_logical_text
+ * rewrites is a splice ('\\' at a line end), or needs "??" or "%:", which
+ * most sources do not have. */
+static bool is_logical(const char *text, size_t size)
+{
+    return size == 0 || (!has_splice(text, size) && !has_pair(text, size, '?', '?') &&
+                         !has_pair(text, size, '%', ':'));
+}
+
+/* Walks the logical text past comments and literals, and again as code
+ * when that reading is not sure; then passes the names found on. */
 static zc_status scan(scanner *s, const char *text, size_t size)
 {
-    char *copy = zc_opencl_c_logical_text(text, size, &s->size);
-    if (copy == NULL)
+    char *copy = NULL;
+    s->text = text;
+    s->size = size;
+    if (!is_logical(text, size) &&
+        (s->text = copy = zc_opencl_c_logical_text(text, size, &s->size)) == NULL)
         return ZC_ERR_NOMEM;
-    s->text = copy;
-    zc_lex_walk walk = {copy, s->size, !zc_opencl_c_has_trigraph(text, size), visit, s, false};
+    zc_lex_walk walk = {s->text, s->size, !zc_opencl_c_has_trigraph(text, size), visit, s, false};
     s->walk = &walk;
     zc_status status = zc_opencl_c_walk(&walk);
     if (walk.unsure) {

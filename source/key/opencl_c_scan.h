@@ -35,7 +35,8 @@ zc_status zc_opencl_c_scan(const char *text, size_t size, zc_include_fn each, vo
 
 typedef zc_status (*zc_word_fn)(void *context, const char *word, size_t length);
 
-/* Calls word for every identifier (or number) in text that the include
+/* Calls word for every identifier that begins with '_' (every macro a key
+ * cannot hold does: opencl_c_macros.h) in text that the include
  * scan reads as code: outside comments, literals and header names, or
  * everywhere where that reading is not sure (then a word before the place
  * that makes it unsure is passed twice). ZC_ERR_NOMEM, or the first status
