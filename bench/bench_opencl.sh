@@ -11,7 +11,12 @@
 #   (d)  the layer, warm, in a new process: disk hits
 #   (e)  the layer, every program again in the same process: memory hits
 #   floor: each program made from its binary (clCreateProgramWithBinary +
-#        clBuildProgram), no cache, in a new process
+#        clBuildProgram), no cache, in a new process that compiled nothing:
+#        the binaries (a) saved, read before the clock starts, as the Level
+#        Zero benchmark's floor does
+#   floor after compiling: the same in a process that first built each
+#        program from its source or IL (untimed), the earlier definition;
+#        its driver has already made and freed that program's memory once
 #
 # Every run is a fresh process in a fresh scratch directory; the warm
 # configurations run WARM_REPS times, interleaved, and the table shows
@@ -45,7 +50,7 @@ options=${OPTIONS:-}
 
 work=$(mktemp -d)
 trap '[[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp -r "$work/out" "$KEEP"; rm -rf "$work"' EXIT
-mkdir "$work/out" "$work/driver-cache" "$work/kernels"
+mkdir "$work/out" "$work/driver-cache" "$work/kernels" "$work/binaries"
 
 if [[ -n ${KERNELS:-} ]]; then
   kernels=$(cd "$KERNELS" && pwd)
@@ -90,7 +95,9 @@ echo "bench_opencl: $program_count programs from $kernels on $driver, options '$
 
 # shellcheck disable=SC2086 # word splitting of the settings is wanted
 for ((rep = 0; rep < cold_reps; rep++)); do
-  run a "$rep" $no_cache -- --digest "$kernels"
+  save=()
+  ((rep == 0)) && save=(--save-binaries "$work/binaries")
+  run a "$rep" $no_cache -- --digest "${save[@]}" "$kernels"
   mkdir "$work/layer-cache-$rep"
   # shellcheck disable=SC2046
   run c "$rep" $(with_layer "$work/layer-cache-$rep") -- --digest "$kernels"
@@ -103,7 +110,9 @@ for ((rep = 0; rep < warm_reps; rep++)); do
   # shellcheck disable=SC2046
   run d "$rep" $(with_layer "$work/layer-cache-0") -- --digest --repeat "$repeat" "$kernels"
   # shellcheck disable=SC2086
-  run floor "$rep" $no_cache -- --floor "$kernels"
+  run floor "$rep" $no_cache -- "$work"/binaries/*.bin
+  # shellcheck disable=SC2086
+  run floor_compiled "$rep" $no_cache -- --floor "$kernels"
 done
 
 mkdir "$work/scratch-check"
@@ -129,6 +138,7 @@ row "(c)  layer, cold" c first "$(bytes_of "$work/layer-cache-0" '*.cl_cache')"
 row "(d)  layer, warm, new process: disk hits" d first
 row "(e)  layer, again in-process: memory hits" d repeat
 row "floor: programs from binaries, new process" floor first
+row "floor after compiling them in that process" floor_compiled first
 awk -v d="$(total d first)" -v b="$(total b first)" \
   'BEGIN { printf "(d) / (b) = %.3f   (layer warm against the driver'"'"'s own cache)\n", d / b }'
 echo "start-up, platform through context (median ms): driver cache" \

@@ -8,8 +8,9 @@
  *   cl_bench [options] PATH...
  *
  * PATH is a .cl file (OpenCL C source), a .spv file (SPIR-V, through
- * clCreateProgramWithIL) or a directory, which stands for its *.cl and
- * *.spv files in name order.
+ * clCreateProgramWithIL), a .bin file (a program's binary, through
+ * clCreateProgramWithBinary, named without .bin) or a directory, which
+ * stands for its *.cl and *.spv files in name order.
  *
  *   --options STR      build options for every program (default "")
  *   --platform TEXT    the first platform whose name contains TEXT
@@ -20,6 +21,10 @@
  *                      the programs from their binaries
  *   --digest           print a digest of each program's binary, so runs can
  *                      be compared byte for byte
+ *   --save-binaries DIR  write each program's binary to DIR/<name>.bin
+ *                      (untimed), for runs that make the programs from
+ *                      those files: the floor in a new process that has
+ *                      compiled nothing
  *
  * Output, one line each, times in milliseconds:
  *   program <name> first <ms> [repeat <median ms of the K passes>] [binary <fnv-1a>]
@@ -45,6 +50,7 @@ typedef struct program_input {
     char *path;
     const char *name; /* inside path */
     bool is_il;
+    bool is_binary; /* .bin: bytes are the binary */
     char *bytes;
     size_t size;
     unsigned char *binary; /* --floor: the binary the untimed build made */
@@ -58,6 +64,7 @@ typedef struct bench_options {
     const char *platform;
     unsigned repeat;
     bool floor;
+    const char *save_binaries; /* or NULL */
     bool digest;
 } bench_options;
 
@@ -122,8 +129,14 @@ static void add_file(program_input *programs, size_t *count, const char *path)
     if ((program->path = strdup(path)) == NULL)
         die("out of memory", NULL);
     const char *slash = strrchr(program->path, '/');
-    program->name = slash != NULL ? slash + 1 : program->path;
+    char *name = strdup(slash != NULL ? slash + 1 : program->path);
+    if (name == NULL)
+        die("out of memory", NULL);
     program->is_il = has_suffix(path, ".spv");
+    program->is_binary = has_suffix(path, ".bin");
+    if (program->is_binary)
+        name[strlen(name) - strlen(".bin")] = '\0';
+    program->name = name;
     program->bytes = read_whole_file(path, &program->size);
 }
 
@@ -199,10 +212,12 @@ static cl_program create_program(const cl_target *target, const program_input *i
 {
     cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
     cl_program program;
-    if (from_binary) {
-        const unsigned char *binary = input->binary;
-        program = clCreateProgramWithBinary(target->context, 1, &target->device,
-                                            &input->binary_size, &binary, &binary_status, &status);
+    if (from_binary || input->is_binary) {
+        const unsigned char *binary =
+            input->is_binary ? (const unsigned char *)input->bytes : input->binary;
+        size_t size = input->is_binary ? input->size : input->binary_size;
+        program = clCreateProgramWithBinary(target->context, 1, &target->device, &size, &binary,
+                                            &binary_status, &status);
     } else if (input->is_il) {
         program = clCreateProgramWithIL(target->context, input->bytes, input->size, &status);
     } else {
@@ -282,9 +297,24 @@ static void run_pass(const cl_target *target, const bench_options *options, prog
             programs[i].first_ms = ms;
         else
             programs[i].repeat_ms[pass - 1] = ms;
-        if (pass == 0 && options->digest && programs[i].binary == NULL)
+        if (pass == 0 && (options->digest || options->save_binaries != NULL) &&
+            programs[i].binary == NULL)
             programs[i].binary = binary_of(program, &programs[i].binary_size);
         clReleaseProgram(program);
+    }
+}
+
+static void save_binaries(const char *dir, const program_input *programs, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s.bin", dir, programs[i].name);
+        FILE *file = fopen(path, "wb");
+        if (file == NULL ||
+            fwrite(programs[i].binary, 1, programs[i].binary_size, file) !=
+                programs[i].binary_size ||
+            fclose(file) != 0)
+            die("cannot write", path);
     }
 }
 
@@ -347,12 +377,14 @@ static int parse_options(int argc, char **argv, bench_options *options)
             options->build_options = argv[++i];
         else if (strcmp(argv[i], "--platform") == 0 && has_value)
             options->platform = argv[++i];
+        else if (strcmp(argv[i], "--save-binaries") == 0 && has_value)
+            options->save_binaries = argv[++i];
         else
             die("unknown option or missing value", argv[i]);
     }
     if (i == argc)
         die("usage: cl_bench [--options STR] [--platform TEXT] [--repeat K] [--floor] "
-            "[--digest] PATH...",
+            "[--digest] [--save-binaries DIR] PATH...",
             NULL);
     return i;
 }
@@ -379,6 +411,8 @@ int main(int argc, char **argv)
         run_pass(&target, &options, programs, count, pass);
     print_results(&options, programs, count);
     printf("start %.3f\n", start_ms);
+    if (options.save_binaries != NULL)
+        save_binaries(options.save_binaries, programs, count);
     clReleaseContext(target.context);
     return 0;
 }
