@@ -33,6 +33,8 @@ const unsigned char zc_opencl_c_char_class[256] = {
 
 bool zc_opencl_c_has_trigraph(const char *text, size_t size)
 {
+    if (size < 3)
+        return false;
     for (const char *at = text, *end = text + size;
          (at = memchr(at, '?', (size_t)(end - at))) != NULL && end - at > 2; at++)
         if (at[1] == '?' && at[2] != '\0' && strchr("=/'()!<>-", at[2]) != NULL)
