@@ -22,6 +22,7 @@
 #include "zecache/identity.h"
 #include "zecache/key.h"
 #include "zecache/loaded_check.h"
+#include "zecache/section_cut.h"
 
 /* ---- layer_config.c: ZE_ENABLE_LAYERS ---- */
 
@@ -262,15 +263,17 @@ const char *zcl_native_build_flags(const zc_build_request *request);
 bool zcl_native_loaded_unchanged(ze_module_handle_t module, const uint8_t *binary, size_t size,
                                  zc_faulted_buffer *prepared);
 /* The same for a hit on device with build_flags: in full or by its size,
- * as zecache/loaded_check.h decides. Frees prepared. */
+ * as zecache/loaded_check.h decides (without_ir: binary holds no
+ * intermediate code, zc_intel_binary_without_ir; 22.43's native binaries
+ * hold none). Frees prepared. */
 bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
                               ze_module_handle_t module, const uint8_t *binary, size_t size,
-                              zc_faulted_buffer *prepared);
+                              bool without_ir, zc_faulted_buffer *prepared);
 /* The buffer zecache/loaded_check.h prepares for the check of a hit of
  * binary on device with build_flags, started before the driver's create;
  * NULL when the kept buffer holds it or none is needed or to be had. */
 zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const char *build_flags,
-                                            const uint8_t *binary, size_t size);
+                                            const uint8_t *binary, size_t size, bool without_ir);
 /* The largest binary whose comparison buffer is kept for the process. */
 #define ZCL_SPARE_MAX ((size_t)8 << 20)
 /* The size of the buffer kept (for tests). */

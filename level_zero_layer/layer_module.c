@@ -172,14 +172,15 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
                                .pInputModule = binary,
                                .pBuildFlags = zcl_native_build_flags(compile->request)};
     ze_module_handle_t created = NULL;
-    zc_faulted_buffer *prepared =
-        zcl_native_check_prepare(compile->device, native.pBuildFlags, binary, binary_size);
+    bool without_ir = zc_intel_binary_without_ir(binary, binary_size);
+    zc_faulted_buffer *prepared = zcl_native_check_prepare(compile->device, native.pBuildFlags,
+                                                           binary, binary_size, without_ir);
     compile->result =
         zcl_layer.next.module_create(compile->context, compile->device, &native, &created, NULL);
     if (compile->result != ZE_RESULT_SUCCESS) {
         zc_faulted_buffer_free(prepared);
     } else if (!zcl_native_hit_unchanged(compile->device, native.pBuildFlags, created, binary,
-                                         binary_size, prepared)) {
+                                         binary_size, without_ir, prepared)) {
         zcl_layer.next.module_destroy(created);
         return ZC_HIT_REBUILT;
     }

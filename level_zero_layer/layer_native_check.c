@@ -147,17 +147,22 @@ static bool loaded_same(void *module, const zc_loaded_binaries *cached, zc_fault
 static const zc_loaded_reader module_reader = {loaded_sizes, loaded_same};
 
 static zc_loaded_binaries one_binary(const void *const *device, const char *build_flags,
-                                     const size_t *size, const uint8_t *const *binary)
+                                     const size_t *size, const uint8_t *const *binary,
+                                     bool without_ir)
 {
-    return (zc_loaded_binaries){
-        .count = 1, .devices = device, .options = build_flags, .sizes = size, .binaries = binary};
+    return (zc_loaded_binaries){.count = 1,
+                                .devices = device,
+                                .options = build_flags,
+                                .sizes = size,
+                                .binaries = binary,
+                                .without_ir = without_ir};
 }
 
 zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const char *build_flags,
-                                            const uint8_t *binary, size_t size)
+                                            const uint8_t *binary, size_t size, bool without_ir)
 {
     const void *devices[] = {device};
-    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary);
+    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary, without_ir);
     return size > zcl_native_check_spare_size()
                ? zc_loaded_check_prepare(&zcl_layer.hit_checks, &cached)
                : NULL;
@@ -165,9 +170,9 @@ zc_faulted_buffer *zcl_native_check_prepare(ze_device_handle_t device, const cha
 
 bool zcl_native_hit_unchanged(ze_device_handle_t device, const char *build_flags,
                               ze_module_handle_t module, const uint8_t *binary, size_t size,
-                              zc_faulted_buffer *prepared)
+                              bool without_ir, zc_faulted_buffer *prepared)
 {
     const void *devices[] = {device};
-    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary);
+    zc_loaded_binaries cached = one_binary(devices, build_flags, &size, &binary, without_ir);
     return zc_loaded_unchanged(&zcl_layer.hit_checks, &cached, &module_reader, module, prepared);
 }

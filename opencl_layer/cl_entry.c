@@ -31,10 +31,6 @@
 /* SHT_OPENCL_SPIRV of Intel's OpenCL ELF (22.43) and SHT_ZEBIN_SPIRV of
  * its zebin (26.x) alike. */
 #define SPIRV_SECTION 0xff000009u
-/* Every section the driver takes as the intermediate code to build a
- * binary again from (unpackSingleDeviceBinary, both generations): LLVM
- * bitcode (OpenCL ELF), SPIR-V (both), vISA (zebin, 26.x). */
-static const uint32_t ir_sections[] = {0xff000003u, SPIRV_SECTION, 0xff000015u};
 #define NAMES_MAX ((size_t)1 << 20)
 
 /* The answer of kernel (malloc'd, without NUL) to CL_KERNEL_ATTRIBUTES. */
@@ -209,9 +205,7 @@ void zcc_entry_whole(const zcc_entry *entry, uint8_t *out)
 
 bool zcc_entry_without_ir(const zcc_entry *entry)
 {
-    return entry->restore != NULL &&
-           zc_sections_all_empty(entry->binary, entry->binary_size, ir_sections,
-                                 sizeof(ir_sections) / sizeof(ir_sections[0]));
+    return entry->restore != NULL && zc_intel_binary_without_ir(entry->binary, entry->binary_size);
 }
 
 const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held)

@@ -214,3 +214,26 @@ Test(section_cut, sections_of_some_types_are_empty_only_when_none_has_bytes)
     zc_section_cut_free(&cut);
     free(e.bytes);
 }
+
+/* Intel's intermediate code: LLVM bitcode, SPIR-V or vISA with bytes
+ * (22.43's Level Zero native binaries hold none). */
+Test(section_cut, an_intel_binary_without_intermediate_code_is_told_apart)
+{
+    static const uint32_t kinds[] = {0xff000003u, SPIRV, 0xff000015u};
+    spec none[] = {{0xff000005, 3000, 1}, {3, 67, 1}};
+    elf e = make_elf(none, 2, true, 5);
+    cr_assert(zc_intel_binary_without_ir(e.bytes, e.size));
+    free(e.bytes);
+    for (size_t i = 0; i < 3; i++) {
+        spec with[] = {{0xff000005, 3000, 1}, {kinds[i], 100, 1}, {3, 67, 1}};
+        e = make_elf(with, 3, false, 6);
+        cr_assert_not(zc_intel_binary_without_ir(e.bytes, e.size), "section type %x", kinds[i]);
+        free(e.bytes);
+        with[1].size = 0;
+        e = make_elf(with, 3, false, 6);
+        cr_assert(zc_intel_binary_without_ir(e.bytes, e.size), "empty section type %x", kinds[i]);
+        free(e.bytes);
+    }
+    static const uint8_t not_elf[] = "FAKE native";
+    cr_assert_not(zc_intel_binary_without_ir(not_elf, sizeof not_elf));
+}

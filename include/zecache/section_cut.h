@@ -29,6 +29,12 @@ bool zc_section_cut_make(const uint8_t *binary, size_t size, uint32_t section_ty
                          zc_section_cut *cut);
 void zc_section_cut_free(zc_section_cut *cut);
 
+/* Whether an Intel binary holds no intermediate code its driver could
+ * build it again from: no section of LLVM bitcode, SPIR-V or vISA with
+ * bytes (unpackSingleDeviceBinary, 22.43 and 26.x); false when one has
+ * bytes or its section table cannot be read. */
+bool zc_intel_binary_without_ir(const uint8_t *binary, size_t size);
+
 /* Whether binary, a 64-bit little-endian ELF file as zc_section_cut_make
  * takes, lists no section with bytes of any of the count types; false when
  * one has bytes or the section table cannot be read. */
