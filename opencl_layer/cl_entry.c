@@ -9,7 +9,7 @@
  *   u32 attributes length, the attributes (no NUL)
  *
  * An executable whose binary carries the SPIR-V it was built from (Intel's,
- * both generations: an ELF section of type SPIRV_SECTION) is stored as the
+ * both generations: an ELF section of type ZC_INTEL_SPIRV_SECTION) is stored as the
  * binary without the SPIR-V's bytes, which is what a hit hands the driver,
  * and what joins them back (zecache/section_cut.h):
  *
@@ -28,9 +28,6 @@
 #define MAGIC "ZCCL1\0\0\0"
 #define MAGIC_CUT "ZCCL2\0\0\0"
 #define MAGIC_SIZE 8
-/* SHT_OPENCL_SPIRV of Intel's OpenCL ELF (22.43) and SHT_ZEBIN_SPIRV of
- * its zebin (26.x) alike. */
-#define SPIRV_SECTION 0xff000009u
 #define NAMES_MAX ((size_t)1 << 20)
 
 /* The answer of kernel (malloc'd, without NUL) to CL_KERNEL_ATTRIBUTES. */
@@ -143,7 +140,8 @@ zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, s
 {
     /* A compiled object's SPIR-V is all it holds. */
     zc_section_cut cut = {0};
-    bool is_cut = program != NULL && zc_section_cut_make(binary, size, SPIRV_SECTION, &cut);
+    bool is_cut =
+        program != NULL && zc_section_cut_make(binary, size, ZC_INTEL_SPIRV_SECTION, &cut);
     buffer entry = {0};
     bool ok = is_cut ? append(&entry, MAGIC_CUT, MAGIC_SIZE) &&
                            append_part(&entry, cut.kept, cut.kept_size) &&

@@ -29,6 +29,10 @@ bool zc_section_cut_make(const uint8_t *binary, size_t size, uint32_t section_ty
                          zc_section_cut *cut);
 void zc_section_cut_free(zc_section_cut *cut);
 
+/* The section type of the SPIR-V inside Intel's binaries: SHT_OPENCL_SPIRV
+ * of its OpenCL ELF (22.43) and SHT_ZEBIN_SPIRV of zebin (26.x) alike. */
+#define ZC_INTEL_SPIRV_SECTION 0xff000009u
+
 /* Whether an Intel binary holds no intermediate code its driver could
  * build it again from: no section of LLVM bitcode, SPIR-V or vISA with
  * bytes (unpackSingleDeviceBinary, 22.43 and 26.x); false when one has

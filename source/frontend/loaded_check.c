@@ -26,13 +26,13 @@
  * ZC_LOADED_CHECK_OPTIONS_MAX bytes or more, more
  * binaries than ZC_FRONTEND_MAX_DEVICES) is checked in full.
  *
- * A binary without intermediate code (the OpenCL layer's, its SPIR-V cut
- * out) is checked by size from its first hit. Every rebuild above needs
- * that code: without it both generations refuse the binary
- * (createProgramFromBinary: "rebuild impossible") or keep its device
- * binary, and answer CL_PROGRAM_BINARIES with their copy of the bytes they
- * were given. A full check would compare those bytes with themselves. A
- * process that distrusts (a check failed) still checks it in full. */
+ * A binary without intermediate code (an OpenCL hit's, its SPIR-V cut out;
+ * a 22.43 Level Zero native binary) is checked by size from its first hit.
+ * Every rebuild above needs that code: without it both generations refuse
+ * the binary (createProgramFromBinary, createFromNativeBinary) or keep its
+ * device binary, and answer CL_PROGRAM_BINARIES or zeModuleGetNativeBinary
+ * with their copy of the bytes they were given. A full check would compare those bytes with
+ * themselves. A process that distrusts (a check failed) still checks it in full. */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -271,7 +271,7 @@ void zc_section_cut_join(const uint8_t *kept, size_t kept_size, const uint8_t *r
 bool zc_intel_binary_without_ir(const uint8_t *binary, size_t size)
 {
     /* LLVM bitcode (OpenCL ELF), SPIR-V (both formats), vISA (zebin, 26.x). */
-    static const uint32_t ir_sections[] = {0xff000003u, 0xff000009u, 0xff000015u};
+    static const uint32_t ir_sections[] = {0xff000003u, ZC_INTEL_SPIRV_SECTION, 0xff000015u};
     return zc_sections_all_empty(binary, size, ir_sections,
                                  sizeof(ir_sections) / sizeof(ir_sections[0]));
 }

@@ -266,13 +266,12 @@ static bool begins_a_test(const scanner *s, size_t i, size_t end)
                                  strncmp(s->text + i, "__has_embed", end - i) == 0);
 }
 
-/* At an identifier [i, end): __has_include("name") and friends. A mention
- * without '(' (#ifdef __has_include) tests the feature only. */
+/* At an identifier [i, end) that begins with '_' (the walk visits no
+ * other): __has_include("name") and friends. A mention without '('
+ * (#ifdef __has_include) tests the feature only. */
 static zc_status has_include_at(scanner *s, size_t i, size_t end, size_t *resume)
 {
     *resume = end;
-    if (s->text[i] != '_') /* what follows looks only at words that begin with one */
-        return ZC_OK;
     bool next = word_is(s, i, end, "__has_include_next");
     if (!next && !word_is(s, i, end, "__has_include") && !word_is(s, i, end, "__has_embed"))
         return s->each == NULL || !begins_a_test(s, i, end)
