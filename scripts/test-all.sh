@@ -13,7 +13,9 @@
 #      Debian 12 root and a clean Debian 13 root with sid's driver, and the
 #      demo run there from the installed files (scripts/package-test.sh; the
 #      Debian 12 leg only with ZC_CURRENT_DRIVER=0)
-# Each step prints its summary; the script fails if any step fails.
+# Each step prints its summary; the script fails if any step fails, and its
+# last lines name each failed step and, for the suites, each failed test (CI
+# keeps only the tail of the output).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -34,22 +36,32 @@ build_and_test() { # <build dir> <ctest label regex or ""> <cmake args...>
     (cd "$dir" && ctest --output-on-failure ${label:+-L "$label"})
 }
 
-status=0
-build_and_test build "" || status=1
-build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=OFF || status=1
+failed_tests() { # <ctest's LastTestsFailed.log>: the names, on one line
+    [ -f "$1" ] && tr '\n' ' ' <"$1" | sed 's/[0-9]*://g'
+}
+
+failures=()
+fail() { # <step> <detail>
+    failures+=("$1${2:+: $2}")
+}
+
+build_and_test build "" || fail build "$(failed_tests build/Testing/Temporary/LastTestsFailed.log)"
+build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=OFF ||
+    fail build-asan "$(failed_tests build-asan/Testing/Temporary/LastTestsFailed.log)"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     build_and_test build-tsan threaded -DZC_SANITIZE=thread -DZC_BUILD_BENCH=OFF \
-    -DZC_BUILD_TOOLS=OFF || status=1
+    -DZC_BUILD_TOOLS=OFF || fail build-tsan "$(failed_tests build-tsan/Testing/Temporary/LastTestsFailed.log)"
 
 echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
-bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || status=1
+bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || fail fuzz "$(find build-fuzz/artifacts -type f 2>/dev/null | tr '\n' ' ')"
 
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 if [ "${ZC_CURRENT_DRIVER:-1}" != 0 ]; then
     echo "==== current driver: scripts/current-driver.sh test"
     start=$SECONDS
-    "${sudo_cmd[@]}" bash scripts/current-driver.sh test || status=1
+    "${sudo_cmd[@]}" bash scripts/current-driver.sh test ||
+        fail "current driver" "$(failed_tests build-current/Testing/Temporary/LastTestsFailed.log)"
     echo "==== current driver: $((SECONDS - start)) s"
 fi
 
@@ -57,12 +69,13 @@ legs=all
 [ "${ZC_CURRENT_DRIVER:-1}" != 0 ] || legs=bookworm
 echo "==== package: scripts/package-test.sh $legs"
 start=$SECONDS
-"${sudo_cmd[@]}" bash scripts/package-test.sh "$legs" || status=1
+"${sudo_cmd[@]}" bash scripts/package-test.sh "$legs" || fail package
 echo "==== package: $((SECONDS - start)) s"
 
-if [ "$status" -eq 0 ]; then
+if [ "${#failures[@]}" -eq 0 ]; then
     echo "test-all: every step passed"
-else
-    echo "test-all: FAILED (see above)"
+    exit 0
 fi
-exit "$status"
+echo "test-all: FAILED (details above)"
+printf '  failed: %s\n' "${failures[@]}"
+exit 1
