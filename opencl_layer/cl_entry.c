@@ -16,6 +16,16 @@
  *   "ZCCL2\0\0\0", u64 size, the binary without them, u64 size, the
  *   restore part, then the kernels as above
  *
+ * and, when the SPIR-V is the IL the program was created from (its bytes
+ * begin with all that were cut), without those bytes a second time: a hit's
+ * program has the same IL (the key holds its digest), so the driver gives
+ * them back (CL_PROGRAM_IL) when the whole binary is wanted, and a hit
+ * reads half of what it did for a large IL:
+ *
+ *   "ZCCL3\0\0\0", u64 size, the binary without them, u64 size, the
+ *   restore part's head, u64 how many bytes of the IL were cut, then the
+ *   kernels as above
+ *
  * little-endian; every length is checked against what is left, so a bad
  * entry is refused, never overrun. */
 #include <stdlib.h>
@@ -27,6 +37,7 @@
 
 #define MAGIC "ZCCL1\0\0\0"
 #define MAGIC_CUT "ZCCL2\0\0\0"
+#define MAGIC_CUT_IL "ZCCL3\0\0\0"
 #define MAGIC_SIZE 8
 #define NAMES_MAX ((size_t)1 << 20)
 
@@ -135,6 +146,29 @@ static bool append_part(buffer *to, const void *bytes, size_t size)
     return append(to, prefix, sizeof(prefix)) && append(to, bytes, size);
 }
 
+/* How many cut bytes program's IL gives back: all, when the driver's IL
+ * of it begins with them; else 0. */
+static size_t cut_from_il(cl_program program, const zc_section_cut *cut)
+{
+    size_t cut_size = cut->restore_size - cut->head_size, il_size = 0;
+    uint8_t *il = zcc_il_of(program, &il_size);
+    bool from_il = il != NULL && il_size >= cut_size &&
+                   memcmp(il, cut->restore + cut->head_size, cut_size) == 0;
+    free(il);
+    return from_il ? cut_size : 0;
+}
+
+static bool append_cut(buffer *to, const zc_section_cut *cut, size_t from_il)
+{
+    uint8_t il_size[8];
+    zc_put_le64(il_size, from_il);
+    if (from_il == 0)
+        return append(to, MAGIC_CUT, MAGIC_SIZE) && append_part(to, cut->kept, cut->kept_size) &&
+               append_part(to, cut->restore, cut->restore_size);
+    return append(to, MAGIC_CUT_IL, MAGIC_SIZE) && append_part(to, cut->kept, cut->kept_size) &&
+           append_part(to, cut->restore, cut->head_size) && append(to, il_size, sizeof(il_size));
+}
+
 zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, size_t size,
                               const char *log, size_t log_length, const zc_artifact_meta *meta)
 {
@@ -143,9 +177,7 @@ zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, s
     bool is_cut =
         program != NULL && zc_section_cut_make(binary, size, ZC_INTEL_SPIRV_SECTION, &cut);
     buffer entry = {0};
-    bool ok = is_cut ? append(&entry, MAGIC_CUT, MAGIC_SIZE) &&
-                           append_part(&entry, cut.kept, cut.kept_size) &&
-                           append_part(&entry, cut.restore, cut.restore_size)
+    bool ok = is_cut ? append_cut(&entry, &cut, cut_from_il(program, &cut))
                      : append(&entry, MAGIC, MAGIC_SIZE) && append_part(&entry, binary, size);
     zc_section_cut_free(&cut);
     ok = ok && append_kernels(&entry, program);
@@ -168,6 +200,24 @@ static bool next_part(const uint8_t **at, size_t *left, const uint8_t **part, si
     return true;
 }
 
+/* The restore part of a cut entry, and the whole binary's size. */
+static bool read_restore(const uint8_t **at, size_t *left, bool from_il, zcc_entry *entry)
+{
+    if (!next_part(at, left, &entry->restore, &entry->restore_size))
+        return false;
+    if (!from_il)
+        return zc_section_cut_whole_size(entry->binary_size, entry->restore, entry->restore_size,
+                                         &entry->whole_size);
+    if (*left < 8)
+        return false;
+    entry->cut_from_il = (size_t)zc_get_le64(*at);
+    *at += 8;
+    *left -= 8;
+    return entry->cut_from_il > 0 &&
+           zc_section_cut_head_whole_size(entry->binary_size, entry->restore, entry->restore_size,
+                                          entry->cut_from_il, &entry->whole_size);
+}
+
 bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry)
 {
     size_t left;
@@ -175,7 +225,8 @@ bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry)
     *entry = (zcc_entry){0};
     if (left < MAGIC_SIZE)
         return false;
-    bool is_cut = memcmp(at, MAGIC_CUT, MAGIC_SIZE) == 0;
+    bool from_il = memcmp(at, MAGIC_CUT_IL, MAGIC_SIZE) == 0;
+    bool is_cut = from_il || memcmp(at, MAGIC_CUT, MAGIC_SIZE) == 0;
     if (!is_cut && memcmp(at, MAGIC, MAGIC_SIZE) != 0)
         return false;
     at += MAGIC_SIZE;
@@ -183,22 +234,32 @@ bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry)
     if (!next_part(&at, &left, &entry->binary, &entry->binary_size) || entry->binary_size == 0)
         return false;
     entry->whole_size = entry->binary_size;
-    if (is_cut && (!next_part(&at, &left, &entry->restore, &entry->restore_size) ||
-                   !zc_section_cut_whole_size(entry->binary_size, entry->restore,
-                                              entry->restore_size, &entry->whole_size)))
+    if (is_cut && !read_restore(&at, &left, from_il, entry))
         return false;
     entry->kernels = at;
     entry->kernels_size = left;
     return left >= 4;
 }
 
-void zcc_entry_whole(const zcc_entry *entry, uint8_t *out)
+bool zcc_entry_whole(const zcc_entry *entry, cl_program il_of, uint8_t *out)
 {
-    if (entry->restore == NULL)
+    if (entry->restore == NULL) {
         memcpy(out, entry->binary, entry->binary_size);
-    else
+        return true;
+    }
+    if (entry->cut_from_il == 0) {
         zc_section_cut_join(entry->binary, entry->binary_size, entry->restore, entry->restore_size,
                             out);
+        return true;
+    }
+    size_t il_size = 0;
+    uint8_t *il = il_of != NULL ? zcc_il_of(il_of, &il_size) : NULL;
+    bool joined = il != NULL && il_size >= entry->cut_from_il;
+    if (joined)
+        zc_section_cut_join_head(entry->binary, entry->binary_size, entry->restore,
+                                 entry->restore_size, il, entry->cut_from_il, out);
+    free(il);
+    return joined;
 }
 
 bool zcc_entry_without_ir(const zcc_entry *entry)
@@ -206,14 +267,16 @@ bool zcc_entry_without_ir(const zcc_entry *entry)
     return entry->restore != NULL && zc_intel_binary_without_ir(entry->binary, entry->binary_size);
 }
 
-const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held)
+const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, cl_program il_of, uint8_t **held)
 {
     *held = NULL;
     if (entry->restore == NULL)
         return entry->binary;
     *held = malloc(entry->whole_size);
-    if (*held != NULL)
-        zcc_entry_whole(entry, *held);
+    if (*held != NULL && !zcc_entry_whole(entry, il_of, *held)) {
+        free(*held);
+        *held = NULL;
+    }
     return *held;
 }
 

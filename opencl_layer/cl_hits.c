@@ -120,10 +120,11 @@ static void copy_object(zcc_hit *hit, void *context)
 {
     object_copy *copy = context;
     copy->bytes = hit->compiled ? malloc(hit->entry.whole_size) : NULL;
-    if (copy->bytes != NULL) {
-        zcc_entry_whole(&hit->entry, copy->bytes);
-        copy->size = hit->entry.whole_size;
+    if (copy->bytes != NULL && !zcc_entry_whole(&hit->entry, hit->program, copy->bytes)) {
+        free(copy->bytes);
+        copy->bytes = NULL;
     }
+    copy->size = copy->bytes != NULL ? hit->entry.whole_size : 0;
 }
 
 void *zcc_hits_object_of(cl_program program, size_t *size)

@@ -45,6 +45,9 @@ typedef struct zcc_entry {
     size_t binary_size;
     const uint8_t *restore; /* what joins the SPIR-V back (section_cut.h) */
     size_t restore_size;
+    /* > 0: restore is the restore part's head, and the SPIR-V's bytes are
+     * the first cut_from_il of the program's IL (CL_PROGRAM_IL) */
+    size_t cut_from_il;
     size_t whole_size;      /* CL_PROGRAM_BINARIES's size */
     const uint8_t *kernels; /* each kernel's CL_KERNEL_ATTRIBUTES */
     size_t kernels_size;
@@ -58,15 +61,18 @@ zc_artifact *zcc_entry_create(cl_program program, const unsigned char *binary, s
 /* The parts of artifact's entry (pointing into it); false for a bad one. */
 bool zcc_entry_read(const zc_artifact *artifact, zcc_entry *entry);
 /* Writes the driver's CL_PROGRAM_BINARIES the entry holds (whole_size
- * bytes) to out. */
-void zcc_entry_whole(const zcc_entry *entry, uint8_t *out);
+ * bytes) to out; il_of is the program whose IL gives back the bytes of an
+ * entry stored without them (the hit's, whose IL was keyed; NULL: none).
+ * false when those cannot be had (il_of NULL, or memory runs out). */
+bool zcc_entry_whole(const zcc_entry *entry, cl_program il_of, uint8_t *out);
 /* Whether the binary a hit hands the driver (entry->binary) was cut and
  * holds no intermediate code the driver could build it again from: the
  * driver then either refuses it or keeps it as given (cl_programs.c). */
 bool zcc_entry_without_ir(const zcc_entry *entry);
 /* The driver's CL_PROGRAM_BINARIES: entry->binary, or one joined into
- * *held (malloc'd; NULL when memory runs out, then NULL is returned). */
-const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, uint8_t **held);
+ * *held (malloc'd; NULL when zcc_entry_whole cannot, then NULL is
+ * returned). */
+const uint8_t *zcc_entry_whole_binary(const zcc_entry *entry, cl_program il_of, uint8_t **held);
 /* The attributes of kernel name in an entry's kernels part. */
 bool zcc_entry_kernel_attributes(const uint8_t *kernels, size_t size, const char *name,
                                  const char **attributes, size_t *length);
@@ -298,11 +304,14 @@ typedef enum zcc_made_as {
  * ZC_HIT_CREATED with *entry read from artifact. */
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
                                     cl_device_id device, const char *options, zcc_made_as as,
-                                    cl_program *built, zcc_entry *entry, char *detail,
-                                    size_t detail_size);
+                                    cl_program il_of, cl_program *built, zcc_entry *entry,
+                                    char *detail, size_t detail_size);
 /* The program's IL, else its source, as the driver holds it (malloc'd);
  * NULL when it has neither. */
 void *zcc_input_of(cl_program program, zc_build_input *input);
+/* The program's IL as the driver holds it (malloc'd, *size bytes); NULL
+ * when it has none. */
+void *zcc_il_of(cl_program program, size_t *size);
 /* The stand-in for the application's callback on the cached path: notes in
  * *(bool *)notified that the driver called it. */
 void CL_CALLBACK zcc_note_notified(cl_program program, void *notified);

@@ -61,7 +61,7 @@ static zc_hit_outcome create_linked(void *context, const zc_artifact *artifact, 
     cl_program built = NULL;
     zc_hit_outcome outcome =
         zcc_program_of_entry(artifact, call->context, call->device, call->options, ZCC_MADE_PROGRAM,
-                             &built, &entry, detail, detail_size);
+                             NULL, &built, &entry, detail, detail_size);
     if (outcome == ZC_HIT_CREATED) {
         call->linked = built;
         call->result = CL_SUCCESS;

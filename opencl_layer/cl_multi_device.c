@@ -152,9 +152,9 @@ static bool binaries_of_entries(const several_call *call, const zc_artifact *con
             return false;
         }
         sizes[i] = entries[i].whole_size;
-        binaries[i] = zcc_entry_whole_binary(&entries[i], &held[i]);
+        binaries[i] = zcc_entry_whole_binary(&entries[i], call->app.program, &held[i]);
         if (binaries[i] == NULL) {
-            snprintf(detail, detail_size, "out of memory");
+            snprintf(detail, detail_size, "the whole binary cannot be made (out of memory)");
             return false;
         }
     }

@@ -194,8 +194,8 @@ static zc_hit_outcome made_from(cl_context context, cl_device_id device, const c
 
 zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context context,
                                     cl_device_id device, const char *options, zcc_made_as as,
-                                    cl_program *built, zcc_entry *entry, char *detail,
-                                    size_t detail_size)
+                                    cl_program il_of, cl_program *built, zcc_entry *entry,
+                                    char *detail, size_t detail_size)
 {
     if (!zcc_entry_read(artifact, entry)) {
         snprintf(detail, detail_size, "an entry of another form");
@@ -216,8 +216,8 @@ zc_hit_outcome zcc_program_of_entry(const zc_artifact *artifact, cl_context cont
      * or a driver that refuses one without its SPIR-V (26.x, when it would
      * build the program again from it), which then decides as before. */
     uint8_t *whole = NULL;
-    if (zcc_entry_whole_binary(entry, &whole) == NULL) {
-        snprintf(detail, detail_size, "out of memory");
+    if (zcc_entry_whole_binary(entry, il_of, &whole) == NULL) {
+        snprintf(detail, detail_size, "the whole binary cannot be made (out of memory)");
         return ZC_HIT_REFUSED;
     }
     outcome = made_from(context, device, options, false, whole, entry->whole_size, false, built,
@@ -272,8 +272,8 @@ static zc_hit_outcome create_from_artifact(void *context, const zc_artifact *art
     zcc_entry entry;
     zc_hit_outcome outcome =
         zcc_program_of_entry(artifact, program_context, call->device, call->app.options,
-                             call->compile != NULL ? ZCC_MADE_OBJECT : ZCC_MADE_HIT, &built, &entry,
-                             detail, detail_size);
+                             call->compile != NULL ? ZCC_MADE_OBJECT : ZCC_MADE_HIT,
+                             call->app.program, &built, &entry, detail, detail_size);
     if (outcome != ZC_HIT_CREATED)
         return outcome;
     outcome = zcc_hits_add_built(hit_of(call, artifact, &entry), built, detail, detail_size);
@@ -349,32 +349,42 @@ static bool cacheable(build_call *call, zc_bypass_reason *reason, char *detail, 
 
 /* The program's IL, else its source, as the driver holds it (malloc'd);
  * NULL when it has neither (a program from a binary or built-in kernels). */
+/* The program's answer to name (CL_PROGRAM_IL or CL_PROGRAM_SOURCE) as the
+ * driver holds it (malloc'd, *size bytes); NULL when empty or not asked. */
+static char *program_bytes(cl_program program, cl_program_info name, size_t *size)
+{
+    *size = 0;
+    if (zcc_layer.next.clGetProgramInfo(program, name, 0, NULL, size) != CL_SUCCESS || *size <= 1)
+        return NULL;
+    char *bytes = malloc(*size);
+    if (bytes != NULL)
+        zc_prefault_write(bytes, *size);
+    if (bytes == NULL ||
+        zcc_layer.next.clGetProgramInfo(program, name, *size, bytes, NULL) != CL_SUCCESS) {
+        free(bytes);
+        return NULL;
+    }
+    return bytes;
+}
+
+void *zcc_il_of(cl_program program, size_t *size)
+{
+    return program_bytes(program, CL_PROGRAM_IL, size);
+}
+
 void *zcc_input_of(cl_program program, zc_build_input *input)
 {
-    static const struct {
-        cl_program_info name;
-        zc_input_kind kind;
-    } kinds[] = {{CL_PROGRAM_IL, ZC_INPUT_SPIRV}, {CL_PROGRAM_SOURCE, ZC_INPUT_OPENCL_C}};
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        size_t size = 0;
-        if (zcc_layer.next.clGetProgramInfo(program, kinds[i].name, 0, NULL, &size) != CL_SUCCESS ||
-            size <= 1)
-            continue;
-        char *bytes = malloc(size);
-        if (bytes != NULL)
-            zc_prefault_write(bytes, size);
-        if (bytes == NULL || zcc_layer.next.clGetProgramInfo(program, kinds[i].name, size, bytes,
-                                                             NULL) != CL_SUCCESS) {
-            free(bytes);
-            return NULL;
-        }
-        /* The source without its terminating NUL, as the driver compiles it. */
-        *input = (zc_build_input){.kind = kinds[i].kind,
-                                  .bytes = bytes,
-                                  .size = kinds[i].kind == ZC_INPUT_SPIRV ? size : strlen(bytes)};
+    size_t size;
+    char *bytes = program_bytes(program, CL_PROGRAM_IL, &size);
+    if (bytes != NULL) {
+        *input = (zc_build_input){.kind = ZC_INPUT_SPIRV, .bytes = bytes, .size = size};
         return bytes;
     }
-    return NULL;
+    bytes = program_bytes(program, CL_PROGRAM_SOURCE, &size);
+    /* The source without its terminating NUL, as the driver compiles it. */
+    if (bytes != NULL)
+        *input = (zc_build_input){.kind = ZC_INPUT_OPENCL_C, .bytes = bytes, .size = strlen(bytes)};
+    return bytes;
 }
 
 /* A large IL's input from the digest noted at its create, its bytes left

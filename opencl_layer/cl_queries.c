@@ -56,8 +56,9 @@ static void query_entry_binary(zcc_hit *hit, void *context)
     query->result = to != NULL && query->size < sizeof(*to) ? CL_INVALID_VALUE : CL_SUCCESS;
     if (query->result == CL_SUCCESS && query->size_ret != NULL)
         *query->size_ret = sizeof(*to);
-    if (query->result == CL_SUCCESS && to != NULL && to[0] != NULL)
-        zcc_entry_whole(&hit->entry, to[0]);
+    if (query->result == CL_SUCCESS && to != NULL && to[0] != NULL &&
+        !zcc_entry_whole(&hit->entry, hit->program, to[0]))
+        query->result = CL_OUT_OF_HOST_MEMORY;
 }
 
 cl_int CL_API_CALL zcc_get_program_info(cl_program program, cl_program_info name, size_t size,

@@ -1,9 +1,10 @@
 /* The OpenCL layer's entries of binaries that carry their SPIR-V, against a
  * stand-in table: stored without the SPIR-V's bytes (an executable's; a
- * compiled object and a binary of another form whole), a build hit hands
- * the driver the binary without them, a link's program (the application's
- * own) is made from the whole one, and a hit answers CL_PROGRAM_BINARIES
- * whole, as the driver's build did. */
+ * compiled object and a binary of another form whole), and without them a
+ * second time where they are the program's IL; a build hit hands the
+ * driver the binary without them, a link's program (the application's own)
+ * is made from the whole one, and a hit answers CL_PROGRAM_BINARIES whole,
+ * as the driver's build did. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +26,16 @@ static size_t handed_size;
 static bool refuses_cut; /* as 26.x when it would build the program again from its SPIR-V */
 static int creates;
 static int binaries_read; /* CL_PROGRAM_BINARIES: the loaded check in full */
+static uint8_t *app_il;   /* APP_PROGRAM's CL_PROGRAM_IL, or none (malloc'd) */
+static size_t app_il_size;
 
 static cl_int CL_API_CALL fake_program_info(cl_program program, cl_program_info name, size_t size,
                                             void *value, size_t *size_ret)
 {
     if (program == APP_PROGRAM && name == CL_PROGRAM_KERNEL_NAMES)
         return zcc_answer("k", 2, size, value, size_ret);
+    if (program == APP_PROGRAM && name == CL_PROGRAM_IL)
+        return zcc_answer(app_il, app_il_size, size, value, size_ret);
     if (program != BUILT)
         return CL_INVALID_PROGRAM;
     if (name == CL_PROGRAM_BINARY_SIZES)
@@ -111,12 +116,27 @@ static void set_up(void)
     refuses_cut = false;
     creates = 0;
     binaries_read = 0;
+    app_il = NULL;
+    app_il_size = 0;
 }
 
 static void tear_down(void)
 {
     free(binary.bytes);
     free(handed);
+    free(app_il);
+}
+
+/* APP_PROGRAM was created from the IL its binary carries (SPIR-V is the
+ * binary's second section), with a byte changed at changed_at unless it
+ * is past the end. */
+static void created_from_il(size_t changed_at)
+{
+    app_il_size = 40000;
+    app_il = malloc(app_il_size);
+    memcpy(app_il, binary.bytes + binary.offset[2], app_il_size);
+    if (changed_at < app_il_size)
+        app_il[changed_at] ^= 1;
 }
 
 TestSuite(opencl_cut_binary, .init = set_up, .fini = tear_down);
@@ -129,7 +149,7 @@ static zc_artifact *entry_of(cl_program program, const uint8_t *bytes, size_t si
     cr_assert(zcc_entry_read(artifact, entry));
     cr_assert_eq(entry->whole_size, size);
     uint8_t *whole = malloc(size);
-    zcc_entry_whole(entry, whole);
+    cr_assert(zcc_entry_whole(entry, program, whole));
     cr_assert_eq(memcmp(whole, bytes, size), 0, "the entry gives back the driver's binary");
     free(whole);
     return artifact;
@@ -165,8 +185,9 @@ static void assert_made_from(const zc_artifact *artifact, zcc_made_as as, const 
     zcc_entry entry;
     cl_program built = NULL;
     char detail[128] = "";
-    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", as, &built, &entry, detail,
-                                      sizeof(detail)),
+    cl_program il_of = as == ZCC_MADE_HIT ? APP_PROGRAM : NULL;
+    cr_assert_eq(zcc_program_of_entry(artifact, CONTEXT, DEVICE, "", as, il_of, &built, &entry,
+                                      detail, sizeof(detail)),
                  ZC_HIT_CREATED, "%s", detail);
     cr_assert_eq(handed_size, size);
     cr_assert_eq(memcmp(handed, expected, size), 0);
@@ -208,7 +229,7 @@ Test(opencl_cut_binary, a_cut_binary_with_other_intermediate_code_is_checked_in_
 /* A driver that refuses the binary without its SPIR-V gets the whole one,
  * and decides as it did before the cut (its rebuild is then caught by the
  * loaded check). */
-Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_whole_one)
+static void assert_refused_cut_gets_whole(void)
 {
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
@@ -219,7 +240,12 @@ Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_
     zc_artifact_unref(artifact);
 }
 
-Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
+Test(opencl_cut_binary, a_driver_that_refuses_the_binary_without_spirv_gets_the_whole_one)
+{
+    assert_refused_cut_gets_whole();
+}
+
+static void assert_hit_answers_whole(void)
 {
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
@@ -247,10 +273,60 @@ Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
     zcc_hit_free(zcc_hits_take(APP_PROGRAM));
 }
 
-/* Every shorter cut entry is refused, or read with its kernels part ending
- * early: never a read past its end (the copy is exactly as long as the
- * cut, so ASan sees one). */
-Test(opencl_cut_binary, a_cut_entry_cut_short_is_refused_without_reading_past_it)
+Test(opencl_cut_binary, a_hit_answers_its_binary_whole)
+{
+    assert_hit_answers_whole();
+}
+
+/* The program's IL is its binary's SPIR-V: the entry holds neither, only
+ * how many of the IL's bytes were cut, and every whole binary (a hit's
+ * answer, the one a refusing driver gets) is joined from the IL. */
+Test(opencl_cut_binary, an_executable_built_from_its_il_is_stored_without_it_a_second_time)
+{
+    zcc_entry cut_entry, entry;
+    zc_artifact *cut = entry_of(APP_PROGRAM, binary.bytes, binary.size, &cut_entry);
+    created_from_il(SIZE_MAX);
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    size_t cut_size, size;
+    (void)zc_artifact_binary(cut, &cut_size);
+    (void)zc_artifact_binary(artifact, &size);
+    cr_assert_eq(cut_size - size, 40000 - 8, "the IL's bytes are not stored, their count is");
+    cr_assert_eq(entry.cut_from_il, 40000);
+    cr_assert_eq(cut_entry.cut_from_il, 0);
+    uint8_t *whole = malloc(binary.size);
+    cr_assert_not(zcc_entry_whole(&entry, NULL, whole), "without the IL, no whole binary");
+    cr_assert_not(zcc_entry_whole(&entry, BUILT, whole), "nor from a program without IL");
+    free(whole);
+    zc_artifact_unref(cut);
+    zc_artifact_unref(artifact);
+    assert_hit_answers_whole();
+    assert_refused_cut_gets_whole();
+}
+
+/* Where the IL differs from the SPIR-V anywhere in the cut bytes, or is
+ * shorter, the entry keeps the SPIR-V's bytes. */
+Test(opencl_cut_binary, an_il_other_than_the_binarys_spirv_leaves_its_bytes_in_the_entry)
+{
+    const size_t changed[] = {0, 20000, 39999};
+    for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+        free(app_il);
+        created_from_il(changed[i]);
+        zcc_entry entry;
+        zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+        cr_assert_eq(entry.cut_from_il, 0, "changed at %zu", changed[i]);
+        zc_artifact_unref(artifact);
+    }
+    app_il_size = 39999;
+    zcc_entry entry;
+    zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
+    cr_assert_eq(entry.cut_from_il, 0, "a shorter IL");
+    zc_artifact_unref(artifact);
+}
+
+/* Every shorter cut entry (of either form) is refused, or read with its
+ * kernels part ending early: never a read past its end (the copy is
+ * exactly as long as the cut, so ASan sees one). */
+static void assert_cut_short_refused(void)
 {
     zcc_entry entry;
     zc_artifact *artifact = entry_of(APP_PROGRAM, binary.bytes, binary.size, &entry);
@@ -264,11 +340,18 @@ Test(opencl_cut_binary, a_cut_entry_cut_short_is_refused_without_reading_past_it
         bool readable = zcc_entry_read(shorter, &read);
         cr_assert_eq(readable, cut >= kernels_at + 4, "an entry cut at %zu of %zu", cut, size);
         if (readable) {
-            zcc_entry_whole(&read, whole);
+            cr_assert(zcc_entry_whole(&read, APP_PROGRAM, whole));
             cr_assert_eq(memcmp(whole, binary.bytes, binary.size), 0);
         }
         zc_artifact_unref(shorter);
     }
     free(whole);
     zc_artifact_unref(artifact);
+}
+
+Test(opencl_cut_binary, a_cut_entry_cut_short_is_refused_without_reading_past_it)
+{
+    assert_cut_short_refused();
+    created_from_il(SIZE_MAX);
+    assert_cut_short_refused();
 }

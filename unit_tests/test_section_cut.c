@@ -15,6 +15,26 @@
  * header says size 0, every other section's header points at its own
  * bytes, and the file is cut bytes shorter, cut a multiple of 16 and at
  * most the SPIR-V's size. */
+/* The same whole binary from the restore part's head and the cut bytes
+ * kept elsewhere; the whole restore part is no head. */
+static void assert_joins_from_head(const zc_section_cut *cut, const elf *e)
+{
+    size_t cut_size = e->size - cut->kept_size, whole_size = 0;
+    cr_assert_eq(cut->head_size + cut_size, cut->restore_size);
+    uint8_t *elsewhere = malloc(cut_size), *whole = malloc(e->size);
+    memcpy(elsewhere, cut->restore + cut->head_size, cut_size);
+    cr_assert(zc_section_cut_head_whole_size(cut->kept_size, cut->restore, cut->head_size, cut_size,
+                                             &whole_size));
+    cr_assert_eq(whole_size, e->size);
+    zc_section_cut_join_head(cut->kept, cut->kept_size, cut->restore, cut->head_size, elsewhere,
+                             cut_size, whole);
+    cr_assert_eq(memcmp(whole, e->bytes, e->size), 0);
+    cr_assert_not(zc_section_cut_head_whole_size(cut->kept_size, cut->restore, cut->restore_size,
+                                                 cut_size, &whole_size));
+    free(elsewhere);
+    free(whole);
+}
+
 static size_t cut_and_join(const elf *e)
 {
     zc_section_cut cut;
@@ -25,6 +45,7 @@ static size_t cut_and_join(const elf *e)
     uint8_t *whole = malloc(whole_size);
     zc_section_cut_join(cut.kept, cut.kept_size, cut.restore, cut.restore_size, whole);
     cr_assert_eq(memcmp(whole, e->bytes, e->size), 0);
+    assert_joins_from_head(&cut, e);
     free(whole);
 
     size_t removed = e->size - cut.kept_size, table_at = get(cut.kept + 40, 8);

@@ -16,6 +16,9 @@ typedef struct zc_section_cut {
     size_t kept_size;
     uint8_t *restore; /* what zc_section_cut_join needs beside kept (malloc'd) */
     size_t restore_size;
+    /* restore ends with the cut bytes (the whole size less kept_size, a
+     * prefix of the section's bytes); what comes before them is its head */
+    size_t head_size;
 } zc_section_cut;
 
 /* Cuts the bytes of the one section of type section_type out of binary.
@@ -53,5 +56,13 @@ bool zc_section_cut_whole_size(size_t kept_size, const uint8_t *restore, size_t 
  * must have accepted restore for kept_size). */
 void zc_section_cut_join(const uint8_t *kept, size_t kept_size, const uint8_t *restore,
                          size_t restore_size, uint8_t *out);
+
+/* The same from restore's head (head_size bytes) and the cut bytes kept
+ * elsewhere (cut_size bytes): for a caller that can have them again, so
+ * need not store them twice. */
+bool zc_section_cut_head_whole_size(size_t kept_size, const uint8_t *head, size_t head_size,
+                                    size_t cut_size, size_t *whole_size);
+void zc_section_cut_join_head(const uint8_t *kept, size_t kept_size, const uint8_t *head,
+                              size_t head_size, const uint8_t *cut, size_t cut_size, uint8_t *out);
 
 #endif

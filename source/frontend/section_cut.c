@@ -9,7 +9,8 @@
  * from; make checks that it does before it answers.
  *
  * restore: u64 at, u64 the whole binary's e_shoff, u32 header size,
- * u32 table size, the header, the table, the cut bytes; little-endian. */
+ * u32 table size, the header, the table, the cut bytes; little-endian. Its
+ * head is all but the cut bytes, for a caller that has them elsewhere. */
 #include <elf.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -181,8 +182,10 @@ bool zc_section_cut_make(const uint8_t *binary, size_t size, uint32_t section_ty
     cut->kept = kept_of(binary, size, &l);
     cut->kept_size = size - (size_t)l.cut;
     cut->restore = cut->kept != NULL ? restore_of(binary, &l, &cut->restore_size) : NULL;
-    if (cut->restore != NULL && joins_back(cut, binary, size))
+    if (cut->restore != NULL && joins_back(cut, binary, size)) {
+        cut->head_size = cut->restore_size - (size_t)l.cut;
         return true;
+    }
     zc_section_cut_free(cut);
     return false;
 }
@@ -222,7 +225,11 @@ typedef struct restore_parts {
     const uint8_t *header, *table, *cut;
 } restore_parts;
 
-static bool parts_of(size_t kept_size, const uint8_t *restore, size_t restore_size,
+/* The cut bytes are restore's last (CUT_IN_RESTORE), or cut_size bytes
+ * kept elsewhere (restore is then its head alone). */
+#define CUT_IN_RESTORE SIZE_MAX
+
+static bool parts_of(size_t kept_size, const uint8_t *restore, size_t restore_size, size_t cut_size,
                      restore_parts *p)
 {
     if (restore == NULL || restore_size < RESTORE_FIXED)
@@ -234,10 +241,13 @@ static bool parts_of(size_t kept_size, const uint8_t *restore, size_t restore_si
     size_t left = restore_size - RESTORE_FIXED;
     if (p->header_size > left || p->table_size > left - p->header_size)
         return false;
-    p->cut_size = left - p->header_size - p->table_size;
+    size_t after = left - p->header_size - p->table_size;
+    if (cut_size != CUT_IN_RESTORE && after != 0)
+        return false;
+    p->cut_size = cut_size == CUT_IN_RESTORE ? after : cut_size;
     p->header = restore + RESTORE_FIXED;
     p->table = p->header + p->header_size;
-    p->cut = p->table + p->table_size;
+    p->cut = cut_size == CUT_IN_RESTORE ? p->table + p->table_size : NULL;
     if (p->at > kept_size || p->cut_size > SIZE_MAX - kept_size)
         return false;
     p->whole_size = kept_size + p->cut_size;
@@ -245,11 +255,21 @@ static bool parts_of(size_t kept_size, const uint8_t *restore, size_t restore_si
            p->table_size <= p->whole_size - p->table_at;
 }
 
+static void join_parts(const uint8_t *kept, size_t kept_size, const restore_parts *p,
+                       const uint8_t *cut, uint8_t *out)
+{
+    memcpy(out, kept, (size_t)p->at);
+    memcpy(out + p->at, cut, p->cut_size);
+    memcpy(out + p->at + p->cut_size, kept + p->at, kept_size - (size_t)p->at);
+    memcpy(out, p->header, p->header_size);
+    memcpy(out + p->table_at, p->table, p->table_size);
+}
+
 bool zc_section_cut_whole_size(size_t kept_size, const uint8_t *restore, size_t restore_size,
                                size_t *whole_size)
 {
     restore_parts p;
-    if (!parts_of(kept_size, restore, restore_size, &p))
+    if (!parts_of(kept_size, restore, restore_size, CUT_IN_RESTORE, &p))
         return false;
     *whole_size = p.whole_size;
     return true;
@@ -259,13 +279,26 @@ void zc_section_cut_join(const uint8_t *kept, size_t kept_size, const uint8_t *r
                          size_t restore_size, uint8_t *out)
 {
     restore_parts p;
-    if (!parts_of(kept_size, restore, restore_size, &p))
-        return;
-    memcpy(out, kept, (size_t)p.at);
-    memcpy(out + p.at, p.cut, p.cut_size);
-    memcpy(out + p.at + p.cut_size, kept + p.at, kept_size - (size_t)p.at);
-    memcpy(out, p.header, p.header_size);
-    memcpy(out + p.table_at, p.table, p.table_size);
+    if (parts_of(kept_size, restore, restore_size, CUT_IN_RESTORE, &p))
+        join_parts(kept, kept_size, &p, p.cut, out);
+}
+
+bool zc_section_cut_head_whole_size(size_t kept_size, const uint8_t *head, size_t head_size,
+                                    size_t cut_size, size_t *whole_size)
+{
+    restore_parts p;
+    if (cut_size == CUT_IN_RESTORE || !parts_of(kept_size, head, head_size, cut_size, &p))
+        return false;
+    *whole_size = p.whole_size;
+    return true;
+}
+
+void zc_section_cut_join_head(const uint8_t *kept, size_t kept_size, const uint8_t *head,
+                              size_t head_size, const uint8_t *cut, size_t cut_size, uint8_t *out)
+{
+    restore_parts p;
+    if (cut_size != CUT_IN_RESTORE && parts_of(kept_size, head, head_size, cut_size, &p))
+        join_parts(kept, kept_size, &p, cut, out);
 }
 
 bool zc_intel_binary_without_ir(const uint8_t *binary, size_t size)
