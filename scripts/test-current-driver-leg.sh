@@ -29,7 +29,11 @@ opencl_under_loader() { # <package>
     (cd "$work" && apt-get download -q "$package" >/dev/null) &&
         dpkg-deb -x "$work"/*.deb "$work/root" || return 1
     local lib="$work/root/usr/lib/x86_64-linux-gnu"
-    LD_LIBRARY_PATH="$lib" ldd "$(command -v clinfo)" | grep -q "libOpenCL.so.1 => $lib/" || {
+    # ldd's whole answer first: `ldd | grep -q` under pipefail fails whenever
+    # grep quits before ldd has written its last line (SIGPIPE).
+    local loaded
+    loaded="$(LD_LIBRARY_PATH="$lib" ldd "$(command -v clinfo)")" || return 1
+    grep -qF "libOpenCL.so.1 => $lib/" <<<"$loaded" || {
         echo "the loader of $package is not the one loaded" >&2
         return 1
     }
