@@ -23,34 +23,40 @@ jobs="${ZC_JOBS:-$(nproc)}"
 
 bash scripts/install-deps.sh
 
-build_and_test() { # <build dir> <ctest label regex or ""> <cmake args...>
-    local dir="$1" label="$2"
-    shift 2
-    echo "==== $dir: configure and build"
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-    cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || {
-        tail -50 "$dir.build.log"
-        return 1
-    }
-    echo "==== $dir: test${label:+ (label $label)}"
-    (cd "$dir" && ctest --output-on-failure ${label:+-L "$label"})
+failures=()
+fail() { # <step> <detail>
+    failures+=("$1${2:+: $2}")
 }
 
 failed_tests() { # <ctest's LastTestsFailed.log>: the names, on one line
     [ -f "$1" ] && tr '\n' ' ' <"$1" | sed 's/[0-9]*://g'
 }
 
-failures=()
-fail() { # <step> <detail>
-    failures+=("$1${2:+: $2}")
+# Notes a failure itself: a failed build, or the tests this ctest run failed
+# (read only after it failed, so never an earlier run's list).
+build_and_test() { # <build dir> <ctest label regex or ""> <cmake args...>
+    local dir="$1" label="$2"
+    shift 2
+    echo "==== $dir: configure and build"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null || {
+        fail "$dir" "the configuration"
+        return
+    }
+    cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || {
+        tail -50 "$dir.build.log"
+        fail "$dir" "the build (see $dir.build.log)"
+        return
+    }
+    echo "==== $dir: test${label:+ (label $label)}"
+    (cd "$dir" && ctest --output-on-failure ${label:+-L "$label"}) ||
+        fail "$dir" "$(failed_tests "$dir/Testing/Temporary/LastTestsFailed.log")"
 }
 
-build_and_test build "" || fail build "$(failed_tests build/Testing/Temporary/LastTestsFailed.log)"
-build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=OFF ||
-    fail build-asan "$(failed_tests build-asan/Testing/Temporary/LastTestsFailed.log)"
+build_and_test build ""
+build_and_test build-asan unit -DZC_SANITIZE=address,undefined -DZC_BUILD_BENCH=OFF
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     build_and_test build-tsan threaded -DZC_SANITIZE=thread -DZC_BUILD_BENCH=OFF \
-    -DZC_BUILD_TOOLS=OFF || fail build-tsan "$(failed_tests build-tsan/Testing/Temporary/LastTestsFailed.log)"
+    -DZC_BUILD_TOOLS=OFF
 
 echo "==== fuzz: each target for ${ZC_FUZZ_SECONDS:-60} s"
 bash scripts/fuzz.sh "${ZC_FUZZ_SECONDS:-60}" || fail fuzz "$(find build-fuzz/artifacts -type f 2>/dev/null | tr '\n' ' ')"
